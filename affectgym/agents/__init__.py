@@ -1,0 +1,1 @@
+"""Agents that act through the env contract, and the evaluation runner."""

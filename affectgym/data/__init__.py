@@ -1,0 +1,1 @@
+"""Scenario sources (embedded, local path, hub) and the embedded assets."""

@@ -1,0 +1,1 @@
+"""The environments and their shared contract (:mod:`affectgym.envs.core`)."""

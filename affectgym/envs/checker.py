@@ -1,0 +1,286 @@
+"""``check_env``: Gymnasium's checks plus affectgym's own.
+
+On top of :func:`gymnasium.utils.env_checker.check_env` (spaces, reset/step API, seed
+determinism), an affectgym text environment must:
+
+1. reset deterministically by seed and by ``scenario_id``;
+2. survive a fuzz of agent messages (the classic bad inputs, valid tool calls and random
+   Unicode, drawn by hypothesis) without raising, with finite step rewards inside
+   ``reward_range``, observations inside the observation space, every episode ending
+   within its turn limit and its step rewards summing to its score;
+3. not leak its gold label: with only the label changed, everything an agent can see
+   (observations, tool outputs, messages, tool schemas, the flat prompt) is identical,
+   and no scenario id contains a label word;
+4. score each of its reward-hacking canaries below its reference answer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+from affectgym.envs.core import AffectEnv
+
+#: Inputs every env must survive: empty, huge, binary junk, broken JSON, unknown tools,
+#: wrong argument types, nested junk. Built once; the 1 MB string is shared.
+BAD_ACTIONS: tuple[str, ...] = (
+    "",
+    "   \n\t ",
+    "x" * 1_000_000,
+    "\x00\x01\x02\xff\ufffd\ud800",
+    bytes(range(256)).decode("latin-1"),
+    "<tool_call>",
+    "<tool_call>{not json</tool_call>",
+    '<tool_call>{"name": 42, "arguments": {}}</tool_call>',
+    '<tool_call>{"name": "no_such_tool", "arguments": {}}</tool_call>',
+    '<tool_call>["a", 1, null]</tool_call>',
+    '{"name": "no_such_tool", "arguments": "{broken"}',
+    '{"type": "function", "function": {"name": "no_such_tool", "arguments": {"x": [1, {"y": null}]}}}',
+    "{" * 5_000,
+    "[" * 5_000 + "]" * 5_000,
+    '{"label": "?", "confidence": "very"}',
+    "<final>{}</final>",
+    "<final>" + "{" * 100 + "</final>",
+    "```json\n{\"name\": \"x\"}\n```",
+)
+
+
+class EnvCheckError(AssertionError):
+    """An environment failed :func:`check_env`; the message lists every problem found."""
+
+
+@dataclass
+class CheckReport:
+    """What :func:`check_env` ran and found.
+
+    Attributes:
+        env_name: The env's class name (and id when made through ``gym.make``).
+        fuzzed_actions: Agent messages sent by the fuzzer.
+        fuzzed_episodes: Episodes the fuzzer ran.
+        label_flip_scenarios: Scenarios whose label was flipped (0 when the env hides none).
+        canaries_checked: (scenario, canary) pairs scored against the reference answer.
+        problems: Every failure, one line each.
+    """
+
+    env_name: str
+    fuzzed_actions: int = 0
+    fuzzed_episodes: int = 0
+    label_flip_scenarios: int = 0
+    canaries_checked: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        status = "OK" if not self.problems else f"{len(self.problems)} problem(s)"
+        lines = [
+            f"check_env({self.env_name}): {status}",
+            f"  fuzz: {self.fuzzed_actions} actions in {self.fuzzed_episodes} episodes",
+            f"  label flip: {self.label_flip_scenarios} scenarios",
+            f"  canaries: {self.canaries_checked} checked",
+        ]
+        lines += [f"  - {p}" for p in self.problems]
+        return "\n".join(lines)
+
+
+def check_env(
+    env: gym.Env,
+    *,
+    fuzz_actions: int = 2_000,
+    max_scenarios: int = 50,
+    seed: int = 0,
+    raise_on_problem: bool = True,
+) -> CheckReport:
+    """Check an environment against Gymnasium's API and affectgym's contract.
+
+    Args:
+        env: The environment (wrapped or not; checks run on ``env.unwrapped``).
+        fuzz_actions: How many fuzzed agent messages to send (at least).
+        max_scenarios: How many scenarios the label-flip and canary checks visit.
+        seed: Seed of the checks; the same seed runs the same checks.
+        raise_on_problem: Raise :class:`EnvCheckError` when a problem is found.
+
+    Returns:
+        A :class:`CheckReport`.
+    """
+    base = env.unwrapped
+    name = type(base).__name__ + (f" [{env.spec.id}]" if env.spec else "")
+    report = CheckReport(env_name=name)
+    _run(report, "gymnasium check_env", lambda: _gymnasium_checks(base))
+    if isinstance(base, AffectEnv):
+        scenarios = _spread(base.scenarios, max_scenarios)
+        _run(report, "reset determinism", lambda: _check_reset_determinism(base, seed))
+        _run(report, "fuzz", lambda: _fuzz(base, report, fuzz_actions, seed))
+        _run(report, "label flip", lambda: _check_label_flip(base, scenarios, report))
+        _run(report, "canaries", lambda: _check_canaries(base, scenarios, report))
+    if report.problems and raise_on_problem:
+        raise EnvCheckError(str(report))
+    return report
+
+
+def _run(report: CheckReport, what: str, check: Callable[[], None]) -> None:
+    try:
+        check()
+    except Exception as exc:  # the checker reports every failure instead of stopping at one
+        report.problems.append(f"{what}: {type(exc).__name__}: {exc}"[:2_000])
+
+
+def _gymnasium_checks(env: gym.Env) -> None:
+    from gymnasium.utils.env_checker import check_env as gymnasium_check_env
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gymnasium_check_env(env, skip_render_check=env.spec is None)
+
+
+def _spread(items: list[Any], limit: int) -> list[Any]:
+    if len(items) <= limit:
+        return list(items)
+    stride = len(items) / limit
+    return [items[int(i * stride)] for i in range(limit)]
+
+
+def _check_reset_determinism(env: AffectEnv, seed: int) -> None:
+    for s in (seed, seed + 1, seed + 97):
+        first = env.reset(seed=s)
+        second = env.reset(seed=s)
+        assert first[0] == second[0] and first[1]["scenario_id"] == second[1]["scenario_id"], (
+            f"reset(seed={s}) gave different scenarios"
+        )
+    for scenario_id in env.scenario_ids[:3]:
+        first = env.reset(options={"scenario_id": scenario_id})
+        second = env.reset(seed=seed + 5, options={"scenario_id": scenario_id})
+        assert first[0] == second[0] and first[1]["scenario_id"] == scenario_id, (
+            f"reset(options={{'scenario_id': {scenario_id!r}}}) is not deterministic"
+        )
+
+
+def _fuzz(env: AffectEnv, report: CheckReport, n_actions: int, seed: int) -> None:
+    try:
+        from hypothesis import HealthCheck, Phase, given, settings
+        from hypothesis import strategies as st
+    except ImportError as exc:
+        raise RuntimeError("the fuzz check needs hypothesis: pip install 'affectgym[dev]'") from exc
+
+    tool_names = [*env.tools, "no_such_tool"]
+    json_values = st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+        lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+        max_leaves=6,
+    )
+    random_calls = st.builds(
+        lambda name, args, tagged: (
+            f'<tool_call>{{"name": "{name}", "arguments": {_dumps(args)}}}</tool_call>'
+            if tagged
+            else f'{{"name": "{name}", "arguments": {_dumps(args)}}}'
+        ),
+        st.sampled_from(tool_names),
+        st.dictionaries(st.text(max_size=10), json_values, max_size=3),
+        st.booleans(),
+    )
+    actions = st.one_of(
+        st.sampled_from(BAD_ACTIONS),
+        st.sampled_from(env.fuzz_actions() or ["<noop>"]),
+        st.text(max_size=200),
+        st.binary(max_size=64).map(lambda b: b.decode("latin-1")),
+        random_calls,
+    )
+    episode_length = env.max_turns + 2
+    examples = max(1, math.ceil(n_actions / episode_length))
+    ids = env.scenario_ids
+
+    @settings(
+        max_examples=examples,
+        database=None,
+        deadline=None,
+        derandomize=True,
+        phases=[Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(st.integers(0, len(ids) - 1), st.lists(actions, min_size=episode_length, max_size=episode_length))
+    def episode(index: int, messages: list[str]) -> None:
+        env.reset(seed=seed + index, options={"scenario_id": ids[index]})
+        returned = 0.0
+        ended_at = None
+        for turn, message in enumerate(messages, start=1):
+            observation, reward, terminated, truncated, info = env.step(message)
+            report.fuzzed_actions += 1
+            assert env.observation_space.contains(observation), f"observation outside the space after {message[:60]!r}"
+            assert math.isfinite(reward), f"non-finite reward {reward} after {message[:60]!r}"
+            low, high = env.reward_range
+            assert low - 1e-9 <= reward <= high + 1e-9, f"reward {reward} outside reward_range {env.reward_range}"
+            assert "reward_components" in info, "info lacks reward_components"
+            if ended_at is None:
+                returned += reward
+                if terminated or truncated:
+                    ended_at = turn
+                    assert math.isclose(returned, info["episode_reward"], abs_tol=1e-9), (
+                        f"step rewards sum to {returned}, the episode's score is {info['episode_reward']}"
+                    )
+            else:
+                assert terminated or truncated, "a step after the end did not report the episode as over"
+        assert ended_at is not None and ended_at <= env.max_turns, (
+            f"episode did not end within max_turns={env.max_turns}"
+        )
+        report.fuzzed_episodes += 1
+
+    episode()
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value)
+
+
+def agent_view(env: AffectEnv, scenario: Any) -> list[Any]:
+    """Everything an agent can see of ``scenario``: observations, messages, tools, tool outputs, flat prompt."""
+    view: list[Any] = []
+    observation, info = env.reset(options={"scenario": scenario})
+    view.append((observation, _visible(info)))
+    for name, arguments in env.flat_tool_calls(scenario):
+        call = f'<tool_call>{{"name": "{name}", "arguments": {_dumps(arguments)}}}</tool_call>'
+        observation, _, _, _, info = env.step(call)
+        view.append((observation, _visible(info)))
+    view.append(env.flat_prompt(scenario))
+    return view
+
+
+def _visible(info: dict[str, Any]) -> dict[str, Any]:
+    hidden_after_answer = {"reward_components", "episode_reward", "final_answer", "truncated_unanswered"}
+    return {k: v for k, v in info.items() if k not in hidden_after_answer}
+
+
+def _check_label_flip(env: AffectEnv, scenarios: list[Any], report: CheckReport) -> None:
+    for scenario in scenarios:
+        flipped = env.flip_label(scenario)
+        if flipped is None:
+            return
+        report.label_flip_scenarios += 1
+        if agent_view(env, scenario) != agent_view(env, flipped):
+            raise AssertionError(
+                f"scenario {scenario.id!r}: what the agent sees changes when only the gold label changes"
+            )
+        for label in env.label_set:
+            if re.search(re.escape(str(label)), str(scenario.id), re.IGNORECASE):
+                raise AssertionError(f"scenario id {scenario.id!r} contains the label word {label!r}")
+
+
+def _check_canaries(env: AffectEnv, scenarios: list[Any], report: CheckReport) -> None:
+    problems = []
+    for scenario in scenarios:
+        reference_text, reference_trace = env.reference_answer(scenario)
+        reference = env.score(scenario, reference_text, reference_trace).total
+        for name, (text, trace) in env.canaries(scenario).items():
+            report.canaries_checked += 1
+            score = env.score(scenario, text, trace).total
+            if not score < reference:
+                problems.append(f"{scenario.id}/{name}: {score:.3f} >= reference {reference:.3f}")
+    if problems:
+        raise AssertionError(f"{len(problems)} canaries score at or above the reference: " + "; ".join(problems[:10]))
+
+
+__all__ = ["BAD_ACTIONS", "CheckReport", "EnvCheckError", "agent_view", "check_env"]

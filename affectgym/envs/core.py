@@ -1,0 +1,445 @@
+"""The environment contract every text environment of affectgym follows.
+
+An :class:`AffectEnv` is a ``gymnasium.Env[str, str]``: the observation is the text the
+agent reads next, the action is the agent's whole message. A message is either one or
+more tool calls (see :mod:`affectgym.envs.parsing`), or a final answer in the env's
+answer format. Anything else (empty text, junk, a malformed call, an unknown tool, wrong
+arguments) is answered with an observation that says what was wrong and what is accepted,
+plus a small penalty; the episode goes on until the turn limit, where it is truncated and
+scored as unanswered. ``step`` never raises on an agent's text.
+
+One reward path: the reward of an episode is ``score(scenario, final_text, trace)``, the
+env's rubric applied to the final answer and the trace of what the agent did. Intermediate
+steps carry their own contribution (for example the penalty of an invalid action) and the
+terminal step carries the rest, so the step rewards of an episode sum to its score.
+
+A subclass provides:
+
+* ``_load_scenarios()`` -> the scenarios of the chosen split (each with a string ``id``)
+* ``system_prompt(scenario)`` and ``first_observation(scenario)``
+* ``parse_final(text)`` -> ``(answer, None)`` or ``(None, error message)``
+* ``build_rubric()`` -> a :class:`~affectgym.rewards.rubric.Rubric`
+* tools: methods decorated with :func:`~affectgym.envs.tools.tool` that read ``self.scenario``
+* for the checker: ``reference_answer(scenario)`` and ``canaries(scenario)``
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, ClassVar
+
+import gymnasium as gym
+
+from affectgym.envs.parsing import TOOL_CALL_FORMAT, ToolCall, parse_tool_calls
+from affectgym.envs.spaces import TextSpace, clip_text
+from affectgym.envs.tools import ToolArgumentError, ToolSpec, tool, tool_specs
+from affectgym.rewards.rubric import Criterion, Rubric, RubricResult
+
+Trace = list[dict[str, Any]]
+
+
+class AffectEnv(gym.Env[str, str]):
+    """Base class of affectgym's text environments (see the module docstring).
+
+    Args:
+        split: Which scenarios to serve, e.g. ``"train"``, ``"eval"`` or ``"all"``.
+        max_turns: Agent messages allowed before the episode is truncated.
+        invalid_action_penalty: Reward subtracted for each message that is neither a valid
+            tool call nor a valid final answer (and for steps after the episode ended).
+        max_action_chars: Longest message read; longer ones are rejected as invalid.
+        max_observation_chars: Longest observation returned; longer tool outputs are cut.
+        render_mode: ``None`` or ``"ansi"`` (``render()`` returns the transcript).
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
+    #: Range of the rubric total (before invalid-action penalties); subclasses narrow it.
+    score_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
+    #: Labels a hidden gold answer can take; used by the checker's label-flip test.
+    label_set: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(
+        self,
+        *,
+        split: str = "train",
+        max_turns: int = 8,
+        invalid_action_penalty: float = 0.05,
+        max_action_chars: int = 32_768,
+        max_observation_chars: int = 32_768,
+        render_mode: str | None = None,
+    ):
+        if not isinstance(max_turns, int) or max_turns < 1:
+            raise ValueError(f"max_turns must be a positive integer, got {max_turns!r}")
+        if not (isinstance(invalid_action_penalty, (int, float)) and 0 <= invalid_action_penalty < math.inf):
+            raise ValueError(
+                f"invalid_action_penalty must be a finite number >= 0, got {invalid_action_penalty!r}"
+            )
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        self.split = split
+        self.max_turns = max_turns
+        self.invalid_action_penalty = float(invalid_action_penalty)
+        self.max_action_chars = int(max_action_chars)
+        self.render_mode = render_mode
+        self.observation_space = TextSpace(max_length=max_observation_chars)
+        self.action_space = TextSpace(max_length=max_action_chars)
+        low, high = self.score_range
+        self.reward_range = (min(low, 0.0) - self.invalid_action_penalty, high)
+        self.scenarios: list[Any] = list(self._load_scenarios())
+        if not self.scenarios:
+            raise ValueError(f"{type(self).__name__}: split {split!r} has no scenarios")
+        self._by_id = {s.id: s for s in self.scenarios}
+        if len(self._by_id) != len(self.scenarios):
+            raise ValueError(f"{type(self).__name__}: scenario ids must be unique")
+        self.rubric = self._with_invalid_penalty(self.build_rubric())
+        self.scenario: Any = None
+        self._messages: list[dict[str, Any]] = []
+        self._trace: Trace = []
+        self._turn = 0
+        self._paid = 0.0
+        self._done = True
+
+    # ----------------------------------------------------------------- subclass API
+    def _load_scenarios(self) -> Sequence[Any]:
+        raise NotImplementedError
+
+    def system_prompt(self, scenario: Any) -> str:
+        """The system message: the task, the answer format and the tools (never the label)."""
+        raise NotImplementedError
+
+    def first_observation(self, scenario: Any) -> str:
+        """The first user message of an episode."""
+        raise NotImplementedError
+
+    def parse_final(self, text: str) -> tuple[Any, str | None]:
+        """Read a final answer: ``(answer, None)``, or ``(None, what was wrong + what is accepted)``."""
+        raise NotImplementedError
+
+    def build_rubric(self) -> Rubric:
+        """The rubric that :meth:`score` applies."""
+        raise NotImplementedError
+
+    def step_contribution(self, entry: Mapping[str, Any], trace: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+        """Named reward of a non-final step (its share of the rubric), e.g. an invalid action's penalty."""
+        if entry["type"] == "invalid":
+            return {"invalid_actions": -self.invalid_action_penalty}
+        return {}
+
+    def reference_answer(self, scenario: Any) -> tuple[str, Trace]:
+        """A good final answer and trace for ``scenario``; canaries must score below it."""
+        raise NotImplementedError
+
+    def canaries(self, scenario: Any) -> dict[str, tuple[str | None, Trace]]:
+        """Reward-hacking attempts (name -> final text, trace) that must score below the reference."""
+        return {}
+
+    def fuzz_actions(self) -> list[str]:
+        """Well-formed actions the checker mixes into its fuzzing (e.g. valid tool calls)."""
+        return [f'<tool_call>{{"name": "{name}", "arguments": {{}}}}</tool_call>' for name in self.tools]
+
+    def flat_tool_calls(self, scenario: Any) -> list[tuple[str, dict[str, Any]]]:
+        """Tool calls whose outputs :meth:`flat_prompt` pre-renders: by default every tool without required arguments."""
+        return [
+            (name, {})
+            for name, spec in self.tools.items()
+            if not spec.schema["function"]["parameters"]["required"]
+        ]
+
+    def flat_system_prompt(self, scenario: Any) -> str:
+        """System message of the single-shot form; by default the interactive one."""
+        return self.system_prompt(scenario)
+
+    # ----------------------------------------------------------------- public contract
+    @property
+    def tools(self) -> dict[str, ToolSpec]:
+        """The tools this env declares, by name."""
+        return tool_specs(self)
+
+    @property
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """OpenAI function schemas of the tools."""
+        return [spec.schema for spec in self.tools.values()]
+
+    @property
+    def scenario_ids(self) -> list[str]:
+        """Ids of the scenarios of this split, in order."""
+        return [s.id for s in self.scenarios]
+
+    def get_scenario(self, scenario_id: str) -> Any:
+        """The scenario with this id.
+
+        Raises:
+            KeyError: No scenario of this split has that id.
+        """
+        try:
+            return self._by_id[scenario_id]
+        except KeyError:
+            sample = ", ".join(self.scenario_ids[:5])
+            raise KeyError(
+                f"no scenario {scenario_id!r} in split {self.split!r} of {type(self).__name__} "
+                f"({len(self.scenarios)} scenarios, e.g. {sample})"
+            ) from None
+
+    def score(self, scenario: Any, final_text: str | None, trace: Sequence[Mapping[str, Any]]) -> RubricResult:
+        """Score a final answer (``None`` = unanswered) given what the agent did. Pure."""
+        return self.rubric.score(scenario, final_text, trace)
+
+    def score_batch(
+        self,
+        scenarios: Sequence[Any],
+        final_texts: Sequence[str | None],
+        traces: Sequence[Sequence[Mapping[str, Any]]],
+    ) -> list[RubricResult]:
+        """:meth:`score` for a batch; expensive criteria see the whole batch at once."""
+        return self.rubric.score_batch(scenarios, final_texts, traces)
+
+    def flat_prompt(self, scenario: Any) -> list[dict[str, str]]:
+        """Single-shot messages: system + user with every flat tool's output pre-rendered."""
+        sections = [self.first_observation(scenario)]
+        with self._viewing(scenario):
+            for name, arguments in self.flat_tool_calls(scenario):
+                sections.append(f"[{name}]\n{getattr(self, name)(**arguments)}")
+        return [
+            {"role": "system", "content": self.flat_system_prompt(scenario)},
+            {"role": "user", "content": "\n\n".join(sections)},
+        ]
+
+    def flat_trace(self, scenario: Any) -> Trace:
+        """The trace equivalent to :meth:`flat_prompt` (its tool calls, each made once)."""
+        trace: Trace = []
+        with self._viewing(scenario):
+            for name, arguments in self.flat_tool_calls(scenario):
+                output = getattr(self, name)(**arguments)
+                trace.append({"type": "tool_call", "name": name, "arguments": arguments, "output": output, "ok": True})
+        return trace
+
+    def flip_label(self, scenario: Any) -> Any:
+        """``scenario`` with a different gold label, or ``None`` when the env hides no label."""
+        if not self.label_set or not hasattr(scenario, "label"):
+            return None
+        other = next(label for label in self.label_set if label != scenario.label)
+        return dataclasses.replace(scenario, label=other)
+
+    # ----------------------------------------------------------------- gymnasium API
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        """Start an episode.
+
+        Args:
+            seed: Seeds ``self.np_random``; the same seed picks the same scenario.
+            options: ``{"scenario_id": id}`` picks a scenario by id; ``{"scenario": obj}``
+                runs a scenario object directly (used by training adapters).
+
+        Returns:
+            The first observation and ``info`` with ``messages``, ``tools``, ``scenario_id``,
+            ``split`` and ``reward_components`` (empty).
+        """
+        super().reset(seed=seed)
+        options = dict(options or {})
+        unknown = sorted(set(options) - {"scenario_id", "scenario"})
+        if unknown:
+            raise ValueError(f"unknown reset options {unknown}; accepted: 'scenario_id', 'scenario'")
+        if "scenario" in options:
+            scenario = options["scenario"]
+        elif "scenario_id" in options:
+            scenario = self.get_scenario(options["scenario_id"])
+        else:
+            scenario = self.scenarios[int(self.np_random.integers(len(self.scenarios)))]
+        return self._begin(scenario)
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Read one agent message and answer it (see the module docstring). Never raises on ``action``."""
+        if self._done:
+            return self._after_end()
+        self._turn += 1
+        problem = self._check_action(action)
+        if problem is None:
+            parsed = parse_tool_calls(action)
+            if parsed.found and self.tools:
+                return self._run_tools(action, parsed.calls, parsed.errors)
+            answer, problem = self.parse_final(action)
+            if problem is None:
+                return self._finish(action, answer)
+        return self._reject(action, problem)
+
+    def render(self) -> str | None:
+        """With ``render_mode="ansi"``, the episode's transcript as text."""
+        if self.render_mode != "ansi":
+            return None
+        lines = []
+        for message in self._messages:
+            head = message["role"].upper()
+            if message.get("name"):
+                head += f" ({message['name']})"
+            body = message.get("content") or ""
+            for call in message.get("tool_calls", []):
+                body += f"\n-> {call['function']['name']}({call['function']['arguments']})"
+            lines.append(f"[{head}]\n{body.strip()}")
+        return "\n\n".join(lines) + "\n"
+
+    # ----------------------------------------------------------------- internals
+    def _begin(self, scenario: Any) -> tuple[str, dict[str, Any]]:
+        self.scenario = scenario
+        self._trace = []
+        self._turn = 0
+        self._paid = 0.0
+        self._done = False
+        observation = self._clip(self.first_observation(scenario))
+        self._messages = [
+            {"role": "system", "content": self.system_prompt(scenario)},
+            {"role": "user", "content": observation},
+        ]
+        return observation, self._info({})
+
+    def _info(self, components: Mapping[str, float | None], **extra: Any) -> dict[str, Any]:
+        return {
+            "messages": copy.deepcopy(self._messages),
+            "tools": copy.deepcopy(self.tool_schemas),
+            "scenario_id": self.scenario.id,
+            "split": self.split,
+            "turn": self._turn,
+            "max_turns": self.max_turns,
+            "reward_components": dict(components),
+            **extra,
+        }
+
+    def _check_action(self, action: Any) -> str | None:
+        if not isinstance(action, str):
+            return f"the action must be text (str), got {type(action).__name__}; send your message as a string"
+        if len(action) > self.max_action_chars:
+            return f"the message is {len(action):,} characters long; at most {self.max_action_chars:,} are read"
+        if not action.strip():
+            return f"the message is empty; {self._accepted()}"
+        return None
+
+    def _accepted(self) -> str:
+        if self.tools:
+            names = ", ".join(self.tools)
+            return f"accepted: a tool call {TOOL_CALL_FORMAT} (tools: {names}) or a final answer"
+        return "accepted: a final answer"
+
+    def _run_tools(self, action: str, calls: list[ToolCall], errors: list[str]) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        self._messages.append(
+            {
+                "role": "assistant",
+                "content": action,
+                "tool_calls": [
+                    {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": _json(c.arguments)}}
+                    for c in calls
+                ],
+            }
+        )
+        outputs = []
+        failed = list(errors)
+        for call in calls:
+            output, ok = self._call_tool(call)
+            self._trace.append({"type": "tool_call", "name": call.name, "arguments": call.arguments, "output": output, "ok": ok})
+            self._messages.append({"role": "tool", "tool_call_id": call.call_id, "name": call.name, "content": output})
+            outputs.append(f"[{call.name}]\n{output}" if len(calls) > 1 else output)
+            if not ok:
+                failed.append(output)
+        components: dict[str, float] = {}
+        for entry in self._trace[len(self._trace) - len(calls):]:
+            _add(components, self.step_contribution(entry, self._trace))
+        if failed:
+            entry = {"type": "invalid", "error": "; ".join(failed)}
+            self._trace.append(entry)
+            _add(components, self.step_contribution(entry, self._trace))
+            if errors:
+                outputs.append("Error: " + "; ".join(errors))
+                self._messages.append({"role": "user", "content": "Error: " + "; ".join(errors)})
+        observation = self._clip("\n\n".join(outputs))
+        return self._intermediate(observation, components)
+
+    def _call_tool(self, call: ToolCall) -> tuple[str, bool]:
+        spec = self.tools.get(call.name)
+        if spec is None:
+            return f"Error: unknown tool {call.name!r}; available tools: {', '.join(self.tools)}", False
+        try:
+            arguments = spec.validate(call.arguments)
+        except ToolArgumentError as exc:
+            return f"Error: {exc}", False
+        return str(getattr(self, call.name)(**arguments)), True
+
+    def _reject(self, action: Any, problem: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        shown = action if isinstance(action, str) else repr(action)
+        self._messages.append({"role": "assistant", "content": clip_text(shown, 2_000)})
+        observation = self._clip(f"Error: {problem}")
+        self._messages.append({"role": "user", "content": observation})
+        entry = {"type": "invalid", "error": problem}
+        self._trace.append(entry)
+        return self._intermediate(observation, self.step_contribution(entry, self._trace))
+
+    def _intermediate(self, observation: str, components: Mapping[str, float]) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self._turn >= self.max_turns:
+            return self._finish(None, None, observation=observation)
+        reward = float(sum(components.values()))
+        self._paid += reward
+        return observation, reward, False, False, self._info(components)
+
+    def _finish(self, action: str | None, answer: Any, observation: str | None = None) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        truncated = action is None
+        if not truncated:
+            self._messages.append({"role": "assistant", "content": action})
+            self._trace.append({"type": "final", "text": action})
+            observation = "Final answer received. The episode is over."
+        else:
+            observation = self._clip(
+                f"{observation}\n\nTurn limit of {self.max_turns} reached without a final answer; the episode is over."
+            )
+        result = self.score(self.scenario, action, self._trace)
+        reward = result.total - self._paid
+        self._paid = result.total
+        self._done = True
+        info = self._info(result.components, episode_reward=result.total, final_answer=answer, truncated_unanswered=truncated)
+        return observation, float(reward), not truncated, truncated, info
+
+    def _after_end(self) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        message = "Error: the episode is over; call reset() to start a new one. Nothing was done."
+        info = self._info({"invalid_actions": -self.invalid_action_penalty}) if self.scenario else {"reward_components": {}}
+        return message, -self.invalid_action_penalty, True, False, info
+
+    def _clip(self, text: str) -> str:
+        return clip_text(text, self.observation_space.max_length)
+
+    @contextmanager
+    def _viewing(self, scenario: Any) -> Iterator[None]:
+        saved = self.scenario
+        self.scenario = scenario
+        try:
+            yield
+        finally:
+            self.scenario = saved
+
+    def _with_invalid_penalty(self, rubric: Rubric) -> Rubric:
+        if self.invalid_action_penalty == 0 or any(c.name == "invalid_actions" for c in rubric.criteria):
+            return rubric
+        criterion = Criterion("invalid_actions", count_invalid_actions, weight=-self.invalid_action_penalty)
+        return dataclasses.replace(rubric, criteria=(*rubric.criteria, criterion))
+
+
+def count_invalid_actions(scenario: Any, reply: str | None, trace: Sequence[Mapping[str, Any]]) -> float:
+    """Number of invalid messages in the trace (each costs the env's ``invalid_action_penalty``).
+
+    >>> count_invalid_actions(None, "x", [{"type": "invalid"}, {"type": "tool_call"}, {"type": "invalid"}])
+    2.0
+    """
+    return float(sum(1 for entry in trace if entry.get("type") == "invalid"))
+
+
+def _add(total: dict[str, float], part: Mapping[str, float]) -> None:
+    for name, value in part.items():
+        total[name] = total.get(name, 0.0) + value
+
+
+def _json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return json.dumps(repr(value))
+
+
+__all__ = ["AffectEnv", "TextSpace", "Trace", "count_invalid_actions", "tool"]

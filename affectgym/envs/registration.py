@@ -1,0 +1,98 @@
+"""Environment ids, their entry points, and plugin discovery.
+
+The built-in environments are one table (:data:`BUILTIN_ENVS`), registered with
+:func:`gymnasium.register` under the ``affectgym/`` namespace when ``affectgym`` is
+imported. A third-party package adds its own environments through the entry-point group
+``affectgym.envs``: each entry point names a callable that registers its ids, e.g. in the
+plugin's ``setup.cfg``::
+
+    [options.entry_points]
+    affectgym.envs =
+        mypkg = mypkg.envs:register_envs
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+import gymnasium as gym
+
+logger = logging.getLogger(__name__)
+
+PLUGIN_GROUP = "affectgym.envs"
+
+
+@dataclass(frozen=True)
+class BuiltinEnv:
+    """One row of the registration table.
+
+    Attributes:
+        entry_point: ``"module:Class"`` of the environment.
+        kwargs: Default keyword arguments passed to the class.
+        vector_entry_point: ``"module:Class"`` of a native vector env, if any.
+    """
+
+    entry_point: str
+    kwargs: dict[str, Any] | None = None
+    vector_entry_point: str | None = None
+
+
+BUILTIN_ENVS: dict[str, BuiltinEnv] = {}
+
+#: Ids registered by each plugin, filled by :func:`load_plugins`.
+PLUGIN_ENVS: dict[str, list[str]] = {}
+
+
+def register_builtin_envs() -> None:
+    """Register every id of :data:`BUILTIN_ENVS` that is not registered yet."""
+    for env_id, row in BUILTIN_ENVS.items():
+        if env_id in gym.registry:
+            continue
+        gym.register(
+            id=env_id,
+            entry_point=row.entry_point,
+            vector_entry_point=row.vector_entry_point,
+            kwargs=dict(row.kwargs or {}),
+            disable_env_checker=False,
+        )
+
+
+def load_plugins() -> dict[str, list[str]]:
+    """Call every ``affectgym.envs`` entry point once; return the ids each registered.
+
+    A plugin that fails to load is logged and skipped: one broken plugin must not stop
+    ``import affectgym``.
+    """
+    for entry_point in metadata.entry_points(group=PLUGIN_GROUP):
+        if entry_point.name in PLUGIN_ENVS:
+            continue
+        before = set(gym.registry)
+        try:
+            entry_point.load()()
+        except Exception as exc:  # a broken third-party plugin is reported, not fatal
+            logger.warning("affectgym plugin %r (%s) failed to load: %s", entry_point.name, entry_point.value, exc)
+            PLUGIN_ENVS[entry_point.name] = []
+            continue
+        PLUGIN_ENVS[entry_point.name] = sorted(set(gym.registry) - before)
+    return PLUGIN_ENVS
+
+
+def affectgym_env_ids() -> list[str]:
+    """Every id that affectgym knows: the built-in ones and those its plugins registered."""
+    ids = [env_id for env_id in BUILTIN_ENVS if env_id in gym.registry]
+    for plugin_ids in PLUGIN_ENVS.values():
+        ids += [env_id for env_id in plugin_ids if env_id not in ids]
+    return ids
+
+
+def env_summary(env_id: str) -> str:
+    """First line of the docstring of the class behind ``env_id``."""
+    from gymnasium.envs.registration import load_env_creator
+
+    entry_point = gym.spec(env_id).entry_point
+    creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
+    doc = (creator.__doc__ or "").strip()
+    return doc.splitlines()[0] if doc else "(no description)"

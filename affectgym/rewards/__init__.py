@@ -1,0 +1,1 @@
+"""Reward pieces: rubric, emotion classifier, LLM judge, rules."""

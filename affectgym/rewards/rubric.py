@@ -1,0 +1,218 @@
+"""Rubrics: named, weighted reward criteria with caps and gates.
+
+A :class:`Rubric` is the single place where an environment's reward is defined. Every
+path that rewards an agent (an interactive ``step``, a flattened TRL reward function, the
+``environment_factory`` adapter) goes through :meth:`Rubric.score` or
+:meth:`Rubric.score_batch`, so there is never a second copy of a reward.
+
+A criterion is a small function of ``(scenario, reply, trace)`` returning a float, or
+``None`` when it does not apply (TRL skips ``None``). ``reply`` is the agent's final text, or
+``None`` when the episode ended unanswered. Weights live in the rubric, not in the function.
+A criterion of weight 0 is a logged metric only.
+
+Caps ("the total is at most 0.60 when a core rule is broken") and gates ("the total is 0
+unless the answer parses") act on the weighted sum. So that a per-component view (TRL logs
+one reward function per component and sums them with ``reward_weights``) adds up to the
+same total, the change a cap or gate makes is reported as its own component, of weight 1.
+
+>>> rubric = Rubric([
+...     Criterion("correct", lambda s, r, t: float(r == s), weight=0.7),
+...     Criterion("short", lambda s, r, t: float(r is not None and len(r) < 5), weight=0.3),
+... ], caps=[Cap("wordy", limit=0.5, when=lambda c: c["short"] == 0.0)])
+>>> rubric.score("yes", "yes", []).total
+1.0
+>>> result = rubric.score("a long answer", "a long answer", [])
+>>> round(result.total, 6), round(result.components["cap:wordy"], 6)
+(0.5, -0.2)
+>>> round(sum(rubric.weights[name] * value for name, value in result.components.items()), 6)
+0.5
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+CriterionFn = Callable[[Any, "str | None", Sequence[Mapping[str, Any]]], "float | None"]
+BatchCriterionFn = Callable[
+    [Sequence[Any], Sequence["str | None"], Sequence[Sequence[Mapping[str, Any]]]],
+    Sequence["float | None"],
+]
+Condition = Callable[[Mapping[str, "float | None"]], bool]
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One named part of a reward.
+
+    Args:
+        name: Component name; TRL logs it as ``rewards/<name>/mean``.
+        fn: ``fn(scenario, reply, trace) -> float | None``; or, when ``batched`` is true,
+            ``fn(scenarios, replies, traces) -> list[float | None]`` for expensive scorers.
+        weight: Weight in the total. ``0`` makes the criterion a logged metric.
+        batched: Whether ``fn`` scores a whole batch in one call.
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    weight: float = 1.0
+    batched: bool = False
+
+
+@dataclass(frozen=True)
+class Cap:
+    """Caps the total at ``limit`` while ``when(components)`` holds.
+
+    Args:
+        name: Reported as the component ``cap:<name>`` (the change it made, ``<= 0``).
+        limit: Highest total allowed while the condition holds.
+        when: Condition on the raw (unweighted) components.
+    """
+
+    name: str
+    limit: float
+    when: Condition
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Replaces the total by ``value`` unless ``passes(components)`` holds.
+
+    Args:
+        name: Reported as the component ``gate:<name>`` (the change it made).
+        passes: Condition on the raw components that lets the total through.
+        value: Total given when the gate is closed.
+    """
+
+    name: str
+    passes: Condition
+    value: float = 0.0
+
+
+@dataclass(frozen=True)
+class RubricResult:
+    """A scored reply.
+
+    Attributes:
+        total: The reward: weighted sum of components, after gates and caps.
+        components: Raw value of each criterion (``None`` where it did not apply) and the
+            adjustment of each cap or gate that the rubric declares.
+    """
+
+    total: float
+    components: dict[str, float | None]
+
+
+@dataclass(frozen=True)
+class Rubric:
+    """Weighted criteria, caps and gates; the one reward definition of an environment.
+
+    Args:
+        criteria: The named components.
+        caps: Upper bounds on the total under conditions.
+        gates: Conditions the total must pass to count.
+    """
+
+    criteria: Sequence[Criterion]
+    caps: Sequence[Cap] = field(default_factory=tuple)
+    gates: Sequence[Gate] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        names = [c.name for c in self.criteria]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"rubric criteria must have unique names; repeated: {duplicates}")
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """Weight of every component, caps and gates included (their weight is 1)."""
+        weights = {c.name: c.weight for c in self.criteria}
+        weights.update({f"gate:{g.name}": 1.0 for g in self.gates})
+        weights.update({f"cap:{c.name}": 1.0 for c in self.caps})
+        return weights
+
+    def with_weights(self, overrides: Mapping[str, float] | None) -> Rubric:
+        """Return a copy with some criterion weights replaced.
+
+        Raises:
+            ValueError: An override names no criterion of this rubric.
+        """
+        if not overrides:
+            return self
+        known = {c.name for c in self.criteria}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ValueError(f"unknown reward weights {unknown}; this rubric has {sorted(known)}")
+        for name, weight in overrides.items():
+            if not isinstance(weight, (int, float)) or not math.isfinite(weight):
+                raise ValueError(f"weight for {name!r} must be a finite number, got {weight!r}")
+        return replace(
+            self,
+            criteria=tuple(
+                replace(c, weight=float(overrides.get(c.name, c.weight))) for c in self.criteria
+            ),
+        )
+
+    def without(self, name: str) -> Rubric:
+        """Return a copy without the criterion ``name`` (e.g. a judge that is not configured)."""
+        return replace(self, criteria=tuple(c for c in self.criteria if c.name != name))
+
+    def score(self, scenario: Any, reply: str | None, trace: Sequence[Mapping[str, Any]]) -> RubricResult:
+        """Score one reply. See :meth:`score_batch`."""
+        return self.score_batch([scenario], [reply], [trace])[0]
+
+    def score_batch(
+        self,
+        scenarios: Sequence[Any],
+        replies: Sequence[str | None],
+        traces: Sequence[Sequence[Mapping[str, Any]]],
+    ) -> list[RubricResult]:
+        """Score a batch; batched criteria see the whole batch in one call.
+
+        Returns:
+            One :class:`RubricResult` per reply, in order.
+        """
+        if not len(scenarios) == len(replies) == len(traces):
+            raise ValueError(
+                f"score_batch needs equal lengths, got {len(scenarios)} scenarios, "
+                f"{len(replies)} replies and {len(traces)} traces"
+            )
+        columns: dict[str, list[float | None]] = {}
+        for criterion in self.criteria:
+            if criterion.batched:
+                values = list(criterion.fn(scenarios, replies, traces))
+            else:
+                values = [criterion.fn(s, r, t) for s, r, t in zip(scenarios, replies, traces, strict=True)]
+            columns[criterion.name] = [_as_component(criterion.name, v) for v in values]
+        return [
+            self._combine({name: column[i] for name, column in columns.items()})
+            for i in range(len(replies))
+        ]
+
+    def _combine(self, components: dict[str, float | None]) -> RubricResult:
+        weighted = sum(
+            c.weight * components[c.name] for c in self.criteria if components[c.name] is not None
+        )
+        total = weighted
+        for gate in self.gates:
+            closed = not gate.passes(components)
+            components[f"gate:{gate.name}"] = (gate.value - total) if closed else 0.0
+            if closed:
+                total = gate.value
+        for cap in self.caps:
+            capped = cap.when(components) and total > cap.limit
+            components[f"cap:{cap.name}"] = (cap.limit - total) if capped else 0.0
+            if capped:
+                total = cap.limit
+        return RubricResult(total=float(total), components=components)
+
+
+def _as_component(name: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"criterion {name!r} returned {value}; criteria must return finite floats")
+    return value

@@ -1,0 +1,1 @@
+"""Training: flattened datasets, TRL reward functions, environment_factory, GRPO entry."""

@@ -1,0 +1,93 @@
+"""Packaging: fast import, the CLI, and third-party plugins found through entry points."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+HEAVY_MODULES = ("torch", "transformers", "librosa", "parselmouth", "dspy", "trl", "datasets", "sklearn")
+
+
+def _fastest_import_s(module: str, runs: int = 5) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", f"import {module}"], check=True)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def test_import_affectgym_costs_at_most_twice_import_gymnasium():
+    python = _fastest_import_s("sys")
+    gymnasium = _fastest_import_s("gymnasium") - python
+    affectgym = _fastest_import_s("affectgym") - python
+    assert affectgym <= 2 * max(gymnasium, 0.05), (affectgym, gymnasium)
+
+
+def test_import_affectgym_loads_no_heavy_library():
+    code = f"import sys, affectgym; print([m for m in {HEAVY_MODULES!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "[]"
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "affectgym.cli", *args], capture_output=True, text=True, env=env
+    )
+
+
+def test_cli_list_prints_each_id_with_its_summary():
+    import affectgym
+
+    result = _cli("list")
+    assert result.returncode == 0
+    for env_id in affectgym.list_envs():
+        assert env_id in result.stdout
+
+
+def test_cli_errors_are_one_line_without_traceback():
+    result = _cli("demo", "--env", "affectgym/NoSuchEnv-v0")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("affectgym: error:")
+
+
+def test_plugin_registered_through_entry_point_is_listed(tmp_path):
+    package = tmp_path / "affect_plugin_demo"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        textwrap.dedent(
+            '''
+            import gymnasium as gym
+
+            def register_envs():
+                gym.register(id="plugindemo/Echo-v0", entry_point="affect_plugin_demo:EchoEnv")
+
+            class EchoEnv(gym.Env):
+                """Echo: a plugin environment found through the affectgym.envs entry point."""
+            '''
+        )
+    )
+    dist_info = tmp_path / "affect_plugin_demo-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: affect-plugin-demo\nVersion: 0.1\n")
+    (dist_info / "entry_points.txt").write_text("[affectgym.envs]\ndemo = affect_plugin_demo:register_envs\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    result = _cli("list", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "plugindemo/Echo-v0" in result.stdout
+    assert "Echo: a plugin environment" in result.stdout
+
+
+def test_broken_plugin_is_reported_and_does_not_break_import(tmp_path):
+    dist_info = tmp_path / "broken_plugin-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 0.1\n")
+    (dist_info / "entry_points.txt").write_text("[affectgym.envs]\nbroken = no_such_module:register\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    result = _cli("list", env=env)
+    assert result.returncode == 0
+    assert "plugin 'broken'" in result.stderr
