@@ -250,7 +250,7 @@ def agent_view(env: AffectEnv, scenario: Any) -> list[Any]:
 
 
 def _visible(info: dict[str, Any]) -> dict[str, Any]:
-    hidden_after_answer = {"reward_components", "episode_reward", "final_answer", "truncated_unanswered"}
+    hidden_after_answer = {"reward_components", "episode_reward", "final_answer", "truncated_unanswered", "outcome"}
     return {k: v for k, v in info.items() if k not in hidden_after_answer}
 
 

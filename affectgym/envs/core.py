@@ -129,6 +129,15 @@ class AffectEnv(gym.Env[str, str]):
             return {"invalid_actions": -self.invalid_action_penalty}
         return {}
 
+    def outcome(self, scenario: Any, answer: Any, result: RubricResult) -> dict[str, Any]:
+        """Facts for evaluation records, revealed in ``info["outcome"]`` once the episode is over.
+
+        Classification envs return ``prediction``, ``label``, ``correct`` and ``confidence``
+        (plus any subset flags such as ``pivot``); the eval runner computes its metrics
+        from these. ``answer`` is the parsed final answer, ``None`` when unanswered.
+        """
+        return {}
+
     def reference_answer(self, scenario: Any) -> tuple[str, Trace]:
         """A good final answer and trace for ``scenario``; canaries must score below it."""
         raise NotImplementedError
@@ -394,7 +403,13 @@ class AffectEnv(gym.Env[str, str]):
         reward = result.total - self._paid
         self._paid = result.total
         self._done = True
-        info = self._info(result.components, episode_reward=result.total, final_answer=answer, truncated_unanswered=truncated)
+        info = self._info(
+            result.components,
+            episode_reward=result.total,
+            final_answer=answer,
+            truncated_unanswered=truncated,
+            outcome=self.outcome(self.scenario, answer, result),
+        )
         return observation, float(reward), not truncated, truncated, info
 
     def _after_end(self) -> tuple[str, float, bool, bool, dict[str, Any]]:
