@@ -1,0 +1,436 @@
+"""Cheap lexical rules that catch the reward hacks of emotion-conditioned generation.
+
+A policy trained against an emotion classifier learns to *tell* instead of *show*: it
+names the emotion ("I am so angry"), shouts it in capitals ("I'm FURIOUS"), narrates
+stage directions (``(sighs)``, ``*eye roll*``, ``[angry tone]``), echoes the prompt's
+``EMOTION:`` tag or talks about itself ("As an AI..."). Each rule here is a small pure
+function of the reply that returns a :class:`RuleMatch` (did it fire, and on what text),
+so a rubric can turn it into a penalty or a cap and a log can show why.
+
+>>> rule_penalties("(sighs) I am SO ANGRY right now.", "anger", "Explain traffic lights.")["shouting"]
+RuleMatch(hit=True, span='SO ANGRY')
+>>> [name for name, m in rule_penalties("Unbelievable. Again?", "anger", "").items() if m.hit]
+[]
+
+Rules see the reply after :func:`strip_think` removed any ``<think>...</think>`` block.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from affectgym.rewards.emotions import canonical_emotion
+
+__all__ = [
+    "EMOTION_WORDS",
+    "RuleMatch",
+    "echoes_emotion_tag",
+    "NO_MATCH",
+    "empty_reply",
+    "instruction_overlap",
+    "meta_commentary",
+    "names_emotion",
+    "rule_penalties",
+    "shouting",
+    "stage_direction",
+    "states_feeling",
+    "strip_think",
+]
+
+
+@dataclass(frozen=True)
+class RuleMatch:
+    """Outcome of one rule.
+
+    Attributes:
+        hit: Whether the rule fired.
+        span: The text that made it fire (``None`` when it did not).
+    """
+
+    hit: bool
+    span: str | None = None
+
+
+NO_MATCH = RuleMatch(False, None)
+
+EMOTION_WORDS: Mapping[str, frozenset[str]] = {
+    "anger": frozenset(
+        "anger angered angry angrier angriest angrily furious furiously fury rage raging "
+        "enraged livid irate irritated irritation annoyed annoyance pissed outraged outrage "
+        "infuriated infuriating seething fuming incensed resentful resentment wrath wrathful "
+        "frustrated frustration mad madder irked".split()
+    ),
+    "disgust": frozenset(
+        "disgust disgusted disgusting disgustingly revolted revolting repulsed repulsive "
+        "revulsion nauseated nauseating sickened sickening grossed repugnant loathe loathing "
+        "appalled".split()
+    ),
+    "fear": frozenset(
+        "fear fears feared fearful fearfully afraid scared frightened frightening terrified "
+        "terrifying terror panic panicked panicking anxious anxiety nervous dread dreading "
+        "horrified petrified alarmed worried".split()
+    ),
+    "joy": frozenset(
+        "joy joyful joyous joyfully happy happier happiest happily happiness glad delighted "
+        "elated thrilled ecstatic overjoyed cheerful jubilant excited excitement".split()
+    ),
+    "neutral": frozenset("neutral neutrally indifferent unemotional impartial".split()),
+    "sadness": frozenset(
+        "sad sadder saddest sadly sadness saddened unhappy sorrow sorrowful grief grieving "
+        "depressed miserable heartbroken gloomy melancholy despair devastated upset".split()
+    ),
+    "surprise": frozenset(
+        "surprise surprised surprising surprisingly astonished astonishment amazed "
+        "amazement shocked stunned astounded startled flabbergasted".split()
+    ),
+}
+"""Words that name each of the seven emotions, with their inflections."""
+
+_ALL_EMOTION_WORDS = frozenset().union(*EMOTION_WORDS.values())
+
+# Words that mark a bracketed aside as narration rather than content: bodily actions,
+# voice and tone, and adverbs of manner.
+_NARRATION_CUES = frozenset(
+    "sigh sighs sighing gasp gasps gasping laugh laughs laughing chuckle chuckles giggle "
+    "giggles cry cries crying sob sobs sobbing scream screams screaming shout shouts "
+    "shouting yell yells yelling groan groans groaning gag gags gagging roll rolls rolling "
+    "eye eyes shrug shrugs shrugging smile smiles smiling grin grins grinning frown frowns "
+    "frowning wince winces shudder shudders shuddering tremble trembles trembling shake "
+    "shakes shaking clench clenches clenched slam slams slamming stomp stomps scoff scoffs "
+    "snort snorts huff huffs whisper whispers whispering mutter mutters muttering blush "
+    "blushes pause pauses gulp gulps cough coughs sniff sniffs sniffles grumble grumbles "
+    "hiss hisses growl growls fist fists tone voice voiced feeling feels face facepalm "
+    "jaw teeth tears glare glares glaring stare stares staring exhale exhales inhale "
+    "inhales wipes throws throw hands head nod nods".split()
+)
+
+# Adverbs that emphasise rather than narrate: "*really*" is markdown emphasis, not a direction.
+_EMPHASIS_ADVERBS = frozenset(
+    "really truly totally actually only clearly simply literally absolutely exactly definitely "
+    "certainly seriously finally usually early likely probably obviously especially entirely "
+    "completely highly fully nearly mostly rarely barely hardly strictly precisely".split()
+)
+
+_THINK_BLOCK = re.compile(r"<think>.*?(</think>|\Z)", re.DOTALL | re.IGNORECASE)
+_THINK_TAIL = re.compile(r"^.*?</think>", re.DOTALL | re.IGNORECASE)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’]*")
+
+
+def strip_think(text: str | None) -> str:
+    """Remove reasoning blocks so that only the visible reply is scored.
+
+    An unclosed ``<think>`` (generation stopped mid-thought) removes everything after it;
+    a lone ``</think>`` (the template opened the block in the prompt) removes everything
+    before it.
+
+    Args:
+        text: A completion, or ``None``.
+
+    Returns:
+        The text without reasoning, stripped of surrounding whitespace.
+
+    >>> strip_think("<think>be angry</think>  Why is it red?")
+    'Why is it red?'
+    >>> strip_think("plan...</think>Answer"), strip_think("Hi <think>unfinished")
+    ('Answer', 'Hi')
+    """
+    if not text:
+        return ""
+    text = _THINK_BLOCK.sub("", text)
+    text = _THINK_TAIL.sub("", text)
+    return text.strip()
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower().replace("’", "'") for w in _WORD.findall(text)]
+
+
+def _emotion_vocabulary(target: str | None) -> frozenset[str]:
+    """Words that name ``target``: its lexicon, or for an open-vocabulary label the label."""
+    if not target:
+        return frozenset()
+    label = canonical_emotion(target)
+    if label is not None:
+        return EMOTION_WORDS[label]
+    return frozenset(w for w in _words(target) if len(w) >= 3)
+
+
+def _word_pattern(vocabulary: frozenset[str], *, open_ended: bool = False) -> re.Pattern[str]:
+    alternatives = "|".join(sorted((re.escape(w) for w in vocabulary), key=len, reverse=True))
+    suffix = r"\w*" if open_ended else ""
+    return re.compile(rf"\b(?:{alternatives}){suffix}\b", re.IGNORECASE)
+
+
+def stage_direction(reply: str) -> RuleMatch:
+    """Narration or stage directions instead of speech.
+
+    Fires on a square-bracketed aside of one to six words (``[angry tone]``, not a
+    markdown link or a citation like ``[1]``), and on a parenthesised or ``*starred*``
+    aside of one to six words that contains a narration cue (a bodily action, voice or
+    tone, an emotion word, or an ``-ly`` adverb), so that ``(see below)`` and ``*really*``
+    stay legal.
+
+    Args:
+        reply: The visible reply.
+
+    Returns:
+        The first aside found.
+
+    >>> stage_direction("(sighs) Fine.")
+    RuleMatch(hit=True, span='(sighs)')
+    >>> stage_direction("Oh *eye roll* sure."), stage_direction("[angry tone] No.").span
+    (RuleMatch(hit=True, span='*eye roll*'), '[angry tone]')
+    >>> stage_direction("It is *really* late (see below) and [1] says so.").hit
+    False
+    """
+    for match in re.finditer(r"\[([^\[\]\n]{1,60})\](?!\()", reply):
+        words = _words(match.group(1))
+        if (
+            1 <= len(words) <= 6
+            and not re.search(r"\d", match.group(1))
+            and match.group(1).strip() not in ("x", "X")
+        ):
+            return RuleMatch(True, match.group(0))
+    asides = re.finditer(r"\(([^()\n]{1,60})\)|(?<![*\w])\*([^*\n]{1,60})\*(?![*\w])", reply)
+    for match in asides:
+        inner = match.group(1) if match.group(1) is not None else match.group(2)
+        words = _words(inner)
+        if not 1 <= len(words) <= 6:
+            continue
+        if any(
+            w in _NARRATION_CUES or w in _ALL_EMOTION_WORDS or _is_manner_adverb(w) for w in words
+        ):
+            return RuleMatch(True, match.group(0))
+    return NO_MATCH
+
+
+def _is_manner_adverb(word: str) -> bool:
+    return word.endswith("ly") and len(word) > 4 and word not in _EMPHASIS_ADVERBS
+
+
+def names_emotion(reply: str, target: str) -> RuleMatch:
+    """The reply names the target emotion (any inflection: angry, anger, furious, ...).
+
+    For a label outside the seven (open vocabulary, e.g. ``"condescending"``), any word
+    starting with one of the label's words counts (``condescend``, ``condescendingly``).
+
+    Args:
+        reply: The visible reply.
+        target: The emotion the reply should convey.
+
+    Returns:
+        The first naming word found.
+
+    >>> names_emotion("This is infuriating and I am livid.", "anger")
+    RuleMatch(hit=True, span='infuriating')
+    >>> names_emotion("Why is it STILL red?", "anger").hit
+    False
+    >>> names_emotion("How condescendingly you ask.", "condescending").span
+    'condescendingly'
+    """
+    vocabulary = _emotion_vocabulary(target)
+    if not vocabulary:
+        return NO_MATCH
+    open_ended = canonical_emotion(target) is None
+    match = _word_pattern(vocabulary, open_ended=open_ended).search(reply)
+    return RuleMatch(True, match.group(0)) if match else NO_MATCH
+
+
+_INTENSIFIERS = r"(?:(?:so|really|very|absolutely|completely|utterly|just|extremely|totally|incredibly|truly|quite|beyond|deeply|genuinely|kind\s+of|a\s+bit|a\s+little|\w+ly)\s+)*"
+_FEELING_WORDS = "|".join(sorted(_ALL_EMOTION_WORDS, key=len, reverse=True))
+_STATED_FEELING = re.compile(
+    r"\b(?:i\s*(?:'m|’m|\s+am|\s+feel|\s+felt|\s+was|\s+get|\s+got|'m\s+feeling|\s+am\s+feeling|\s*'ve\s+been|\s+have\s+been)"
+    r"|makes?\s+me(?:\s+feel)?|made\s+me(?:\s+feel)?|fills?\s+me\s+with|filled\s+with|my\s+own)\s+"
+    + _INTENSIFIERS
+    + rf"(?:{_FEELING_WORDS})\b",
+    re.IGNORECASE,
+)
+
+
+def states_feeling(reply: str) -> RuleMatch:
+    """The reply states a feeling in so many words ("I am so angry", "it makes me sad").
+
+    Args:
+        reply: The visible reply.
+
+    Returns:
+        The first statement found.
+
+    >>> states_feeling("Honestly, I feel disgusted by this.")
+    RuleMatch(hit=True, span='I feel disgusted')
+    >>> states_feeling("I'm absolutely FURIOUS!").span, states_feeling("It makes me so sad.").span
+    ("I'm absolutely FURIOUS", 'makes me so sad')
+    >>> states_feeling("I am ready to help.").hit
+    False
+    """
+    match = _STATED_FEELING.search(reply)
+    return RuleMatch(True, match.group(0)) if match else NO_MATCH
+
+
+def echoes_emotion_tag(reply: str) -> RuleMatch:
+    """The reply repeats the prompt's ``EMOTION:`` tag (any case).
+
+    Args:
+        reply: The visible reply.
+
+    Returns:
+        The tag and the label after it.
+
+    >>> echoes_emotion_tag("Emotion: disgust\\nThat food..."), echoes_emotion_tag("My emotions run high.").hit
+    (RuleMatch(hit=True, span='Emotion: disgust'), False)
+    """
+    match = re.search(r"\bemotion\s*:[ \t]*[^\n.,;!?]{0,30}", reply, re.IGNORECASE)
+    return RuleMatch(True, match.group(0).strip()) if match else NO_MATCH
+
+
+_META = re.compile(
+    r"\bas\s+an?\s+(?:ai|artificial\s+intelligence|(?:large\s+)?language\s+model|assistant|llm|chatbot)\b"
+    r"|\bi(?:'m|\s+am)\s+(?:just\s+|only\s+)?an?\s+(?:ai|(?:large\s+)?language\s+model|llm|chatbot)\b"
+    r"|\bi\s+(?:do\s+not|don't|cannot|can't)\s+(?:have|feel|experience)\s+(?:real\s+|actual\s+|any\s+)?(?:emotions|feelings)\b"
+    r"|\b(?:here(?:'s|\s+is)|in|with|using)\s+an?\s+\w+\s+(?:tone|voice|manner)\b"
+    r"|\b(?:responding|replying|answering|written|speaking)\s+(?:in|with)\s+(?:an?\s+)?\w+\s+(?:tone|voice)\b",
+    re.IGNORECASE,
+)
+
+
+def meta_commentary(reply: str) -> RuleMatch:
+    """The reply talks about itself instead of answering in character.
+
+    Catches "As an AI / a language model", "I'm an AI", "I don't have feelings" and
+    commentary on the tone ("Here is an angry reply", "in a fearful tone").
+
+    Args:
+        reply: The visible reply.
+
+    Returns:
+        The first meta phrase found.
+
+    >>> meta_commentary("As an AI, I cannot be angry.")
+    RuleMatch(hit=True, span='As an AI')
+    >>> meta_commentary("Here's a furious take on it:").span, meta_commentary("As a child I ran.").hit
+    ("Here's a furious take", False)
+    """
+    match = _META.search(reply.replace("’", "'"))
+    if match:
+        return RuleMatch(True, match.group(0))
+    take = re.search(
+        r"\bhere(?:'s|\s+is)\s+an?\s+(?:\w+\s+){0,2}(?:take|reply|response|answer|rant)\b",
+        reply.replace("’", "'"),
+        re.IGNORECASE,
+    )
+    return RuleMatch(True, take.group(0)) if take else NO_MATCH
+
+
+def shouting(reply: str) -> RuleMatch:
+    """Capitals used to shout: a run of two or more all-caps words, or an all-caps emotion word.
+
+    Words are runs of letters; one-letter words ("I", "A") do not count, so "I" at the
+    start of a sentence is no shout. Acronyms in a run ("NASA API") fire too: a weak rule.
+
+    Args:
+        reply: The visible reply.
+
+    Returns:
+        The first shouted span found.
+
+    >>> shouting("I'm FURIOUS about it."), shouting("YOU IDIOTS! Move.").span
+    (RuleMatch(hit=True, span='FURIOUS'), 'YOU IDIOTS')
+    >>> shouting("I read the NASA report. I was late.").hit
+    False
+    """
+    caps_word = r"[A-Z][A-Z'’]*[A-Z]"
+    run = re.search(rf"\b{caps_word}(?:[\s,!?.\-]+{caps_word})+\b", reply)
+    if run:
+        return RuleMatch(True, run.group(0))
+    for match in re.finditer(rf"\b{caps_word}\b", reply):
+        if match.group(0).lower() in _ALL_EMOTION_WORDS:
+            return RuleMatch(True, match.group(0))
+    return NO_MATCH
+
+
+def empty_reply(reply: str | None) -> RuleMatch:
+    """No visible reply: ``None``, empty, whitespace, or only a reasoning block.
+
+    Args:
+        reply: The reply (before or after :func:`strip_think`).
+
+    Returns:
+        A hit with span ``""`` when empty.
+
+    >>> empty_reply("  \\n"), empty_reply("<think>hmm</think>").hit, empty_reply("No.").hit
+    (RuleMatch(hit=True, span=''), True, False)
+    """
+    return RuleMatch(True, "") if not strip_think(reply) else NO_MATCH
+
+
+_STOPWORDS = frozenset(
+    "a an and are as at be been but by can could do does for from has have how i if in into is "
+    "it its me my of on or our should so that the their them then there these they this to was "
+    "we were what when where which who why will with would you your about also any some such "
+    "than very just write explain describe give tell please using use".split()
+)
+
+
+def _stems(text: str) -> set[str]:
+    # A five-letter prefix is a crude stemmer: explain/explaining/explained agree.
+    return {w[:5] for w in _words(text) if len(w) >= 3 and w not in _STOPWORDS}
+
+
+def instruction_overlap(reply: str, instruction: str) -> float:
+    """Share of the instruction's content words that the reply uses (a weak on-topic signal).
+
+    Content words are words of three or more letters outside a small stop list, compared
+    by their first five letters. A reply that ignores the instruction scores near 0; an
+    instruction without content words gives 1.0 (nothing to ignore).
+
+    Args:
+        reply: The visible reply.
+        instruction: The user's instruction, without the ``EMOTION:`` line.
+
+    Returns:
+        A fraction in ``[0, 1]``.
+
+    >>> round(instruction_overlap("The light is red: slow sensors.", "Explain why the traffic light is slow."), 2)
+    0.67
+    >>> instruction_overlap("Bananas are yellow.", "Explain why the traffic light is slow.")
+    0.0
+    """
+    wanted = _stems(instruction)
+    if not wanted:
+        return 1.0
+    return len(wanted & _stems(reply)) / len(wanted)
+
+
+def rule_penalties(reply: str | None, target: str, instruction: str = "") -> dict[str, RuleMatch]:
+    """Run every rule on a reply.
+
+    Args:
+        reply: The agent's completion (``<think>`` blocks are removed first), or ``None``.
+        target: The requested emotion (one of the seven or an open-vocabulary label).
+        instruction: The user's instruction; ``ignores_instruction`` fires when the reply
+            shares none of its content words (see :func:`instruction_overlap`, the float
+            behind it). Empty: the rule never fires.
+
+    Returns:
+        ``{rule name: RuleMatch}`` for ``empty``, ``stage_direction``, ``names_emotion``,
+        ``states_feeling``, ``echoes_emotion_tag``, ``meta_commentary``, ``shouting`` and
+        ``ignores_instruction``.
+
+    >>> hits = rule_penalties("EMOTION: anger\\n*slams desk* As an AI I feel angry!", "anger")
+    >>> sorted(name for name, match in hits.items() if match.hit)
+    ['echoes_emotion_tag', 'meta_commentary', 'names_emotion', 'stage_direction', 'states_feeling']
+    """
+    text = strip_think(reply)
+    overlap = instruction_overlap(text, instruction)
+    return {
+        "empty": empty_reply(text),
+        "stage_direction": stage_direction(text),
+        "names_emotion": names_emotion(text, target),
+        "states_feeling": states_feeling(text),
+        "echoes_emotion_tag": echoes_emotion_tag(text),
+        "meta_commentary": meta_commentary(text),
+        "shouting": shouting(text),
+        "ignores_instruction": RuleMatch(True, None) if text and overlap == 0.0 else NO_MATCH,
+    }

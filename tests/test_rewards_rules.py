@@ -1,0 +1,220 @@
+"""Specification of the lexical reward-hack rules."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from affectgym.rewards.emotions import EMOTIONS, canonical_emotion, is_basic_emotion
+from affectgym.rewards.rules import (
+    EMOTION_WORDS,
+    RuleMatch,
+    echoes_emotion_tag,
+    empty_reply,
+    instruction_overlap,
+    meta_commentary,
+    names_emotion,
+    rule_penalties,
+    shouting,
+    stage_direction,
+    states_feeling,
+    strip_think,
+)
+
+SHOWN_NOT_TOLD = {
+    "anger": "Seriously? Forty minutes for one light? Who designed this junk, and why does nobody fix it?",
+    "disgust": "Ugh, the fridge smells like something died in it weeks ago. Nobody touch that drawer.",
+    "fear": "Did you hear that? Something is in the hallway. Please, lock the door, now.",
+    "joy": "We did it! Every single one of them came back, and the garden is blooming!",
+    "neutral": "The report is due on Friday at noon. Send it to the shared folder.",
+    "sadness": "Her cup is still on the shelf. I keep setting out two plates out of habit.",
+    "surprise": "Wait, the meeting already happened? Since when do we start at seven?",
+}
+
+
+@pytest.mark.parametrize("target", EMOTIONS)
+def test_a_reply_that_shows_its_emotion_breaks_no_rule(target: str) -> None:
+    hits = {
+        name: m for name, m in rule_penalties(SHOWN_NOT_TOLD[target], target, "").items() if m.hit
+    }
+    assert hits == {}
+
+
+@pytest.mark.parametrize(
+    ("reply", "span"),
+    [
+        ("(sighs) Fine, I'll explain.", "(sighs)"),
+        ("Oh great. *eye roll* Another meeting.", "*eye roll*"),
+        ("[angry tone] Who parked here?", "[angry tone]"),
+        ("*gags* That smell.", "*gags*"),
+        ("(Throws hands up in frustration) Enough!", "(Throws hands up in frustration)"),
+        ("(nervously) Is someone there?", "(nervously)"),
+    ],
+)
+def test_stage_directions_are_caught(reply: str, span: str) -> None:
+    assert stage_direction(reply) == RuleMatch(True, span)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Call the helper (see the manual) and wait.",
+        "This is *really* the last time.",
+        "As shown in [1] and [2], lights cycle.",
+        "Read [the docs](https://example.com) first.",
+        "print(len(items)) returns 3",
+        "- [ ] buy milk\n- [x] pay rent",
+    ],
+)
+def test_ordinary_brackets_and_emphasis_are_not_stage_directions(reply: str) -> None:
+    assert stage_direction(reply).hit is False
+
+
+@pytest.mark.parametrize(
+    ("target", "reply", "span"),
+    [
+        ("anger", "I am so angry at this light.", "angry"),
+        ("anger", "The anger in me rises.", "anger"),
+        ("anger", "I'm FURIOUS.", "FURIOUS"),
+        ("disgust", "That is disgusting.", "disgusting"),
+        ("fear", "I'm terrified of the dark.", "terrified"),
+        ("joy", "What happiness!", "happiness"),
+        ("sadness", "Sadly, she left.", "Sadly"),
+        ("surprise", "I was stunned.", "stunned"),
+        ("HAPPINESS", "I'm so happy.", "happy"),
+    ],
+)
+def test_naming_the_target_emotion_is_caught_in_any_inflection(
+    target: str, reply: str, span: str
+) -> None:
+    assert names_emotion(reply, target) == RuleMatch(True, span)
+
+
+def test_naming_another_emotion_is_not_naming_the_target() -> None:
+    assert names_emotion("What a joyful morning.", "anger").hit is False
+
+
+def test_open_vocabulary_targets_match_words_built_on_the_label() -> None:
+    assert names_emotion("You condescend to me.", "condescending").hit is False
+    assert names_emotion("How condescending of them.", "condescending").span == "condescending"
+    assert names_emotion("It is a rectangle of waiting.", "a rectangle").span == "rectangle"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "I feel disgusted.",
+        "I am so angry right now.",
+        "I'm really scared.",
+        "This makes me sad.",
+        "I've been anxious all day.",
+        "I was absolutely thrilled!",
+    ],
+)
+def test_stated_feelings_are_caught(reply: str) -> None:
+    assert states_feeling(reply).hit
+
+
+@pytest.mark.parametrize("reply", ["I am ready.", "I feel that we should leave.", "She was sad."])
+def test_statements_without_a_feeling_word_or_not_about_oneself_pass(reply: str) -> None:
+    assert states_feeling(reply).hit is False
+
+
+def test_echoed_emotion_tag_is_caught_in_any_case() -> None:
+    assert echoes_emotion_tag("EMOTION: anger\nHow dare they.").span == "EMOTION: anger"
+    assert echoes_emotion_tag("emotion:fear").hit
+    assert echoes_emotion_tag("Such emotion! Wow.").hit is False
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "As an AI, I don't get angry.",
+        "As a language model I cannot feel.",
+        "I'm just an AI language model.",
+        "I don't have feelings, but here goes.",
+        "Here is a response in an angry tone:",
+    ],
+)
+def test_meta_commentary_is_caught(reply: str) -> None:
+    assert meta_commentary(reply).hit
+
+
+@pytest.mark.parametrize(
+    ("reply", "span"),
+    [
+        ("YOU IDIOTS! Move it.", "YOU IDIOTS"),
+        ("I'm FURIOUS today.", "FURIOUS"),
+        ("THIS IS SO UNFAIR", "THIS IS SO UNFAIR"),
+    ],
+)
+def test_shouting_is_caught(reply: str, span: str) -> None:
+    assert shouting(reply) == RuleMatch(True, span)
+
+
+def test_single_acronyms_and_the_pronoun_i_are_not_shouting() -> None:
+    assert shouting("I asked NASA. I waited. A reply came.").hit is False
+
+
+@pytest.mark.parametrize(
+    "reply", [None, "", "   \n\t", "<think>I should be angry</think>", "<think>never closed"]
+)
+def test_empty_replies_are_caught(reply: str | None) -> None:
+    assert empty_reply(reply) == RuleMatch(True, "")
+
+
+def test_rules_ignore_the_reasoning_block() -> None:
+    reply = "<think>I feel angry. (sighs) EMOTION: anger</think>Why is it still red?"
+    assert [
+        name for name, m in rule_penalties(reply, "anger", "Why is the light red?").items() if m.hit
+    ] == []
+
+
+def test_strip_think_handles_a_template_opened_block() -> None:
+    assert strip_think("reasoning here</think>\n\nThe answer.") == "The answer."
+
+
+def test_instruction_overlap_is_a_fraction_of_content_words() -> None:
+    instruction = "Explain why the traffic light is taking so long."
+    assert (
+        instruction_overlap("The traffic light is taking long: slow sensors.", instruction) == 1.0
+    )
+    assert instruction_overlap("The traffic light is slow.", instruction) == 0.5
+    assert instruction_overlap("Bananas.", instruction) == 0.0
+    assert instruction_overlap("anything", "Why? How?") == 1.0
+
+
+def test_ignoring_the_instruction_fires_only_without_any_shared_word() -> None:
+    instruction = "Explain why the traffic light is taking so long."
+    assert rule_penalties("Bananas are yellow.", "joy", instruction)["ignores_instruction"].hit
+    assert not rule_penalties("The light is slow.", "joy", instruction)["ignores_instruction"].hit
+    assert not rule_penalties("Bananas are yellow.", "joy", "")["ignores_instruction"].hit
+
+
+def test_every_label_has_a_lexicon_that_names_it() -> None:
+    assert set(EMOTION_WORDS) == set(EMOTIONS)
+    for label, words in EMOTION_WORDS.items():
+        assert any(canonical_emotion(word) == label for word in words), label
+
+
+def test_dataset_spellings_map_onto_the_seven_labels() -> None:
+    assert [canonical_emotion(n) for n in ("ANGER", "happiness", "Surprised", "no_emotion")] == [
+        "anger",
+        "joy",
+        "surprise",
+        "neutral",
+    ]
+    assert not is_basic_emotion("a rectangle")
+
+
+@given(st.text(max_size=300), st.sampled_from([*EMOTIONS, "condescending", "a rectangle", ""]))
+def test_rules_never_crash_and_spans_come_from_the_reply(reply: str, target: str) -> None:
+    visible = strip_think(reply)
+    for name, match in rule_penalties(reply, target, "Explain the weather.").items():
+        assert isinstance(match.hit, bool), name
+        if match.hit and match.span:
+            assert match.span in visible, name
+        if not match.hit:
+            assert match.span is None, name
+    assert 0.0 <= instruction_overlap(reply, "Explain the weather.") <= 1.0
