@@ -1,0 +1,494 @@
+"""Emotion classifier scorer: how much a reply sounds like each of the seven emotions.
+
+:class:`EmotionClassifier` turns replies into probability distributions over
+:data:`~affectgym.rewards.emotions.EMOTIONS` with one of three backends:
+
+``"transformers"`` (default)
+    A sequence-classification model, by default
+    ``j-hartmann/emotion-english-distilroberta-base`` (any hub id or local directory works;
+    its label names come from ``config.id2label``). A whole batch is scored in one call:
+    texts are sorted by token length and cut into buckets of ``batch_size`` so that little
+    padding is computed, under ``torch.inference_mode``. The model is loaded once per process
+    and shared by every instance (a module-level cache keyed by model, device and precision).
+``"nade"``
+    The offline ``nade`` package (fastText emoji predictions + LightGBM regressors, MIT),
+    which rates Plutchik's eight emotions on ``[0, 1]``. See :func:`plutchik_to_basic` for
+    the mapping onto the seven labels.
+a callable
+    Any ``fn(texts: list[str]) -> list[dict[label, probability]]``; label spellings are
+    mapped with :func:`~affectgym.rewards.emotions.canonical_emotion`, unknown labels are
+    dropped and the rest renormalised.
+
+Every backend scores the visible reply only: ``<think>...</think>`` is removed first.
+
+>>> def constant(texts):
+...     return [{"happiness": 3.0, "sad": 1.0} for _ in texts]
+>>> classifier = EmotionClassifier(constant)
+>>> classifier.scores(["<think>plan</think>Yay!"])[0]["joy"]
+0.75
+>>> classifier.target_probability(["Yay!", "Oh no."], ["joy", "SADNESS"])
+[0.75, 0.25]
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from affectgym.rewards.emotions import EMOTIONS, canonical_emotion
+from affectgym.rewards.rules import strip_think
+
+__all__ = [
+    "DEFAULT_EMOTION_MODEL",
+    "PRECISIONS",
+    "EmotionClassifier",
+    "default_precision",
+    "plutchik_to_basic",
+    "save_random_emotion_model",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_EMOTION_MODEL = "j-hartmann/emotion-english-distilroberta-base"
+"""The reference encoder (7 classes; about 66% accuracy on its balanced evaluation set)."""
+
+PRECISIONS = ("fp32", "bf16", "int8-dynamic")
+"""Precisions of the transformers backend. ``int8-dynamic`` quantises the linear layers'
+weights to int8 (activations quantised on the fly); CPU only."""
+
+ScoreFn = Callable[[list[str]], Sequence[Mapping[str, float]]]
+
+_MODEL_CACHE: dict[tuple[str, str, str], tuple[Any, Any, list[str | None], int]] = {}
+_NADE_CACHE: dict[str, Any] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def default_precision(device: str) -> str:
+    """Precision used when ``precision="auto"``, chosen by measurement per device.
+
+    On a CPU with native bf16 instructions (AVX512-BF16; measured on 2 threads, 256 replies
+    of about 120 tokens, distilroberta shape, ``benchmarks/bench_rewards.py``), bf16 ran 3.3x
+    faster than fp32 at the same batch size with target probabilities within 0.002;
+    int8-dynamic was no faster than bf16 and further off. On CUDA, bf16 is the usual choice.
+    Elsewhere (no bf16 instructions, MPS) fp32.
+
+    Args:
+        device: A torch device string (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``).
+
+    Returns:
+        One of :data:`PRECISIONS`.
+    """
+    if device.startswith("cuda"):
+        return "bf16"
+    if device == "cpu" and _cpu_has_bf16():
+        return "bf16"
+    return "fp32"
+
+
+def _cpu_has_bf16() -> bool:
+    try:
+        flags = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return False
+    return " avx512_bf16" in flags or " amx_bf16" in flags
+
+
+def plutchik_to_basic(intensities: Mapping[str, float]) -> dict[str, float]:
+    """Map Plutchik intensities (``nade``'s eight, each in ``[0, 1]``) onto the seven labels.
+
+    - anger, disgust, fear, joy, sadness and surprise keep their intensity as a weight.
+    - **neutral** is the absence of any clear emotion: its weight is ``1 - max`` of those
+      six intensities, so a flat text is neutral and a strongly rated one is not.
+    - **trust** and **anticipation** are dropped. Neither has a counterpart among Ekman's
+      basic emotions, and folding them into joy would reward the polite, helpful register
+      of an assistant (which ``nade`` rates high on trust) as joy; a text that only carries
+      them therefore scores as neutral.
+
+    The weights are then normalised to sum to 1.
+
+    Args:
+        intensities: ``{plutchik label: intensity}``; missing labels count as 0.
+
+    Returns:
+        ``{label: probability}`` over :data:`~affectgym.rewards.emotions.EMOTIONS`.
+
+    >>> p = plutchik_to_basic({"joy": 0.9, "surprise": 0.1, "trust": 0.8})
+    >>> round(p["joy"], 3), round(p["neutral"], 3), round(sum(p.values()), 6)
+    (0.818, 0.091, 1.0)
+    >>> plutchik_to_basic({})["neutral"]
+    1.0
+    """
+    weights = {
+        label: min(max(float(intensities.get(label, 0.0)), 0.0), 1.0)
+        for label in EMOTIONS
+        if label != "neutral"
+    }
+    weights["neutral"] = 1.0 - max(weights.values())
+    total = sum(weights.values())  # >= 1 - max + max = 1 > 0
+    return {label: weights[label] / total for label in EMOTIONS}
+
+
+def _to_seven(distribution: Mapping[str, float], source: str) -> dict[str, float]:
+    """Sum a distribution's labels into the seven, drop unknown ones, renormalise."""
+    mass = dict.fromkeys(EMOTIONS, 0.0)
+    for name, value in distribution.items():
+        label = canonical_emotion(str(name))
+        if label is None:
+            continue
+        value = float(value)
+        if not value >= 0.0:  # also rejects NaN
+            raise ValueError(f"{source} returned probability {value!r} for {name!r}; expected >= 0")
+        mass[label] += value
+    total = sum(mass.values())
+    if total <= 0.0:
+        return {label: float(label == "neutral") for label in EMOTIONS}
+    return {label: value / total for label, value in mass.items()}
+
+
+class EmotionClassifier:
+    """Scores replies against the seven emotion labels.
+
+    Args:
+        backend: ``"transformers"``, ``"nade"``, or a callable
+            ``fn(list[str]) -> list[dict[label, probability]]``.
+        model: Hub id or local directory of a sequence-classification model
+            (transformers backend only).
+        device: Torch device (``"cpu"``, ``"cuda"``, ``"cuda:0"``...).
+        precision: ``"auto"`` (see :func:`default_precision`), or one of :data:`PRECISIONS`.
+        batch_size: Texts per forward pass.
+        max_length: Token limit per text; default the model's own limit (512 for
+            distilroberta). Longer texts are truncated.
+
+    Raises:
+        ValueError: An unknown backend or precision, or a model whose labels do not name
+            any of the seven emotions.
+    """
+
+    def __init__(
+        self,
+        backend: str | ScoreFn = "transformers",
+        *,
+        model: str | Path = DEFAULT_EMOTION_MODEL,
+        device: str = "cpu",
+        precision: str = "auto",
+        batch_size: int = 32,
+        max_length: int | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if callable(backend):
+            self.backend = "callable"
+            self._fn: ScoreFn | None = backend
+        elif backend in ("transformers", "nade"):
+            self.backend = backend
+            self._fn = None
+        else:
+            raise ValueError(
+                f"unknown emotion classifier backend {backend!r}; use 'transformers', 'nade' "
+                "or a callable list[str] -> list[dict[label, prob]]"
+            )
+        if precision != "auto" and precision not in PRECISIONS:
+            raise ValueError(f"unknown precision {precision!r}; use 'auto' or one of {PRECISIONS}")
+        self.model = str(model)
+        self.device = device
+        self.precision = default_precision(device) if precision == "auto" else precision
+        if self.precision == "int8-dynamic" and device != "cpu":
+            raise ValueError(
+                f"precision 'int8-dynamic' runs on device 'cpu' only, got device {device!r}"
+            )
+        self.batch_size = batch_size
+        self.max_length = max_length
+
+    labels: tuple[str, ...] = EMOTIONS
+    """The seven labels every distribution is over."""
+
+    def __repr__(self) -> str:
+        if self.backend == "transformers":
+            return f"EmotionClassifier('transformers', model={self.model!r}, device={self.device!r}, precision={self.precision!r})"
+        return f"EmotionClassifier({self.backend!r})"
+
+    def scores(self, texts: Sequence[str | None]) -> list[dict[str, float]]:
+        """Probability of each of the seven labels for each text.
+
+        Args:
+            texts: Replies; ``<think>`` blocks are removed, ``None`` counts as empty.
+
+        Returns:
+            One ``{label: probability}`` per text (the seven labels, summing to 1), in order.
+        """
+        visible = [strip_think(text) for text in texts]
+        if not visible:
+            return []
+        if self.backend == "transformers":
+            return self._scores_transformers(visible)
+        if self.backend == "nade":
+            return self._scores_nade(visible)
+        assert self._fn is not None
+        raw = list(self._fn(visible))
+        if len(raw) != len(visible):
+            raise ValueError(
+                f"the scoring callable returned {len(raw)} results for {len(visible)} texts"
+            )
+        return [_to_seven(dist, "the scoring callable") for dist in raw]
+
+    def target_probability(
+        self, texts: Sequence[str | None], targets: Sequence[str]
+    ) -> list[float]:
+        """Probability of each text's target label.
+
+        Args:
+            texts: Replies.
+            targets: One target per text, any spelling :func:`canonical_emotion` knows.
+
+        Returns:
+            ``P(target | text)`` per text.
+
+        Raises:
+            ValueError: Lengths differ, or a target is not one of the seven labels (open
+                vocabulary targets such as ``"condescending"`` are for the judge; filter
+                them with :func:`~affectgym.rewards.emotions.is_basic_emotion`).
+        """
+        if len(texts) != len(targets):
+            raise ValueError(
+                f"target_probability needs one target per text, got {len(texts)} texts and {len(targets)} targets"
+            )
+        labels = []
+        for target in targets:
+            label = canonical_emotion(target)
+            if label is None:
+                raise ValueError(
+                    f"target emotion {target!r} is not one of the classifier's labels {EMOTIONS}"
+                )
+            labels.append(label)
+        return [dist[label] for dist, label in zip(self.scores(texts), labels, strict=True)]
+
+    # -- transformers --------------------------------------------------------------------
+
+    def _loaded(self) -> tuple[Any, Any, list[str | None], int]:
+        key = (self.model, self.device, self.precision)
+        with _CACHE_LOCK:
+            if key not in _MODEL_CACHE:
+                _MODEL_CACHE[key] = _load_transformers(*key)
+            return _MODEL_CACHE[key]
+
+    def _scores_transformers(self, texts: list[str]) -> list[dict[str, float]]:
+        import torch
+
+        tokenizer, model, column_labels, model_limit = self._loaded()
+        limit = min(self.max_length or model_limit, model_limit)
+        encoded = tokenizer(texts, truncation=True, max_length=limit)["input_ids"]
+        order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
+        results: list[dict[str, float] | None] = [None] * len(texts)
+        with torch.inference_mode():
+            for start in range(0, len(order), self.batch_size):
+                bucket = order[start : start + self.batch_size]
+                batch = tokenizer.pad(
+                    {"input_ids": [encoded[i] for i in bucket]}, return_tensors="pt"
+                )
+                batch = {name: tensor.to(self.device) for name, tensor in batch.items()}
+                logits = model(**batch).logits.float()
+                probabilities = torch.softmax(logits, dim=-1).cpu().tolist()
+                for index, row in zip(bucket, probabilities, strict=True):
+                    results[index] = _columns_to_seven(row, column_labels)
+        return [r for r in results if r is not None]
+
+    # -- nade ----------------------------------------------------------------------------
+
+    def _scores_nade(self, texts: list[str]) -> list[dict[str, float]]:
+        with _CACHE_LOCK:
+            if "socialmedia_en" not in _NADE_CACHE:
+                _NADE_CACHE["socialmedia_en"] = _load_nade()
+            nade = _NADE_CACHE["socialmedia_en"]
+        # fastText predicts one line at a time; nade lower-cases and respaces itself.
+        lines = [" ".join(text.split()) for text in texts]
+        columns = nade.predict(lines)
+        plutchik = {label: values.to_pylist() for label, values in columns.items()}
+        return [
+            plutchik_to_basic({label: column[i] for label, column in plutchik.items()})
+            for i in range(len(lines))
+        ]
+
+
+def _columns_to_seven(
+    row: Sequence[float], column_labels: Sequence[str | None]
+) -> dict[str, float]:
+    mass = dict.fromkeys(EMOTIONS, 0.0)
+    for probability, label in zip(row, column_labels, strict=True):
+        if label is not None:
+            mass[label] += probability
+    total = sum(mass.values())
+    if total <= 0.0:
+        return {label: float(label == "neutral") for label in EMOTIONS}
+    return {label: value / total for label, value in mass.items()}
+
+
+def _load_transformers(
+    model_name: str, device: str, precision: str
+) -> tuple[Any, Any, list[str | None], int]:
+    """Load tokenizer and model once; map the model's columns onto the seven labels."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model_name)
+        model = AutoModelForSequenceClassification.from_pretrained(model_name)
+    except OSError as error:
+        raise OSError(
+            f"could not load the emotion classifier {model_name!r} ({error}). Without hub "
+            "access, pass model=<local directory of a sequence-classification model> or use "
+            "backend='nade' (offline)"
+        ) from error
+    id2label = model.config.id2label
+    column_labels = [canonical_emotion(str(id2label[i])) for i in range(model.config.num_labels)]
+    if not any(column_labels):
+        raise ValueError(
+            f"model {model_name!r} has labels {list(id2label.values())}, none of which is one "
+            f"of the seven emotions {EMOTIONS}; use an emotion classification model"
+        )
+    unknown = [str(id2label[i]) for i, label in enumerate(column_labels) if label is None]
+    if unknown:
+        log.info("emotion classifier %s: ignoring labels %s outside the seven", model_name, unknown)
+    model.eval()
+    if precision == "bf16":
+        model = model.to(dtype=torch.bfloat16)
+    elif precision == "int8-dynamic":
+        from torch.ao.quantization import quantize_dynamic
+
+        with warnings.catch_warnings():
+            # torch deprecates the quantized-tensor API in favour of torchao; it still works.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.filterwarnings(
+                "ignore", message=".*quantize.*deprecated", category=UserWarning
+            )
+            model = quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+    model = model.to(device)
+    return tokenizer, model, column_labels, _model_token_limit(tokenizer, model.config)
+
+
+def _model_token_limit(tokenizer: Any, config: Any) -> int:
+    limit = getattr(tokenizer, "model_max_length", None)
+    positions = getattr(config, "max_position_embeddings", None)
+    if positions is not None and "roberta" in str(getattr(config, "model_type", "")):
+        positions -= 2  # RoBERTa numbers positions from padding_idx + 1
+    candidates = [n for n in (limit, positions) if isinstance(n, int) and 0 < n < 1_000_000]
+    return min(candidates) if candidates else 512
+
+
+def _load_nade() -> Any:
+    try:
+        from nade import Nade
+    except ImportError as error:
+        raise ImportError("the 'nade' backend needs the nade package: pip install nade") from error
+    with warnings.catch_warnings():
+        # nade announces that it unpacks its LightGBM models (into its own package
+        # folder, once, on first use).
+        warnings.filterwarnings("ignore", message="unpack .* model")
+        return Nade()
+
+
+def save_random_emotion_model(
+    directory: str | Path,
+    *,
+    hidden_size: int = 32,
+    num_hidden_layers: int = 2,
+    num_attention_heads: int = 2,
+    intermediate_size: int = 64,
+    vocab_size: int = 2000,
+    max_position_embeddings: int = 130,
+    initializer_range: float = 0.2,
+    corpus: Sequence[str] = (),
+    seed: int = 0,
+) -> Path:
+    """Save a randomly initialised RoBERTa emotion classifier and a word-level tokenizer.
+
+    For tests and benchmarks without hub access: the directory loads with
+    ``EmotionClassifier(model=directory)`` through the same code path as the real model
+    (``config.id2label`` holds the seven labels). The defaults are tiny; pass
+    ``hidden_size=768, num_hidden_layers=6, num_attention_heads=12, intermediate_size=3072,
+    vocab_size=50265, max_position_embeddings=514`` for the distilroberta shape.
+
+    Args:
+        directory: Where to write (created if missing).
+        hidden_size: Model width.
+        num_hidden_layers: Transformer layers.
+        num_attention_heads: Attention heads.
+        intermediate_size: Feed-forward width.
+        vocab_size: Embedding rows (the tokenizer's vocabulary is at most this).
+        max_position_embeddings: Position table size (RoBERTa uses two for padding).
+        initializer_range: Standard deviation of the random weights; larger than RoBERTa's
+            0.02 so that different texts get visibly different distributions.
+        corpus: Texts to train the tokenizer on; a small built-in corpus when empty.
+        seed: Seed for the weights.
+
+    Returns:
+        The directory.
+    """
+    import torch
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import (
+        PreTrainedTokenizerFast,
+        RobertaConfig,
+        RobertaForSequenceClassification,
+    )
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    tokenizer = Tokenizer(models.WordLevel(unk_token="<unk>"))
+    tokenizer.normalizer = normalizers.Lowercase()
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    texts = list(corpus) or _TOKENIZER_CORPUS
+    tokenizer.train_from_iterator(
+        texts, trainers.WordLevelTrainer(vocab_size=vocab_size, special_tokens=specials)
+    )
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>",
+        pair="<s> $A </s> </s> $B </s>",
+        special_tokens=[(t, tokenizer.token_to_id(t)) for t in ("<s>", "</s>")],
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        mask_token="<mask>",
+        model_max_length=max_position_embeddings - 2,
+    )
+    fast.save_pretrained(directory)
+    config = RobertaConfig(
+        vocab_size=vocab_size,
+        hidden_size=hidden_size,
+        num_hidden_layers=num_hidden_layers,
+        num_attention_heads=num_attention_heads,
+        intermediate_size=intermediate_size,
+        max_position_embeddings=max_position_embeddings,
+        initializer_range=initializer_range,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        num_labels=len(EMOTIONS),
+        id2label=dict(enumerate(EMOTIONS)),
+        label2id={label: i for i, label in enumerate(EMOTIONS)},
+    )
+    torch.manual_seed(seed)
+    RobertaForSequenceClassification(config).save_pretrained(directory)
+    return directory
+
+
+_TOKENIZER_CORPUS = [
+    "why is this traffic light taking so long to change",
+    "i cannot believe you did that again after everything",
+    "the food smelled rotten and the table was sticky",
+    "something moved in the dark hallway behind the door",
+    "we won the game and everyone cheered in the street",
+    "the report is due on friday at noon",
+    "she left last winter and the house is quiet now",
+    "wait what you mean the meeting already happened",
+    "explain how photosynthesis works in simple terms",
+    "write a short story about a lighthouse keeper",
+]
