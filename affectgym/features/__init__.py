@@ -10,6 +10,7 @@ functions that use them, so importing this package is cheap.
 from __future__ import annotations
 
 from affectgym.features.audio import Audio, AudioLoadError, load_audio
+from affectgym.features.cache import ProsodyCache, cached_prosody, extract_many
 from affectgym.features.prosody import Prosody, ProsodyParams, extract_prosody
 from affectgym.features.render import ProsodyNorms, render_contour, render_prosody
 
@@ -17,8 +18,11 @@ __all__ = [
     "Audio",
     "AudioLoadError",
     "Prosody",
+    "ProsodyCache",
     "ProsodyNorms",
     "ProsodyParams",
+    "cached_prosody",
+    "extract_many",
     "extract_prosody",
     "load_audio",
     "render_contour",

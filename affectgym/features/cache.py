@@ -1,0 +1,380 @@
+"""Content-addressed on-disk cache of prosody, and parallel extraction over a corpus.
+
+An entry's key hashes the audio content (the file's bytes, or the samples and rate),
+the backend, the analysis parameters, the target sample rate and
+``affectgym.__version__``; change any of them and the entry is simply not found.
+Entries live under ``$AFFECTGYM_CACHE`` (default ``~/.cache/affectgym``) ``/prosody``.
+
+Safe under concurrency: every write goes to a unique temporary file in the same
+directory and is moved into place with ``os.replace`` (atomic on POSIX), so readers see
+either nothing or a whole entry. Each entry starts with the SHA-256 of its payload; a
+mismatch or unparsable JSON counts as a miss, and the entry is recomputed and
+rewritten. The cache is bounded in bytes: past the bound the least recently used
+entries (oldest modification time; a hit refreshes it) are deleted first.
+
+A small in-process memo sits in front of the disk: a repeated request for the same
+unchanged file (same path, size and mtime) costs a ``stat`` and a dict lookup.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from affectgym.features.audio import DEFAULT_SAMPLE_RATE_HZ, Audio, load_audio
+from affectgym.features.prosody import Prosody, ProsodyParams, extract_prosody
+
+CACHE_FORMAT = 1  # bump when the entry layout changes
+DEFAULT_MAX_BYTES = 512 * 1024 * 1024  # 512 MiB of entries, ~10 KB-100 KB each
+_MEMO_ENTRIES = 1024  # in-process results kept in front of the disk
+
+
+def default_cache_dir() -> Path:
+    """Where prosody entries go: ``$AFFECTGYM_CACHE/prosody`` (default ``~/.cache/affectgym``).
+
+    Returns:
+        The directory (not created).
+    """
+    root = os.environ.get("AFFECTGYM_CACHE") or "~/.cache/affectgym"
+    return Path(root).expanduser() / "prosody"
+
+
+def _package_version() -> str:
+    import affectgym
+
+    return str(getattr(affectgym, "__version__", "0"))
+
+
+class ProsodyCache:
+    """A directory of prosody entries, addressed by content.
+
+    Args:
+        root: Cache directory; :func:`default_cache_dir` if ``None``.
+        max_bytes: Size bound; the oldest entries are evicted beyond it.
+    """
+
+    def __init__(self, root: str | Path | None = None, max_bytes: int = DEFAULT_MAX_BYTES):
+        self.root = Path(root) if root is not None else default_cache_dir()
+        self.max_bytes = int(max_bytes)
+        self._writes_since_scan = 0
+        self._memo: OrderedDict[str, Prosody] = OrderedDict()
+
+    def key(self, audio_digest: str, backend: str, params: ProsodyParams, sr: int | None) -> str:
+        """The entry key for one analysis of one piece of audio.
+
+        Args:
+            audio_digest: Hex digest of the audio content.
+            backend: Backend name.
+            params: Analysis parameters.
+            sr: Analysis sample rate.
+
+        Returns:
+            A hex SHA-256 key.
+        """
+        parts = {
+            "audio": audio_digest,
+            "backend": backend,
+            "params": params.to_dict(),
+            "sr": sr,
+            "version": _package_version(),
+            "format": CACHE_FORMAT,
+        }
+        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> Prosody | None:
+        """The cached prosody for ``key``, or ``None`` (missing or corrupted entry).
+
+        Args:
+            key: From :meth:`key`.
+
+        Returns:
+            The entry, or ``None``; a corrupted entry is deleted.
+        """
+        if key in self._memo:
+            self._memo.move_to_end(key)
+            return self._memo[key]
+        path = self._path(key)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        prosody = _decode_entry(raw)
+        if prosody is None:
+            path.unlink(missing_ok=True)
+            return None
+        try:
+            os.utime(path)  # mark as recently used for eviction
+        except FileNotFoundError:
+            pass
+        self._remember(key, prosody)
+        return prosody
+
+    def put(self, key: str, prosody: Prosody) -> None:
+        """Store an entry atomically, then evict if the cache is over its bound.
+
+        Args:
+            key: From :meth:`key`.
+            prosody: The value.
+        """
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.parent / f".{key}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+        try:
+            temporary.write_bytes(_encode_entry(prosody))
+            os.replace(temporary, path)
+        finally:
+            temporary.unlink(missing_ok=True)
+        self._remember(key, prosody)
+        self._writes_since_scan += 1
+        if self._writes_since_scan >= 32 or self._writes_since_scan == 1:
+            self.evict()
+
+    def _remember(self, key: str, prosody: Prosody) -> None:
+        self._memo[key] = prosody
+        self._memo.move_to_end(key)
+        while len(self._memo) > _MEMO_ENTRIES:
+            self._memo.popitem(last=False)
+
+    def clear_memo(self) -> None:
+        """Forget the in-process memo (the disk entries stay)."""
+        self._memo.clear()
+
+    def entries(self) -> list[Path]:
+        """Paths of all stored entries."""
+        if not self.root.is_dir():
+            return []
+        return [p for shard in self.root.iterdir() if shard.is_dir() for p in shard.glob("*.json")]
+
+    def evict(self) -> int:
+        """Delete the least recently used entries until the cache is within its bound.
+
+        Returns:
+            Number of entries deleted.
+        """
+        self._writes_since_scan = 0
+        sized = []
+        for path in self.entries():
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                continue
+            sized.append((stat.st_mtime_ns, stat.st_size, path))
+        total = sum(size for _, size, _ in sized)
+        if total <= self.max_bytes:
+            return 0
+        deleted = 0
+        target = int(self.max_bytes * 0.9)  # leave headroom so eviction is not every write
+        for _, size, path in sorted(sized, key=lambda item: (item[0], str(item[2]))):
+            if total <= target:
+                break
+            path.unlink(missing_ok=True)
+            total -= size
+            deleted += 1
+        return deleted
+
+
+def _encode_entry(prosody: Prosody) -> bytes:
+    payload = prosody.to_dict()
+    # the contour is most of the entry: store it as raw float64 (exact round trip, fast)
+    for name in ("contour_times_s", "contour_f0_hz"):
+        array = np.asarray(payload[name], dtype="<f8")
+        payload[name] = base64.b64encode(array.tobytes()).decode("ascii")
+    body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
+    return hashlib.sha256(body).hexdigest().encode("ascii") + b"\n" + body
+
+
+def _decode_entry(raw: bytes) -> Prosody | None:
+    digest, _, body = raw.partition(b"\n")
+    if hashlib.sha256(body).hexdigest().encode("ascii") != digest:
+        return None
+    try:
+        payload: dict[str, Any] = json.loads(body)
+        for name in ("contour_times_s", "contour_f0_hz"):
+            payload[name] = np.frombuffer(base64.b64decode(payload[name]), dtype="<f8").tolist()
+        return Prosody.from_dict(payload)
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+_FILE_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
+def _file_digest(path: Path) -> str:
+    """SHA-256 of a file's bytes, memoised on (path, size, mtime)."""
+    stat = path.stat()
+    memo_key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    digest = _FILE_DIGESTS.get(memo_key)
+    if digest is None:
+        hasher = hashlib.sha256()
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                hasher.update(block)
+        digest = "file:" + hasher.hexdigest()
+        if len(_FILE_DIGESTS) > 4096:
+            _FILE_DIGESTS.clear()
+        _FILE_DIGESTS[memo_key] = digest
+    return digest
+
+
+def _audio_digest(audio: Audio) -> str:
+    hasher = hashlib.sha256(f"samples:{audio.sample_rate_hz}:".encode())
+    hasher.update(np.ascontiguousarray(audio.samples, dtype="<f4").tobytes())
+    return hasher.hexdigest()
+
+
+_DEFAULT_CACHES: dict[Path, ProsodyCache] = {}
+
+
+def _cache_for(cache: ProsodyCache | str | Path | None) -> ProsodyCache:
+    if isinstance(cache, ProsodyCache):
+        return cache
+    root = Path(cache) if cache is not None else default_cache_dir()
+    if root not in _DEFAULT_CACHES:
+        _DEFAULT_CACHES[root] = ProsodyCache(root)
+    return _DEFAULT_CACHES[root]
+
+
+def cached_prosody(
+    source: str | os.PathLike | bytes | Audio,
+    backend: str = "praat",
+    params: ProsodyParams | None = None,
+    cache: ProsodyCache | str | Path | None = None,
+    sr: int = DEFAULT_SAMPLE_RATE_HZ,
+) -> Prosody:
+    """:func:`~affectgym.features.prosody.extract_prosody` through the on-disk cache.
+
+    Args:
+        source: A path, encoded bytes, or an :class:`Audio` (hashed by its samples).
+        backend: ``"praat"`` or ``"librosa"``.
+        params: Analysis parameters (part of the key).
+        cache: A :class:`ProsodyCache`, a cache directory, or ``None`` for the default.
+        sr: Sample rate the audio is analysed at.
+
+    Returns:
+        The prosody, from the cache when an intact entry exists.
+    """
+    params = params or ProsodyParams()
+    store = _cache_for(cache)
+    if isinstance(source, Audio):
+        digest = _audio_digest(source)
+    elif isinstance(source, (bytes, bytearray)):
+        digest = "bytes:" + hashlib.sha256(source).hexdigest()
+    else:
+        path = Path(source)
+        if not path.is_file():
+            load_audio(path)  # raises AudioLoadError naming the file
+        digest = _file_digest(path)
+    key = store.key(digest, backend, params, sr)
+    hit = store.get(key)
+    if hit is not None:
+        return hit
+    audio = source if isinstance(source, Audio) else load_audio(source, sr=sr)
+    prosody = extract_prosody(audio, backend=backend, params=params)
+    store.put(key, prosody)
+    return prosody
+
+
+def _worker(
+    source: Any, backend: str, params: ProsodyParams, cache_root: str | None, sr: int
+) -> Prosody:
+    if cache_root is None:
+        audio = source if isinstance(source, Audio) else load_audio(source, sr=sr)
+        return extract_prosody(audio, backend=backend, params=params)
+    return cached_prosody(source, backend=backend, params=params, cache=cache_root, sr=sr)
+
+
+def iter_extract(
+    sources: Iterable[str | os.PathLike | Audio],
+    n_jobs: int | None = None,
+    backend: str = "praat",
+    params: ProsodyParams | None = None,
+    cache: bool | str | Path = True,
+    sr: int = DEFAULT_SAMPLE_RATE_HZ,
+) -> Iterator[Prosody]:
+    """Yield prosody for each source, in input order, computed in worker processes.
+
+    Sources are consumed lazily and at most ``2 * n_jobs`` are in flight, so a corpus
+    is never held in memory: each worker loads its own file.
+
+    Args:
+        sources: Paths (preferred: workers read them) or :class:`Audio` objects.
+        n_jobs: Worker processes; ``None`` uses every CPU, ``1`` runs in this process.
+        backend: ``"praat"`` or ``"librosa"``.
+        params: Analysis parameters.
+        cache: ``True`` for the default cache, a directory, or ``False`` for none.
+        sr: Analysis sample rate.
+
+    Yields:
+        One :class:`Prosody` per source.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    params = params or ProsodyParams()
+    if cache is True:
+        cache_root: str | None = str(default_cache_dir())
+    elif cache is False:
+        cache_root = None
+    else:
+        cache_root = str(cache)
+    n_jobs = n_jobs or os.cpu_count() or 1
+    if n_jobs == 1:
+        for source in sources:
+            yield _worker(source, backend, params, cache_root, sr)
+        return
+    # spawn: workers start clean (no inherited threads or big parent heap)
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=n_jobs, mp_context=context) as pool:
+        pending: list = []
+        for source in sources:
+            pending.append(pool.submit(_worker, source, backend, params, cache_root, sr))
+            if len(pending) >= 2 * n_jobs:
+                yield pending.pop(0).result()
+        for future in pending:
+            yield future.result()
+
+
+def extract_many(
+    sources: Iterable[str | os.PathLike | Audio],
+    n_jobs: int | None = None,
+    backend: str = "praat",
+    params: ProsodyParams | None = None,
+    cache: bool | str | Path = True,
+    progress: bool = True,
+    sr: int = DEFAULT_SAMPLE_RATE_HZ,
+) -> list[Prosody]:
+    """Extract prosody for a corpus in parallel processes, with a progress bar.
+
+    Args:
+        sources: Paths (or :class:`Audio` objects) of the clips.
+        n_jobs: Worker processes; ``None`` uses every CPU, ``1`` runs in this process.
+        backend: ``"praat"`` or ``"librosa"``.
+        params: Analysis parameters.
+        cache: ``True`` for the default cache, a directory, or ``False`` for none.
+        progress: Show a tqdm progress bar on stderr.
+        sr: Analysis sample rate.
+
+    Returns:
+        One :class:`Prosody` per source, in input order.
+    """
+    sources = list(sources) if not isinstance(sources, list) else sources
+    results = iter_extract(
+        sources, n_jobs=n_jobs, backend=backend, params=params, cache=cache, sr=sr
+    )
+    if progress:
+        from tqdm.auto import tqdm
+
+        results = tqdm(results, total=len(sources), desc=f"prosody ({backend})", unit="clip")
+    return list(results)
