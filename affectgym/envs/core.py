@@ -56,7 +56,7 @@ class AffectEnv(gym.Env[str, str]):
         render_mode: ``None`` or ``"ansi"`` (``render()`` returns the transcript).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
     #: Range of the rubric total (before invalid-action penalties); subclasses narrow it.
     score_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
     #: Labels a hidden gold answer can take; used by the checker's label-flip test.

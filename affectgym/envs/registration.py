@@ -40,7 +40,10 @@ class BuiltinEnv:
     vector_entry_point: str | None = None
 
 
-BUILTIN_ENVS: dict[str, BuiltinEnv] = {}
+BUILTIN_ENVS: dict[str, BuiltinEnv] = {
+    "affectgym/Sarcasm-v0": BuiltinEnv("affectgym.envs.sarcasm:SarcasmEnv"),
+    "affectgym/SpeechEmotion-v0": BuiltinEnv("affectgym.envs.speech_emotion:SpeechEmotionEnv"),
+}
 
 #: Ids registered by each plugin, filled by :func:`load_plugins`.
 PLUGIN_ENVS: dict[str, list[str]] = {}

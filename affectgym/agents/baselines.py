@@ -1,0 +1,287 @@
+"""Baselines for the labelled-speech envs that need no language model.
+
+They act through the same reset/step contract as any agent, so their numbers are directly
+comparable with a model's:
+
+* ``majority`` -- always the most frequent label of the train split, confidence = its share;
+* ``random`` -- a uniformly random label, confidence 1/K;
+* ``prosody-rule`` -- calls the prosody tool and thresholds pitch range, pitch variability
+  and pauses (as z-scores against the corpus norms the tool reports), the threshold fitted
+  on the train split;
+* ``probe`` -- a scikit-learn logistic regression over TF-IDF of the transcript tool's text
+  (``features="text"``), the prosody numbers (``"prosody"``) or both (``"both"``, default),
+  trained on the train split.
+
+Fitting reads the train split through the public contract: each clip is reset by id, the
+tools are called, and the gold label comes from ``info["outcome"]`` after an answer, as a
+supervised learner would see it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from affectgym.agents.base import Agent, tool_call_text
+
+_NUMBER = r"([-+]?\d+(?:\.\d+)?)"
+# (feature name, pattern over get_prosody_features' text); missing values read as NaN.
+PROSODY_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("f0_mean_st", rf"Pitch: mean={_NUMBER}Hz \({_NUMBER}st\)"),
+    ("f0_sd_st", rf"sd={_NUMBER}Hz \({_NUMBER}st\)"),
+    ("f0_range_st", rf"range={_NUMBER}st"),
+    ("f0_slope_st_per_s", rf"slope={_NUMBER}st/s"),
+    ("intensity_sd_db", rf"Loudness: mean={_NUMBER}dB[^,]*, sd={_NUMBER}dB"),
+    ("speaking_rate_syl_per_s", rf"speaking rate={_NUMBER}syl/s"),
+    ("pause_count", rf"Pauses: {_NUMBER}"),
+    ("pause_total_s", rf"Pauses: \d+ \(total {_NUMBER}s"),
+)
+RULE_FEATURES = ("f0_range_st", "f0_sd_st", "pause_count")  # what the prosody rule thresholds
+
+
+def prosody_numbers(text: str) -> dict[str, float]:
+    """Numbers read back from ``get_prosody_features``' text (NaN where absent).
+
+    >>> numbers = prosody_numbers("Pitch: mean=216Hz (35.1st) [HIGH], median=197Hz, sd=55Hz (4.3st) [WIDE], "
+    ...     "range=13.7st (143-314Hz)\\nPauses: none")
+    >>> numbers["f0_range_st"], numbers["f0_sd_st"], numbers["pause_count"]
+    (13.7, 4.3, 0.0)
+    """
+    values = {}
+    for name, pattern in PROSODY_PATTERNS:
+        match = re.search(pattern, text)
+        values[name] = float(match.groups()[-1]) if match else math.nan
+    if "Pauses: none" in text:
+        values["pause_count"] = values["pause_total_s"] = 0.0
+    return values
+
+
+def transcript_words(text: str) -> str:
+    """The spoken words of ``get_transcript``' text: context + line, without speaker names.
+
+    Speaker names are left out so the probe models what is said (as MUStARD's text
+    baselines do), not who tends to be sarcastic.
+
+    >>> transcript_words('Context:\\n  LEONARD: Nice plan.\\nLine (SHELDON): "Thank you."')
+    'Nice plan. Thank you.'
+    """
+    words = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line == "Context:" or not line:
+            continue
+        line = re.sub(r"^Line \([^)]*\):\s*", "", line)
+        line = re.sub(r"^[^:]{1,40}:\s+", "", line)
+        words.append(line.strip('"'))
+    return " ".join(words)
+
+
+@dataclass(frozen=True)
+class LabelledClip:
+    """What the train split shows an agent about one clip, and its gold label."""
+
+    transcript: str
+    prosody_text: str
+    label: str
+    pivot: bool
+
+
+def collect_split(env_id: str, split: str = "train", env_kwargs: Mapping[str, Any] | None = None) -> tuple[list[LabelledClip], tuple[str, ...]]:
+    """Tool outputs and gold labels of every clip of a split, read through reset/step."""
+    import affectgym
+
+    env = affectgym.make(env_id, split=split, **dict(env_kwargs or {}))
+    base = env.unwrapped
+    labels = tuple(base.label_set)
+    clips = []
+    for scenario_id in base.scenario_ids:
+        env.reset(options={"scenario_id": scenario_id})
+        transcript = env.step(tool_call_text("get_transcript", {}))[0]
+        prosody_text = env.step(tool_call_text("get_prosody_features", {}))[0]
+        *_, info = env.step(f'<final>{{"label": "{labels[0]}", "confidence": 0.5}}</final>')
+        outcome = info["outcome"]
+        clips.append(LabelledClip(transcript, prosody_text, outcome["label"], bool(outcome.get("pivot"))))
+    env.close()
+    return clips, labels
+
+
+def final_answer(label: str, confidence: float) -> str:
+    """The final-answer text of the labelled-speech envs.
+
+    >>> final_answer("sincere", 0.75)
+    '<final>{"label": "sincere", "confidence": 0.75}</final>'
+    """
+    return f'<final>{{"label": "{label}", "confidence": {round(float(confidence), 4)}}}</final>'
+
+
+class MajorityAgent(Agent):
+    """Always the most frequent train label, with its train share as confidence."""
+
+    name = "majority"
+
+    def __init__(self, env_id: str, env_kwargs: Mapping[str, Any] | None = None):
+        clips, _ = collect_split(env_id, "train", env_kwargs)
+        label, count = Counter(c.label for c in clips).most_common(1)[0]
+        self.label, self.confidence = label, count / len(clips)
+
+    def act(self, observation: str, info: Mapping[str, Any]) -> str:
+        """Answer at once."""
+        return final_answer(self.label, self.confidence)
+
+
+class RandomAgent(Agent):
+    """A uniformly random label at confidence 1/K, seeded per episode."""
+
+    name = "random"
+
+    def __init__(self, env_id: str, env_kwargs: Mapping[str, Any] | None = None, seed: int = 0):
+        import affectgym
+
+        env = affectgym.make(env_id, **dict(env_kwargs or {}))
+        self.labels = tuple(env.unwrapped.label_set)
+        env.close()
+        self._rng = np.random.default_rng(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        """Reseed, so an episode's answer depends only on its seed."""
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+
+    def act(self, observation: str, info: Mapping[str, Any]) -> str:
+        """Answer at once with a random label."""
+        label = self.labels[int(self._rng.integers(len(self.labels)))]
+        return final_answer(label, 1 / len(self.labels))
+
+
+class _ToolThenAnswerAgent(Agent):
+    """Calls ``tools`` in order, then answers from their outputs with :meth:`decide`."""
+
+    tools: tuple[str, ...] = ()
+
+    def act(self, observation: str, info: Mapping[str, Any]) -> str:
+        """The next tool call, or the answer once every tool has answered."""
+        messages = info.get("messages", [])
+        outputs = {m.get("name"): m.get("content", "") for m in messages if m.get("role") == "tool"}
+        for name in self.tools:
+            if name not in outputs:
+                return tool_call_text(name, {})
+        label, confidence = self.decide(outputs)
+        return final_answer(label, confidence)
+
+    def decide(self, outputs: Mapping[str, str]) -> tuple[str, float]:
+        raise NotImplementedError
+
+
+class ProsodyRuleAgent(_ToolThenAnswerAgent):
+    """Sarcastic when pitch range, pitch variability and pauses stand out (threshold fitted on train).
+
+    The cue score is the sum of the z-scores of F0 range and F0 sd (in semitones) and of the
+    pause count, each against the train split's mean and sd; the threshold is the one that
+    classifies the train split best.
+    """
+
+    name = "prosody-rule"
+    tools = ("get_prosody_features",)
+    marked_label = "sarcastic"
+
+    def __init__(self, env_id: str = "affectgym/Sarcasm-v0", env_kwargs: Mapping[str, Any] | None = None):
+        clips, labels = collect_split(env_id, "train", env_kwargs)
+        if self.marked_label not in labels or len(labels) != 2:
+            raise ValueError(f"prosody-rule needs the labels sarcastic/sincere, {env_id} has {list(labels)}")
+        self.other_label = next(label for label in labels if label != self.marked_label)
+        table = np.array([[prosody_numbers(c.prosody_text)[f] for f in RULE_FEATURES] for c in clips])
+        self.mean = np.nanmean(table, axis=0)
+        self.sd = np.where(np.nanstd(table, axis=0) > 0, np.nanstd(table, axis=0), 1.0)
+        scores = self._scores(table)
+        truth = np.array([c.label == self.marked_label for c in clips])
+        candidates = np.unique(scores)
+        accuracy = [np.mean((scores > t) == truth) for t in candidates]
+        self.threshold = float(candidates[int(np.argmax(accuracy))])
+        self.train_accuracy = float(max(accuracy))
+
+    def _scores(self, table: np.ndarray) -> np.ndarray:
+        return np.nan_to_num((table - self.mean) / self.sd).sum(axis=1)
+
+    def decide(self, outputs: Mapping[str, str]) -> tuple[str, float]:
+        """Threshold the cue score; confidence grows with the distance from the threshold."""
+        numbers = prosody_numbers(outputs["get_prosody_features"])
+        score = float(self._scores(np.array([[numbers[f] for f in RULE_FEATURES]]))[0])
+        if not any(math.isfinite(numbers[f]) for f in RULE_FEATURES):
+            return self.other_label, 0.5
+        confidence = 1 / (1 + math.exp(-abs(score - self.threshold)))
+        return (self.marked_label if score > self.threshold else self.other_label), confidence
+
+
+class ProbeAgent(_ToolThenAnswerAgent):
+    """Logistic regression on the train split over TF-IDF text, prosody numbers, or both.
+
+    The text is the context and the line (:func:`transcript_words`), as unigrams and bigrams.
+
+    Args:
+        env_id: The labelled-speech env to fit on (its ``train`` split, or ``train_split``).
+        features: ``"text"``, ``"prosody"`` or ``"both"``.
+        env_kwargs: Passed to the env (e.g. ``dataset``, ``data_dir``).
+        train_split: Split the probe is fitted on.
+    """
+
+    name = "probe"
+
+    def __init__(
+        self,
+        env_id: str = "affectgym/Sarcasm-v0",
+        features: str = "both",
+        env_kwargs: Mapping[str, Any] | None = None,
+        train_split: str = "train",
+    ):
+        if features not in ("text", "prosody", "both"):
+            raise ValueError(f"features must be 'text', 'prosody' or 'both', got {features!r}")
+        self.features = features
+        self.tools = {
+            "text": ("get_transcript",),
+            "prosody": ("get_prosody_features",),
+            "both": ("get_transcript", "get_prosody_features"),
+        }[features]
+        clips, _ = collect_split(env_id, train_split, env_kwargs)
+        self._fit(clips)
+
+    def _fit(self, clips: Sequence[LabelledClip]) -> None:
+        from sklearn.linear_model import LogisticRegression
+
+        rows = [{"get_transcript": c.transcript, "get_prosody_features": c.prosody_text} for c in clips]
+        self._vectorizer = None
+        x = self._matrix(rows, fit=True)
+        self.model = LogisticRegression(max_iter=2_000, C=1.0, class_weight="balanced").fit(x, [c.label for c in clips])
+
+    def _matrix(self, rows: Sequence[Mapping[str, str]], fit: bool = False) -> Any:
+        from scipy import sparse
+        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.preprocessing import StandardScaler
+
+        blocks = []
+        if self.features in ("text", "both"):
+            texts = [transcript_words(r["get_transcript"]) for r in rows]
+            if fit:
+                self._vectorizer = TfidfVectorizer(ngram_range=(1, 2), min_df=1, sublinear_tf=True)
+                self._vectorizer.fit(texts)
+            blocks.append(self._vectorizer.transform(texts))
+        if self.features in ("prosody", "both"):
+            table = np.array([[prosody_numbers(r["get_prosody_features"])[n] for n, _ in PROSODY_PATTERNS] for r in rows])
+            if fit:
+                self._fill = np.nan_to_num(np.nanmean(table, axis=0))
+                self._scaler = StandardScaler().fit(np.where(np.isnan(table), self._fill, table))
+            table = self._scaler.transform(np.where(np.isnan(table), self._fill, table))
+            blocks.append(sparse.csr_matrix(table))
+        return sparse.hstack(blocks).tocsr()
+
+    def decide(self, outputs: Mapping[str, str]) -> tuple[str, float]:
+        """The probe's label and its predicted probability."""
+        row = {"get_transcript": outputs.get("get_transcript", ""), "get_prosody_features": outputs.get("get_prosody_features", "")}
+        probabilities = self.model.predict_proba(self._matrix([row]))[0]
+        best = int(np.argmax(probabilities))
+        return str(self.model.classes_[best]), float(probabilities[best])

@@ -1,0 +1,122 @@
+"""affectgym/Sarcasm-v0: hear sarcasm in the delivery of a line, with transcript and prosody tools."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from affectgym.data.speech_sources import (
+    DatasetError,
+    SpeechClip,
+    load_embedded,
+    load_mustard,
+    load_mustard_hub,
+    mustard_folds,
+)
+from affectgym.data.splits import select_split
+from affectgym.envs.speech_emotion import SpeechEmotionEnv
+
+SPEAKER_INDEPENDENT_TEST_SHOW = "FRIENDS"  # MUStARD's speaker-independent setup tests on FRIENDS
+_FOLD = re.compile(r"^fold-([1-9])(?:/(train|eval))?$")
+_SPEAKER_INDEPENDENT = re.compile(r"^speaker-independent(?:/(train|eval))?$")
+
+
+class SarcasmEnv(SpeechEmotionEnv):
+    """Decide whether a spoken line is sarcastic or sincere, where the delivery can flip the words.
+
+    ## Description
+    The flagship task of affectgym, after Subtext Arena: a line of dialogue (with the lines
+    before it) is either sarcastic or sincere. Many lines are *pivots*: their words are
+    ambiguous ("Oh, great.") and only the delivery decides — a wide pitch range, a slower
+    rate, a pause before and emphasis on the key phrase. The agent cannot hear the clip; it
+    calls tools that read the transcript and measure the prosody, then commits to a label
+    and a confidence. Everything else (action format, tools, step rewards) is
+    :class:`~affectgym.envs.speech_emotion.SpeechEmotionEnv`'s.
+
+    ## Action Space
+    Text: ``<tool_call>{"name": "get_prosody_features", "arguments": {}}</tool_call>`` or
+    ``<final>{"label": "sarcastic" | "sincere", "confidence": 0..1}</final>``.
+
+    ## Observation Space
+    Text: the task, then each tool's output (``get_transcript``, ``get_prosody_features``,
+    ``get_pitch_contour``; on clips without audio the audio tools say so plainly).
+
+    ## Rewards
+    ``reward="multi"``: 0.50 confidence-weighted correctness + 0.25 prosody grounding (0 on
+    pivot clips when no audio tool was called, 0.4 on other clips) + 0.15 tool parsimony
+    (1 for 1-3 calls, 0.6 for 4-5, 0 for 6; at most 6 calls) + 0.10 format.
+    ``reward="single"`` (flattened single-shot training): 0.70 correctness + 0.15 reasoning
+    length (50-150 words) + 0.15 format. Weights are overridable with ``reward_weights``.
+
+    ## Starting State
+    A clip of the split, drawn with ``np_random`` (or ``options={"scenario_id": id}``).
+
+    ## Episode End
+    Terminates on a valid final answer; truncates after ``max_turns`` messages.
+
+    ## Arguments
+    ``dataset``: ``"embedded"`` (default: 60+ lines rendered sincere and sarcastic with
+    espeak-ng, shipped in the package), ``"mustard"`` with ``data_dir=DIR`` holding
+    ``DIR/sarcasm_data.json`` in MUStARD's format (audio from ``DIR/audio/<id>.<ext>`` or
+    ``DIR/utterances_final/<id>.mp4`` when present), or ``"hub"`` (downloads MUStARD; fails
+    with one line naming ``data_dir`` when offline).
+    ``split``: ``"train"`` / ``"eval"`` / ``"all"`` (stable class-balanced 80/20 hash split),
+    ``"fold-k"`` or ``"fold-k/train"`` (MUStARD's speaker-dependent fold k = 1..5, its test
+    part by default; needs ``DIR/split_indices.json``), ``"speaker-independent"`` or
+    ``"speaker-independent/train"`` (test on FRIENDS, train on the other shows).
+    Plus every argument of ``SpeechEmotionEnv`` (``reward``, ``reward_weights``,
+    ``max_tool_calls``, ``prosody_backend``, ``norms``, ``max_turns``, ...).
+
+    ```python
+    import affectgym
+    env = affectgym.make("affectgym/Sarcasm-v0", split="eval")
+    observation, info = env.reset(seed=0)
+    observation, reward, terminated, truncated, info = env.step(
+        '<tool_call>{"name": "get_pitch_contour", "arguments": {}}</tool_call>')
+    ```
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    task = "Decide whether the spoken line is sarcastic or sincere; the delivery can flip the literal words."
+
+    def _load_clips(self) -> list[SpeechClip]:
+        if self.dataset == "embedded":
+            return load_embedded("sarcasm")
+        if self.dataset == "mustard":
+            if self.data_dir is None:
+                raise DatasetError("dataset='mustard' needs data_dir=DIR with DIR/sarcasm_data.json")
+            return load_mustard(self.data_dir)
+        if self.dataset == "hub":
+            return load_mustard_hub()
+        raise ValueError(f"unknown dataset {self.dataset!r}; accepted: 'embedded', 'mustard' (with data_dir), 'hub'")
+
+    def _load_scenarios(self) -> list[SpeechClip]:
+        fold = _FOLD.match(self.split)
+        if fold:
+            return self._fold_clips(int(fold.group(1)), fold.group(2) or "eval")
+        independent = _SPEAKER_INDEPENDENT.match(self.split)
+        if independent:
+            held_out = (independent.group(1) or "eval") == "eval"
+            return [c for c in self.all_clips if (c.show == SPEAKER_INDEPENDENT_TEST_SHOW) == held_out]
+        if self.split not in ("train", "eval", "all"):
+            raise ValueError(
+                f"unknown split {self.split!r}; accepted: 'train', 'eval', 'all', 'fold-k' or 'fold-k/train' "
+                "(k = 1..5), 'speaker-independent' or 'speaker-independent/train'"
+            )
+        items = [(c.id, c.label) for c in self.all_clips]
+        chosen = set(select_split(items, self.split, self.eval_fraction))
+        return [c for c in self.all_clips if c.id in chosen]
+
+    def _fold_clips(self, k: int, part: str) -> list[SpeechClip]:
+        if self.data_dir is None:
+            raise ValueError(f"split {self.split!r} needs dataset='mustard' and data_dir with split_indices.json")
+        folds = mustard_folds(Path(self.data_dir))
+        if not 1 <= k <= len(folds):
+            raise ValueError(f"split {self.split!r}: fold must be 1..{len(folds)}")
+        indices = folds[k - 1]["test" if part == "eval" else "train"]
+        return [self.all_clips[i] for i in indices]
+
+
+__all__ = ["SarcasmEnv"]

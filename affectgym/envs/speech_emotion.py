@@ -1,0 +1,484 @@
+"""affectgym/SpeechEmotion-v0: label a spoken line from its transcript and its delivery."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from affectgym.data.speech_sources import SpeechClip, load_audio_folder, load_embedded
+from affectgym.data.splits import select_split
+from affectgym.envs.core import AffectEnv, Trace, tool
+from affectgym.envs.parsing import last_json_object
+from affectgym.rewards.rubric import Criterion, Rubric, RubricResult
+
+AUDIO_TOOLS = ("get_prosody_features", "get_pitch_contour")
+NO_AUDIO = "No audio for this clip: {what} cannot be measured. Decide from the transcript alone."
+REASONING_WORDS_FULL_CREDIT = (50, 150)  # words of reasoning that earn full single-shot credit
+PARSIMONY_BY_CALLS = ((3, 1.0), (5, 0.6))  # (at most this many calls, credit); more calls earn 0
+UNGROUNDED_CREDIT = 0.4  # grounding credit without an audio tool, on clips whose words suffice
+_FINAL_BLOCK = re.compile(r"<final>(.*?)</final>", re.DOTALL | re.IGNORECASE)
+
+
+# ----------------------------------------------------------------------------- answers
+def parse_label_answer(text: str | None, labels: Sequence[str]) -> tuple[dict[str, Any] | None, str | None]:
+    """Read ``{"label": ..., "confidence": ...}`` from ``<final>...</final>`` or the last JSON object.
+
+    Returns:
+        ``(answer, None)`` with the label lower-cased and confidence a float in ``[0, 1]``,
+        or ``(None, what was wrong and what is accepted)``.
+
+    >>> parse_label_answer('Rising pitch. <final>{"label": "Sarcastic", "confidence": 0.8}</final>', ["sarcastic", "sincere"])
+    ({'label': 'sarcastic', 'confidence': 0.8}, None)
+    >>> parse_label_answer('{"label": "sincere", "confidence": 1.7}', ["sarcastic", "sincere"])[1]
+    'confidence must be a number between 0 and 1, got 1.7'
+    """
+    accepted = f'accepted: <final>{{"label": one of {list(labels)}, "confidence": 0.0-1.0}}</final>'
+    if not text:
+        return None, f"no final answer; {accepted}"
+    block = _FINAL_BLOCK.search(text)
+    payload = last_json_object(block.group(1) if block else text)
+    if payload is None:
+        return None, f"no JSON answer found; {accepted}"
+    label = payload.get("label")
+    if not isinstance(label, str) or label.strip().lower() not in labels:
+        return None, f"label must be one of {list(labels)}, got {label!r}"
+    confidence = payload.get("confidence")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
+        return None, f"confidence must be a number between 0 and 1, got {confidence!r}"
+    return {"label": label.strip().lower(), "confidence": float(confidence)}, None
+
+
+def reasoning_words(reply: str | None) -> int:
+    """Words of reasoning in ``reply``: everything but the final answer block or JSON.
+
+    >>> reasoning_words('The pitch jumps on "great". <final>{"label": "sarcastic", "confidence": 0.9}</final>')
+    5
+    """
+    if not reply:
+        return 0
+    text = _FINAL_BLOCK.sub(" ", reply)
+    payload_start = text.rfind("{")
+    if payload_start != -1 and last_json_object(text[payload_start:]) is not None:
+        text = text[:payload_start]
+    return len(text.split())
+
+
+def _audio_tool_called(trace: Sequence[Mapping[str, Any]]) -> bool:
+    return any(e.get("type") == "tool_call" and e.get("ok") and e.get("name") in AUDIO_TOOLS for e in trace)
+
+
+def _tool_calls(trace: Sequence[Mapping[str, Any]]) -> int:
+    return sum(1 for e in trace if e.get("type") == "tool_call" and e.get("ok"))
+
+
+# ----------------------------------------------------------------------------- criteria
+def confidence_weighted_correctness(scenario: SpeechClip, reply: str | None, trace: Trace, labels: Sequence[str]) -> float:
+    """0.5 + 0.5·confidence when right, 0.5 − 0.5·confidence when wrong, 0 when unreadable.
+
+    >>> clip = SpeechClip(id="c1", transcript="Oh great.", label="sarcastic")
+    >>> confidence_weighted_correctness(clip, '{"label": "sarcastic", "confidence": 0.8}', [], ["sarcastic", "sincere"])
+    0.9
+    >>> round(confidence_weighted_correctness(clip, '{"label": "sincere", "confidence": 0.8}', [], ["sarcastic", "sincere"]), 6)
+    0.1
+    """
+    answer, _ = parse_label_answer(reply, labels)
+    if answer is None:
+        return 0.0
+    right = answer["label"] == scenario.label
+    return 0.5 + 0.5 * answer["confidence"] if right else 0.5 - 0.5 * answer["confidence"]
+
+
+def prosody_grounding(scenario: SpeechClip, reply: str | None, trace: Trace) -> float:
+    """1 if an audio tool was used; otherwise 0.4, or 0 on pivot clips (only the audio decides).
+
+    >>> clip = SpeechClip(id="c1", transcript="Oh great.", label="sarcastic", pivot=True)
+    >>> prosody_grounding(clip, "answer", [{"type": "tool_call", "name": "get_pitch_contour", "ok": True}])
+    1.0
+    >>> prosody_grounding(clip, "answer", [{"type": "tool_call", "name": "get_transcript", "ok": True}])
+    0.0
+    """
+    if reply is None:
+        return 0.0
+    if _audio_tool_called(trace):
+        return 1.0
+    return 0.0 if scenario.pivot else UNGROUNDED_CREDIT
+
+
+def parsimony_credit(n_calls: int) -> float:
+    """Credit for using few tools: 1.0 for up to 3 calls, 0.6 for 4-5, 0 for more.
+
+    >>> [parsimony_credit(n) for n in (0, 3, 4, 6)]
+    [1.0, 1.0, 0.6, 0.0]
+    """
+    for most, credit in PARSIMONY_BY_CALLS:
+        if n_calls <= most:
+            return credit
+    return 0.0
+
+
+def tool_parsimony(scenario: SpeechClip, reply: str | None, trace: Trace) -> float:
+    """:func:`parsimony_credit` of the episode's successful tool calls; 0 when unanswered.
+
+    >>> tool_parsimony(None, "answer", [{"type": "tool_call", "ok": True}] * 4)
+    0.6
+    """
+    return 0.0 if reply is None else parsimony_credit(_tool_calls(trace))
+
+
+def answer_format(scenario: SpeechClip, reply: str | None, trace: Trace, labels: Sequence[str]) -> float:
+    """1 when the final answer parses (a known label and a confidence in [0, 1]).
+
+    >>> answer_format(None, '<final>{"label": "sincere", "confidence": 0.5}</final>', [], ["sarcastic", "sincere"])
+    1.0
+    """
+    return float(parse_label_answer(reply, labels)[0] is not None)
+
+
+def reasoning_length(scenario: SpeechClip, reply: str | None, trace: Trace) -> float:
+    """Full credit for 50-150 words of reasoning; linear below 50; fading to 0.5 at 300 words.
+
+    >>> [reasoning_length(None, " ".join(["w"] * n), []) for n in (0, 25, 100, 300)]
+    [0.0, 0.5, 1.0, 0.5]
+    """
+    words = reasoning_words(reply)
+    low, high = REASONING_WORDS_FULL_CREDIT
+    if words < low:
+        return words / low
+    if words <= high:
+        return 1.0
+    return max(0.5, 1.0 - (words - high) / (2 * high))
+
+
+# ----------------------------------------------------------------------------- the env
+class SpeechEmotionEnv(AffectEnv):
+    """Label a spoken line from its transcript and its delivery (pitch, loudness, pauses).
+
+    ## Description
+    Each episode is one audio clip with its transcript, optional context and speaker. The
+    agent may call tools to read the transcript and measure the delivery, then answers
+    with one label of the dataset's label set and a confidence. This env is the template
+    for plugging in any labelled speech dataset (IEMOCAP, RAVDESS, CREMA-D, ...): pass
+    ``data_dir=DIR`` holding ``DIR/<label>/<clip>.<wav|flac|ogg|mp3|m4a>`` and optional
+    ``<clip>.txt`` transcripts; the label set is the folder names. With no ``data_dir`` it
+    serves the embedded espeak-ng emotion set (angry, fearful, happy, neutral, sad).
+
+    ## Action Space
+    Text (``TextSpace``): a tool call ``<tool_call>{"name": ..., "arguments": {}}</tool_call>``
+    or a final answer ``<final>{"label": ..., "confidence": 0..1}</final>`` (the last JSON
+    object of the message is accepted too).
+
+    ## Observation Space
+    Text: the task, then each tool's output.
+
+    ## Tools
+    ``get_transcript()``, ``get_prosody_features()`` (pitch, loudness, voice quality, pauses,
+    rate, banded against the corpus norms), ``get_pitch_contour()`` (a sparkline of F0).
+    At most ``max_tool_calls`` successful calls; further calls are rejected.
+
+    ## Rewards
+    ``reward="multi"`` (interactive): 0.50 confidence-weighted correctness (0.5 ± 0.5·conf)
+    + 0.25 prosody grounding (1 with an audio tool; else 0.4, or 0 on pivot clips)
+    + 0.15 tool parsimony (1 for ≤ 3 calls, 0.6 for 4-5, else 0) + 0.10 format.
+    ``reward="single"`` (single-shot): 0.70 correctness + 0.15 reasoning length (full at
+    50-150 words) + 0.15 format. Invalid messages cost ``invalid_action_penalty`` each.
+    Step rewards: an invalid message or a tool call that lowers parsimony is paid at its
+    step; the final step carries the rest, so the steps sum to the rubric total.
+
+    ## Starting State
+    A clip of the split, drawn with ``np_random`` (or ``options={"scenario_id": id}``).
+
+    ## Episode End
+    Terminates on a valid final answer; truncates after ``max_turns`` messages (scored as
+    unanswered).
+
+    ## Arguments
+    ``dataset`` ("embedded" or "folder"), ``data_dir``, ``split`` ("train", "eval", "all";
+    a stable, class-balanced hash split), ``eval_fraction`` (0.2), ``reward`` ("multi" |
+    "single"), ``reward_weights`` (overrides by component name), ``max_tool_calls`` (6),
+    ``prosody_backend`` ("praat" | "librosa"), ``norms`` ("corpus" | "speaker" | "default"),
+    ``max_turns`` (8), ``invalid_action_penalty`` (0.05), ``render_mode`` (None | "ansi").
+
+    ```python
+    import affectgym
+    env = affectgym.make("affectgym/SpeechEmotion-v0", split="eval")
+    observation, info = env.reset(seed=0)
+    ```
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    task = "Decide which emotion the speaker expresses in the spoken line."
+
+    def __init__(
+        self,
+        *,
+        dataset: str = "embedded",
+        data_dir: str | None = None,
+        split: str = "train",
+        eval_fraction: float = 0.2,
+        reward: str = "multi",
+        reward_weights: Mapping[str, float] | None = None,
+        max_tool_calls: int = 6,
+        prosody_backend: str = "praat",
+        norms: str = "corpus",
+        max_turns: int = 8,
+        invalid_action_penalty: float = 0.05,
+        render_mode: str | None = None,
+    ):
+        if reward not in ("multi", "single"):
+            raise ValueError(f"reward must be 'multi' or 'single', got {reward!r}")
+        if norms not in ("corpus", "speaker", "default"):
+            raise ValueError(f"norms must be 'corpus', 'speaker' or 'default', got {norms!r}")
+        if prosody_backend not in ("praat", "librosa"):
+            raise ValueError(f"prosody_backend must be 'praat' or 'librosa', got {prosody_backend!r}")
+        if not isinstance(max_tool_calls, int) or max_tool_calls < 0:
+            raise ValueError(f"max_tool_calls must be an integer >= 0, got {max_tool_calls!r}")
+        self.dataset = dataset
+        self.data_dir = data_dir
+        self.eval_fraction = eval_fraction
+        self.reward_mode = reward
+        self.reward_weights = dict(reward_weights or {})
+        self.max_tool_calls = max_tool_calls
+        self.prosody_backend = prosody_backend
+        self.norms_mode = norms
+        self.all_clips: list[SpeechClip] = self._load_clips()
+        self.label_set = tuple(sorted({c.label for c in self.all_clips}))
+        self._norms_cache: dict[str | None, Any] = {}
+        super().__init__(
+            split=split,
+            max_turns=max_turns,
+            invalid_action_penalty=invalid_action_penalty,
+            render_mode=render_mode,
+        )
+        # One message can make several tool calls, each lowering parsimony: at most its weight.
+        low, high = self.reward_range
+        self.reward_range = (low - abs(self.rubric.weights.get("parsimony", 0.0)), high)
+
+    # ------------------------------------------------------------------ data
+    def _load_clips(self) -> list[SpeechClip]:
+        if self.data_dir is not None and self.dataset in ("embedded", "folder"):
+            return load_audio_folder(self.data_dir)
+        if self.dataset == "embedded":
+            return load_embedded("emotion")
+        raise ValueError(
+            f"unknown dataset {self.dataset!r} for {type(self).__name__}; accepted: 'embedded', "
+            "or 'folder' with data_dir=DIR holding DIR/<label>/<clip>.wav"
+        )
+
+    def _load_scenarios(self) -> list[SpeechClip]:
+        items = [(c.id, c.label) for c in self.all_clips]
+        chosen = set(select_split(items, self.split, self.eval_fraction))
+        return [c for c in self.all_clips if c.id in chosen]
+
+    # ------------------------------------------------------------------ prompts
+    def system_prompt(self, scenario: SpeechClip) -> str:
+        labels = ", ".join(f'"{label}"' for label in self.label_set)
+        return (
+            f"{self.task} Labels: {labels}.\n"
+            "You cannot hear the clip; tools measure it for you:\n"
+            "- get_transcript(): the line and the conversation before it\n"
+            "- get_prosody_features(): pitch, loudness, voice quality, pauses and speaking rate, "
+            "with bands relative to typical speech\n"
+            "- get_pitch_contour(): the pitch over time as a sparkline, with its trend\n"
+            f"Call a tool as <tool_call>{{\"name\": \"get_transcript\", \"arguments\": {{}}}}</tool_call> "
+            f"(at most {self.max_tool_calls} calls; the delivery often matters more than the words).\n"
+            f"When you are sure, answer with <final>{{\"label\": {labels.split(', ')[0]}, "
+            "\"confidence\": 0.0-1.0}</final>, your confidence being the probability that your label is right."
+        )
+
+    def flat_system_prompt(self, scenario: SpeechClip) -> str:
+        labels = ", ".join(f'"{label}"' for label in self.label_set)
+        return (
+            f"{self.task} Labels: {labels}.\n"
+            "You get the transcript and measurements of the delivery (prosody features and pitch contour). "
+            "The delivery often matters more than the words.\n"
+            "Reason in 50-150 words over the words and the prosody, then end with exactly one JSON object: "
+            f"{{\"label\": {labels.split(', ')[0]}, \"confidence\": 0.0-1.0}}."
+        )
+
+    def first_observation(self, scenario: SpeechClip) -> str:
+        who = f" by {scenario.speaker}" if scenario.speaker else ""
+        return f"A new spoken line{who} is ready. Use the tools to examine it, then give your final answer."
+
+    def parse_final(self, text: str) -> tuple[dict[str, Any] | None, str | None]:
+        """See :func:`parse_label_answer`."""
+        return parse_label_answer(text, self.label_set)
+
+    # ------------------------------------------------------------------ tools
+    @tool
+    def get_transcript(self) -> str:
+        """Read the transcript of the line and the conversation before it."""
+        clip = self.scenario
+        lines = []
+        if clip.context:
+            lines.append("Context:")
+            lines += [f"  {line}" for line in clip.context]
+        who = clip.speaker or "SPEAKER"
+        lines.append(f'Line ({who}): "{clip.transcript or "(no transcript)"}"')
+        return "\n".join(lines)
+
+    @tool
+    def get_prosody_features(self) -> str:
+        """Measure the delivery: pitch, loudness, voice quality, pauses and speaking rate."""
+        from affectgym.features.render import render_prosody
+
+        prosody = self._prosody(self.scenario)
+        if prosody is None:
+            return NO_AUDIO.format(what="prosody features")
+        return render_prosody(prosody, self._norms(self.scenario))
+
+    @tool
+    def get_pitch_contour(self) -> str:
+        """Draw the pitch over the line as a sparkline, with its range and trend."""
+        from affectgym.features.render import render_contour
+
+        prosody = self._prosody(self.scenario)
+        if prosody is None:
+            return NO_AUDIO.format(what="the pitch contour")
+        return render_contour(prosody)
+
+    def _call_tool(self, call: Any) -> tuple[str, bool]:
+        if call.name in self.tools and _tool_calls(self._trace) >= self.max_tool_calls:
+            return (
+                f"Error: the tool budget of {self.max_tool_calls} calls is spent; give your final answer now",
+                False,
+            )
+        return super()._call_tool(call)
+
+    def _prosody(self, clip: SpeechClip) -> Any:
+        if clip.audio_path is None:
+            return None
+        return _cached_prosody(clip.audio_path, self.prosody_backend)
+
+    def _norms(self, clip: SpeechClip) -> Any:
+        from affectgym.features.render import ProsodyNorms
+
+        if self.norms_mode == "default":
+            return ProsodyNorms()
+        key = clip.speaker if self.norms_mode == "speaker" else None
+        if key not in self._norms_cache:
+            pool = [c for c in self.all_clips if c.audio_path and (key is None or c.speaker == key)]
+            if len(pool) < 2:
+                pool = [c for c in self.all_clips if c.audio_path]
+            name = f"speaker {key}" if key is not None else f"{self.dataset} corpus"
+            prosodies = [self._prosody(c) for c in pool]
+            self._norms_cache[key] = (
+                ProsodyNorms.from_corpus(prosodies, name=f"{name}, {len(pool)} clips") if len(pool) >= 2 else ProsodyNorms()
+            )
+        return self._norms_cache[key]
+
+    # ------------------------------------------------------------------ reward
+    def build_rubric(self) -> Rubric:
+        labels = self.label_set
+        correctness = functools.partial(confidence_weighted_correctness, labels=labels)
+        fmt = functools.partial(answer_format, labels=labels)
+        if self.reward_mode == "multi":
+            criteria = [
+                Criterion("correctness", correctness, 0.50),
+                Criterion("grounding", prosody_grounding, 0.25),
+                Criterion("parsimony", tool_parsimony, 0.15),
+                Criterion("format", fmt, 0.10),
+            ]
+        else:
+            criteria = [
+                Criterion("correctness", correctness, 0.70),
+                Criterion("reasoning_length", reasoning_length, 0.15),
+                Criterion("format", fmt, 0.15),
+            ]
+        return Rubric(criteria).with_weights(self.reward_weights)
+
+    def step_contribution(self, entry: Mapping[str, Any], trace: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+        """Invalid messages pay their penalty; a tool call that lowers parsimony pays the drop."""
+        if entry["type"] == "tool_call" and entry.get("ok") and self.reward_mode == "multi":
+            n_calls = _tool_calls(trace)
+            drop = parsimony_credit(n_calls) - parsimony_credit(n_calls - 1)
+            weight = self.rubric.weights["parsimony"]
+            return {"parsimony": weight * drop} if drop else {}
+        return super().step_contribution(entry, trace)
+
+    def outcome(self, scenario: SpeechClip, answer: Any, result: RubricResult) -> dict[str, Any]:
+        """Prediction, gold label, correctness, confidence and the pivot flag."""
+        prediction = answer["label"] if answer else None
+        return {
+            "prediction": prediction,
+            "label": scenario.label,
+            "correct": prediction == scenario.label,
+            "confidence": answer["confidence"] if answer else None,
+            "pivot": scenario.pivot,
+            "has_audio": scenario.audio_path is not None,
+        }
+
+    # ------------------------------------------------------------------ checker
+    def reference_answer(self, scenario: SpeechClip) -> tuple[str, Trace]:
+        """Reasoning over words and delivery, then the gold label at confidence 0.9."""
+        reasoning = (
+            "The transcript gives the literal words, but the delivery decides here. I compare the pitch "
+            "level, its range and movement, the loudness, the pauses before key words and the speaking "
+            "rate with typical speech, and check whether the contour rises, falls or stays flat where the "
+            "words carry the meaning. The cues agree, so I am fairly confident in this label."
+        )
+        answer = f'{reasoning}\n<final>{{"label": "{scenario.label}", "confidence": 0.9}}</final>'
+        return answer, self.flat_trace(scenario)
+
+    def canaries(self, scenario: SpeechClip) -> dict[str, tuple[str | None, Trace]]:
+        """Known reward hacks: constant label, skipping the audio, malformed answers, smuggling."""
+        tools_used = self.flat_trace(scenario)
+        first = self.label_set[0]
+        hacks: dict[str, tuple[str | None, Trace]] = {
+            f"always_{first}_confident_no_tools": (f'<final>{{"label": "{first}", "confidence": 1.0}}</final>', []),
+            "malformed_final_answer": ('<final>{"label": "maybe", "confidence": "high"}</final>', tools_used),
+            "confidence_outside_unit_interval": (
+                f'<final>{{"label": "{scenario.label}", "confidence": 1.7}}</final>',
+                tools_used,
+            ),
+            "answer_smuggled_in_tool_call": (
+                f'<tool_call>{{"name": "get_transcript", "arguments": {{"label": "{scenario.label}", '
+                '"confidence": 1.0}}</tool_call>',
+                tools_used,
+            ),
+            "unanswered": (None, tools_used),
+        }
+        if scenario.pivot:
+            hacks["no_audio_tool_on_pivot_clip"] = (
+                f'<final>{{"label": "{scenario.label}", "confidence": 1.0}}</final>',
+                [e for e in tools_used if e["name"] not in AUDIO_TOOLS],
+            )
+        return hacks
+
+    def fuzz_actions(self) -> list[str]:
+        """Tool calls, valid and over-budget, and final answers in both accepted forms."""
+        label = self.label_set[0]
+        return [
+            *super().fuzz_actions(),
+            f'<final>{{"label": "{label}", "confidence": 0.6}}</final>',
+            f'I think so. {{"label": "{label}", "confidence": 0.3}}',
+        ]
+
+
+_PROSODY_MEMO: dict[tuple[str, str], Any] = {}
+
+
+def _cached_prosody(audio_path: str, backend: str) -> Any:
+    """Prosody of a file, memoised in the process."""
+    key = (audio_path, backend)
+    if key not in _PROSODY_MEMO:
+        from affectgym.features.audio import load_audio
+        from affectgym.features.prosody import extract_prosody
+
+        _PROSODY_MEMO[key] = extract_prosody(load_audio(audio_path), backend=backend)
+    return _PROSODY_MEMO[key]
+
+
+__all__ = [
+    "SpeechEmotionEnv",
+    "answer_format",
+    "confidence_weighted_correctness",
+    "parse_label_answer",
+    "parsimony_credit",
+    "prosody_grounding",
+    "reasoning_length",
+    "tool_parsimony",
+]
