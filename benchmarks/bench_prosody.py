@@ -46,6 +46,21 @@ def _best_time(function, repeats: int) -> float:
     return best
 
 
+_CPU_SECONDS: dict[str, float] = {}
+
+
+def _timed(name: str, function, repeats: int) -> float:
+    """Best wall time of ``function``; its best CPU time is kept in _CPU_SECONDS[name]."""
+    best_wall = best_cpu = float("inf")
+    for _ in range(repeats):
+        wall, cpu = time.perf_counter(), time.process_time()
+        function()
+        best_wall = min(best_wall, time.perf_counter() - wall)
+        best_cpu = min(best_cpu, time.process_time() - cpu)
+    _CPU_SECONDS[name] = _CPU_SECONDS.get(name, 0.0) + best_cpu
+    return best_wall
+
+
 def _long_clips(out_dir: Path, lengths_s: tuple[float, ...]) -> list[Path]:
     """Concatenate corpus clips (cycling through them) into clips of the given lengths."""
     import soundfile
@@ -79,20 +94,25 @@ def bench_speed(paths: list[Path], repeats: int) -> None:
     print(f"   clip lengths: {', '.join(f'{a.duration_s:.0f}s' for a in audios)}")
 
     extract_prosody(audios[0])  # import + first-call costs are not per-clip costs
-    praat_s = sum(_best_time(lambda a=a: extract_prosody(a), repeats) for a in audios)
-    praat_with_decode_s = sum(
-        _best_time(lambda p=p: extract_prosody(load_audio(p)), repeats) for p in paths
+    praat_name, decode_name = (
+        "affectgym praat (extract_prosody)",
+        "affectgym praat incl. FLAC decode",
     )
-    rows = [("affectgym praat (extract_prosody)", praat_s)]
-    rows.append(("affectgym praat incl. FLAC decode", praat_with_decode_s))
+    librosa_name = "librosa pyin + RMS + pauses (librosa backend)"
+    smile_name = "openSMILE eGeMAPSv02 functionals"
+    praat_s = sum(_timed(praat_name, lambda a=a: extract_prosody(a), repeats) for a in audios)
+    praat_with_decode_s = sum(
+        _timed(decode_name, lambda p=p: extract_prosody(load_audio(p)), repeats) for p in paths
+    )
+    rows = [(praat_name, praat_s), (decode_name, praat_with_decode_s)]
 
     start = time.perf_counter()
     extract_prosody(audios[0].__class__(audios[0].samples[:16000], 16000), backend="librosa")
     warmup_s = time.perf_counter() - start
     librosa_s = sum(
-        _best_time(lambda a=a: extract_prosody(a, backend="librosa"), 1) for a in audios
+        _timed(librosa_name, lambda a=a: extract_prosody(a, backend="librosa"), 1) for a in audios
     )
-    rows.append(("librosa pyin + RMS + pauses (librosa backend)", librosa_s))
+    rows.append((librosa_name, librosa_s))
 
     try:
         import opensmile
@@ -103,18 +123,26 @@ def bench_speed(paths: list[Path], repeats: int) -> None:
         )
         smile.process_signal(audios[0].samples[:16000], 16000)
         smile_s = sum(
-            _best_time(lambda a=a: smile.process_signal(a.samples, 16000), repeats) for a in audios
+            _timed(smile_name, lambda a=a: smile.process_signal(a.samples, 16000), repeats)
+            for a in audios
         )
-        rows.append(("openSMILE eGeMAPSv02 functionals", smile_s))
+        rows.append((smile_name, smile_s))
     except ImportError:
         smile_s = None
 
-    print(f"   {'method':48s} {'x real time':>12s} {'praat is':>10s}")
+    print(
+        f"   {'':48s} {'x real time':>12s} {'praat is':>9s} {'x real time':>12s} {'praat is':>9s}"
+    )
+    print(f"   {'method':48s} {'(wall)':>12s} {'(wall)':>9s} {'(CPU time)':>12s} {'(CPU)':>9s}")
+    praat_cpu_s = _CPU_SECONDS[praat_name]
     for name, seconds in rows:
-        ratio = praat_s and seconds / praat_s
-        print(f"   {name:48s} {total_s / seconds:12.0f} {ratio:9.1f}x")
+        cpu_s = _CPU_SECONDS[name]
+        print(
+            f"   {name:48s} {total_s / seconds:12.0f} {seconds / praat_s:8.1f}x "
+            f"{total_s / cpu_s:12.0f} {cpu_s / praat_cpu_s:8.1f}x"
+        )
     if smile_s is None:
-        print("   openSMILE eGeMAPS functionals                    not available")
+        print(f"   {smile_name:48s} not available (pip install opensmile to compare)")
     print(f"   (librosa first call in this process, numba warm-up: {warmup_s:.1f} s, excluded)")
 
 
@@ -231,6 +259,8 @@ def main() -> None:
         return
     all_cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     print("# affectgym prosody benchmark")
+    if hasattr(os, "getloadavg"):
+        print(f"   load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"   {_pin_to_one_core()} for the speed, accuracy and cache sections")
     with tempfile.TemporaryDirectory() as scratch:
         scratch_dir = Path(scratch)
