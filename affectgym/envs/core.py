@@ -25,7 +25,6 @@ A subclass provides:
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import math
@@ -96,6 +95,7 @@ class AffectEnv(gym.Env[str, str]):
         if len(self._by_id) != len(self.scenarios):
             raise ValueError(f"{type(self).__name__}: scenario ids must be unique")
         self.rubric = self._with_invalid_penalty(self.build_rubric())
+        self._tools_json = json.dumps(self.tool_schemas)
         self.scenario: Any = None
         self._messages: list[dict[str, Any]] = []
         self._trace: Trace = []
@@ -305,8 +305,8 @@ class AffectEnv(gym.Env[str, str]):
 
     def _info(self, components: Mapping[str, float | None], **extra: Any) -> dict[str, Any]:
         return {
-            "messages": copy.deepcopy(self._messages),
-            "tools": copy.deepcopy(self.tool_schemas),
+            "messages": [_copy_message(m) for m in self._messages],
+            "tools": json.loads(self._tools_json),
             "scenario_id": self.scenario.id,
             "split": self.split,
             "turn": self._turn,
@@ -443,6 +443,14 @@ def count_invalid_actions(scenario: Any, reply: str | None, trace: Sequence[Mapp
     2.0
     """
     return float(sum(1 for entry in trace if entry.get("type") == "invalid"))
+
+
+def _copy_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a chat message that shares no mutable object with the original."""
+    copied = dict(message)
+    if "tool_calls" in copied:
+        copied["tool_calls"] = [{**call, "function": dict(call["function"])} for call in copied["tool_calls"]]
+    return copied
 
 
 def _add(total: dict[str, float], part: Mapping[str, float]) -> None:

@@ -247,6 +247,9 @@ class SpeechEmotionEnv(AffectEnv):
         self.all_clips: list[SpeechClip] = self._load_clips()
         self.label_set = tuple(sorted({c.label for c in self.all_clips}))
         self._norms_cache: dict[str | None, Any] = {}
+        # Rendered tool outputs by (tool, scenario): keyed on the whole scenario, label included,
+        # so the checker's label-flip test still sees a fresh rendering of a flipped scenario.
+        self._rendered: dict[tuple[str, SpeechClip], str] = {}
         super().__init__(
             split=split,
             max_turns=max_turns,
@@ -325,20 +328,26 @@ class SpeechEmotionEnv(AffectEnv):
         """Measure the delivery: pitch, loudness, voice quality, pauses and speaking rate."""
         from affectgym.features.render import render_prosody
 
-        prosody = self._prosody(self.scenario)
-        if prosody is None:
-            return NO_AUDIO.format(what="prosody features")
-        return render_prosody(prosody, self._norms(self.scenario))
+        key = ("prosody", self.scenario)
+        if key not in self._rendered:
+            prosody = self._prosody(self.scenario)
+            self._rendered[key] = (
+                NO_AUDIO.format(what="prosody features")
+                if prosody is None
+                else render_prosody(prosody, self._norms(self.scenario))
+            )
+        return self._rendered[key]
 
     @tool
     def get_pitch_contour(self) -> str:
         """Draw the pitch over the line as a sparkline, with its range and trend."""
         from affectgym.features.render import render_contour
 
-        prosody = self._prosody(self.scenario)
-        if prosody is None:
-            return NO_AUDIO.format(what="the pitch contour")
-        return render_contour(prosody)
+        key = ("contour", self.scenario)
+        if key not in self._rendered:
+            prosody = self._prosody(self.scenario)
+            self._rendered[key] = NO_AUDIO.format(what="the pitch contour") if prosody is None else render_contour(prosody)
+        return self._rendered[key]
 
     def _call_tool(self, call: Any) -> tuple[str, bool]:
         if call.name in self.tools and _tool_calls(self._trace) >= self.max_tool_calls:
@@ -462,13 +471,12 @@ _PROSODY_MEMO: dict[tuple[str, str], Any] = {}
 
 
 def _cached_prosody(audio_path: str, backend: str) -> Any:
-    """Prosody of a file, memoised in the process."""
+    """Prosody of a file: memoised in the process, and cached on disk by content."""
     key = (audio_path, backend)
     if key not in _PROSODY_MEMO:
-        from affectgym.features.audio import load_audio
-        from affectgym.features.prosody import extract_prosody
+        from affectgym.features.cache import cached_prosody
 
-        _PROSODY_MEMO[key] = extract_prosody(load_audio(audio_path), backend=backend)
+        _PROSODY_MEMO[key] = cached_prosody(audio_path, backend=backend)
     return _PROSODY_MEMO[key]
 
 
