@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 #: Modules that add subcommands, in the order ``--help`` lists them.
-COMMAND_MODULES: tuple[str, ...] = ("affectgym.commands",)
+COMMAND_MODULES: tuple[str, ...] = ("affectgym.commands", "affectgym.features.commands")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,6 +38,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:  # output piped into `head` and the like: stop quietly
+        sys.stderr.close()
+        return 141
     except KeyboardInterrupt:
         print("affectgym: interrupted", file=sys.stderr)
         return 130
