@@ -1,0 +1,240 @@
+"""Training datasets from an environment's scenarios, one row per scenario.
+
+A row carries the ``prompt`` the policy reads, in conversational form, and the columns the
+reward functions of :mod:`affectgym.train.rewards` need to rebuild the scenario and score a
+reply through the env's own rubric: ``scenario_id``, ``env_id`` and ``env_kwargs`` (JSON,
+``split`` included), plus ``label`` and any boolean subset flag (e.g. ``pivot``) where the
+scenarios have them. The prompt is either
+
+* ``"flat"``: exactly ``env.flat_prompt(scenario)``, every tool output pre-rendered, for
+  single-shot GRPO; or
+* ``"interactive"``: the episode's opening messages (system prompt and first observation),
+  for multi-turn GRPO where the policy calls the tools itself
+  (:mod:`affectgym.train.environment`).
+
+Rows are interleaved class by class (``balance``: every class appears equally often, the
+smaller ones cycled) and flagged subsets can be repeated (``oversample={"pivot": 2}``).
+Only the scenarios of the requested split are ever read, so a train dataset cannot contain
+an eval scenario.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+#: Accepted values of ``prompt_form``.
+PROMPT_FORMS = ("flat", "interactive")
+
+
+def make_env(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> Any:
+    """A fresh, unwrapped environment (the object with ``score``, ``flat_prompt``, ``tools``).
+
+    Args:
+        env_id: A registered id, e.g. ``"affectgym/Sarcasm-v0"``.
+        env_kwargs: Keyword arguments of the env (``split`` included).
+
+    Returns:
+        The env without Gymnasium's wrappers.
+    """
+    import gymnasium as gym
+
+    import affectgym  # noqa: F401  (registers the built-in ids)
+
+    if env_id not in gym.registry:
+        known = ", ".join(sorted(k for k in gym.registry if k.startswith("affectgym/"))) or "none"
+        raise ValueError(f"unknown environment id {env_id!r}; affectgym ids registered: {known}")
+    return gym.make(env_id, **dict(env_kwargs or {})).unwrapped
+
+
+@lru_cache(maxsize=32)
+def _cached_env(env_id: str, env_kwargs_json: str) -> Any:
+    return make_env(env_id, json.loads(env_kwargs_json))
+
+
+def shared_env(env_id: str, env_kwargs: Mapping[str, Any] | str | None = None) -> Any:
+    """The env for ``(env_id, env_kwargs)``, made once per process and reused.
+
+    Used to look scenarios up and to score; never stepped, so sharing it is safe.
+
+    Args:
+        env_id: A registered id.
+        env_kwargs: Keyword arguments, as a mapping or as the JSON of a dataset row.
+    """
+    return _cached_env(env_id, kwargs_json(env_kwargs))
+
+
+def kwargs_json(env_kwargs: Mapping[str, Any] | str | None) -> str:
+    """Canonical JSON of env keyword arguments (sorted keys), the form datasets carry.
+
+    >>> kwargs_json({"split": "train", "max_turns": 4})
+    '{"max_turns": 4, "split": "train"}'
+    >>> kwargs_json('{"split": "eval"}')
+    '{"split": "eval"}'
+    """
+    if isinstance(env_kwargs, str):
+        env_kwargs = json.loads(env_kwargs or "{}")
+    try:
+        return json.dumps(dict(env_kwargs or {}), sort_keys=True)
+    except TypeError as exc:
+        raise ValueError(
+            f"env_kwargs must be JSON-serialisable (str, numbers, bools, lists, dicts), got {env_kwargs!r}: {exc}"
+        ) from None
+
+
+def scenario_columns(scenario: Any) -> dict[str, Any]:
+    """Columns a scenario contributes besides its id: ``label`` and boolean subset flags.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class Clip:
+    ...     id: str
+    ...     label: str
+    ...     pivot: bool
+    ...     transcript: str
+    >>> scenario_columns(Clip("c1", "sarcastic", True, "Oh great."))
+    {'label': 'sarcastic', 'pivot': True}
+    """
+    columns: dict[str, Any] = {}
+    label = getattr(scenario, "label", None)
+    if isinstance(label, (str, int)) and not isinstance(label, bool):
+        columns["label"] = label
+    if dataclasses.is_dataclass(scenario):
+        for item in dataclasses.fields(scenario):
+            value = getattr(scenario, item.name)
+            if isinstance(value, bool):
+                columns[item.name] = value
+    return columns
+
+
+def training_order(
+    scenarios: list[Any],
+    *,
+    n: int | None = None,
+    seed: int = 0,
+    balance: bool = True,
+    oversample: Mapping[str, int] | None = None,
+) -> list[Any]:
+    """The order in which scenarios become rows.
+
+    Args:
+        scenarios: The scenarios of one split.
+        n: Number of rows; ``None`` = one pass (after oversampling and balancing).
+        seed: Seed of the shuffles.
+        balance: Interleave classes (by ``scenario.label``) round-robin, cycling the smaller
+            ones so every class appears equally often.
+        oversample: ``{flag: k}`` repeats each scenario whose boolean ``flag`` is true ``k`` times.
+
+    Returns:
+        Scenarios, repeated as needed.
+
+    >>> from types import SimpleNamespace as S
+    >>> items = [S(id=f"a{i}", label="a", pivot=i == 0) for i in range(3)] + [S(id="b0", label="b", pivot=False)]
+    >>> [s.label for s in training_order(items, seed=1)]
+    ['a', 'b', 'a', 'b', 'a', 'b']
+    >>> sum(s.pivot for s in training_order(items, balance=False, oversample={"pivot": 3}))
+    3
+    """
+    rng = random.Random(seed)
+    pool: list[Any] = []
+    for scenario in scenarios:
+        repeats = 1
+        for flag, factor in (oversample or {}).items():
+            if not isinstance(factor, int) or factor < 1:
+                raise ValueError(f"oversample[{flag!r}] must be an integer >= 1, got {factor!r}")
+            if getattr(scenario, flag, False) is True:
+                repeats *= factor
+        pool += [scenario] * repeats
+    if not pool:
+        raise ValueError("no scenarios to order")
+    labels = [getattr(s, "label", None) for s in pool]
+    if not balance or any(label is None for label in labels) or len(set(labels)) < 2:
+        order = _cycled(pool, rng)
+        total = len(pool) if n is None else n
+        return [next(order) for _ in range(total)]
+    by_label: dict[Any, list[Any]] = {}
+    for scenario, label in zip(pool, labels, strict=True):
+        by_label.setdefault(label, []).append(scenario)
+    classes = sorted(by_label, key=str)
+    streams = [_cycled(by_label[label], rng) for label in classes]
+    total = len(classes) * max(map(len, by_label.values())) if n is None else n
+    return [next(streams[i % len(streams)]) for i in range(total)]
+
+
+def _cycled(items: list[Any], rng: random.Random):
+    while True:
+        shuffled = list(items)
+        rng.shuffle(shuffled)
+        yield from shuffled
+
+
+def to_dataset(
+    env_id: str,
+    split: str = "train",
+    n: int | None = None,
+    seed: int = 0,
+    balance: bool = True,
+    oversample: Mapping[str, int] | None = None,
+    env_kwargs: Mapping[str, Any] | None = None,
+    *,
+    prompt_form: str = "flat",
+) -> Any:
+    """A :class:`datasets.Dataset` of one split of an environment, one row per scenario.
+
+    Args:
+        env_id: A registered id, e.g. ``"affectgym/Sarcasm-v0"``.
+        split: Which scenarios (``"train"``; ``"eval"`` for held-out evaluation).
+        n: Number of rows (scenarios repeated or sampled); ``None`` = one pass.
+        seed: Seed of the order.
+        balance: Class-balanced interleaving by ``scenario.label`` (see :func:`training_order`).
+        oversample: ``{flag: k}``: scenarios with the boolean attribute ``flag`` set appear ``k`` times.
+        env_kwargs: Further keyword arguments of the env (``split`` is set from ``split``).
+        prompt_form: ``"flat"`` (every tool output pre-rendered) or ``"interactive"``
+            (system prompt and first observation; the policy calls the tools).
+
+    Returns:
+        Columns ``prompt``, ``scenario_id``, ``env_id``, ``env_kwargs`` (JSON) and, where the
+        scenarios have them, ``label`` and boolean flags.
+    """
+    import datasets
+
+    if prompt_form not in PROMPT_FORMS:
+        raise ValueError(f"prompt_form must be one of {PROMPT_FORMS}, got {prompt_form!r}")
+    if n is not None and (not isinstance(n, int) or n < 1):
+        raise ValueError(f"n must be a positive integer or None, got {n!r}")
+    kwargs = {**dict(env_kwargs or {}), "split": split}
+    encoded = kwargs_json(kwargs)
+    env = shared_env(env_id, encoded)
+    rows: dict[str, list[Any]] = {"prompt": [], "scenario_id": [], "env_id": [], "env_kwargs": []}
+    order = training_order(list(env.scenarios), n=n, seed=seed, balance=balance, oversample=oversample)
+    extra_names = list(scenario_columns(order[0]))
+    for name in extra_names:
+        rows[name] = []
+    prompts: dict[str, list[dict[str, str]]] = {}
+    for scenario in order:
+        if scenario.id not in prompts:
+            prompts[scenario.id] = _prompt(env, scenario, prompt_form)
+        rows["prompt"].append(prompts[scenario.id])
+        rows["scenario_id"].append(scenario.id)
+        rows["env_id"].append(env_id)
+        rows["env_kwargs"].append(encoded)
+        extra = scenario_columns(scenario)
+        for name in extra_names:
+            rows[name].append(extra.get(name))
+    return datasets.Dataset.from_dict(rows)
+
+
+def _prompt(env: Any, scenario: Any, prompt_form: str) -> list[dict[str, str]]:
+    if prompt_form == "flat":
+        return [dict(message) for message in env.flat_prompt(scenario)]
+    return [
+        {"role": "system", "content": env.system_prompt(scenario)},
+        {"role": "user", "content": env.first_observation(scenario)},
+    ]
+
+
+__all__ = ["PROMPT_FORMS", "kwargs_json", "make_env", "scenario_columns", "shared_env", "to_dataset", "training_order"]

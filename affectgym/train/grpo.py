@@ -1,0 +1,325 @@
+"""GRPO training of a language model on an affectgym env with TRL (``affectgym train``).
+
+:func:`train` runs the whole job from a :class:`~affectgym.train.config.TrainConfig`:
+
+1. the policy: an alias (``smollm2-135m``, resolved by :mod:`affectgym.agents.models`), a
+   folder or a hub id, with a LoRA adapter (PEFT; ``q_proj,k_proj,v_proj,o_proj`` on
+   llama/qwen/mistral-like models) unless ``lora_r=0``;
+2. the data: the env's train split (:func:`~affectgym.train.flatten.to_dataset`), flat
+   prompts or the episode openings for multi-turn;
+3. the reward: one TRL reward function per rubric component with the rubric's weights
+   (:func:`~affectgym.train.rewards.reward_functions`); in multi-turn mode the components
+   are logged at weight 0 and the episode total comes from the ``environment_factory``
+   adapter's ``get_reward`` (:mod:`affectgym.train.environment`);
+4. ``GRPOTrainer``: CPU-safe settings without a GPU (fp32, ``use_cpu``, no gradient
+   checkpointing), bf16 and optional vLLM with one;
+5. outputs in ``output_dir``: ``config.yaml``, ``log_history.json``, one reward-curve PNG per
+   component (``figures/``), the adapter (``adapter/``), and a held-out evaluation of the
+   base model and the trained adapter side by side (``eval/``) through the eval runner.
+
+Several GPUs: the same entry under ``accelerate launch`` (TRL and transformers handle the
+distribution), e.g. ``accelerate launch --num_processes 4 -m affectgym.cli train ...``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from affectgym.train.config import TrainConfig, config_to_yaml
+
+logger = logging.getLogger(__name__)
+
+#: LoRA target modules by ``config.model_type``; other architectures fall back to "all-linear".
+LORA_TARGETS: dict[str, list[str]] = {
+    **{name: ["q_proj", "k_proj", "v_proj", "o_proj"] for name in (
+        "llama", "qwen2", "qwen3", "mistral", "gemma", "gemma2", "gemma3_text", "olmo2", "smollm3", "phi3",
+    )},
+    "gpt2": ["c_attn", "c_proj"],
+    "gpt_neox": ["query_key_value", "dense"],
+}
+
+
+def resolve_model(name_or_path: str) -> str:
+    """The folder (or hub id) of a model alias, through :mod:`affectgym.agents.models`.
+
+    >>> resolve_model("./some/folder")
+    './some/folder'
+    """
+    try:
+        from affectgym.agents.models import resolve_model as resolve
+    except ImportError:  # the agents package is optional for training from a folder
+        return name_or_path
+    return resolve(name_or_path)
+
+
+def lora_target_modules(model_type: str, requested: str = "auto") -> list[str] | str:
+    """Modules LoRA adapts: ``requested`` (comma-separated), or a sensible set per architecture.
+
+    >>> lora_target_modules("qwen2")
+    ['q_proj', 'k_proj', 'v_proj', 'o_proj']
+    >>> lora_target_modules("something_new")
+    'all-linear'
+    >>> lora_target_modules("llama", "q_proj,v_proj")
+    ['q_proj', 'v_proj']
+    """
+    if requested and requested != "auto":
+        return [name.strip() for name in requested.split(",") if name.strip()]
+    return list(LORA_TARGETS.get(model_type, [])) or "all-linear"
+
+
+def has_gpu() -> bool:
+    """Whether torch sees a CUDA device."""
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def grpo_config(config: TrainConfig, reward_weights: list[float], *, gpu: bool | None = None) -> Any:
+    """The ``trl.GRPOConfig`` of a run: CPU-safe without a GPU, bf16 (and vLLM if asked) with one.
+
+    Args:
+        config: The run's options.
+        reward_weights: One weight per reward function.
+        gpu: Whether a GPU is used; default: :func:`has_gpu`.
+    """
+    from trl import GRPOConfig
+
+    gpu = has_gpu() if gpu is None else gpu
+    if config.use_vllm and not gpu:
+        raise ValueError("--use-vllm needs a CUDA GPU; drop it to generate with transformers on CPU")
+    bf16 = gpu if config.bf16 is None else bool(config.bf16)
+    if bf16 and not gpu:
+        raise ValueError("bf16 training needs a GPU here; drop --bf16 (CPU runs use fp32)")
+    checkpointing = gpu if config.gradient_checkpointing is None else bool(config.gradient_checkpointing)
+    options: dict[str, Any] = {
+        "output_dir": str(Path(config.output_dir) / "trainer"),
+        "max_steps": config.max_steps,
+        "per_device_train_batch_size": config.batch_size,
+        "gradient_accumulation_steps": config.gradient_accumulation_steps,
+        "num_generations": config.num_generations,
+        "max_completion_length": config.max_completion_length,
+        "learning_rate": config.learning_rate,
+        "temperature": config.temperature,
+        "beta": config.beta,
+        "reward_weights": reward_weights,
+        "logging_steps": config.logging_steps,
+        "save_strategy": "no",
+        "report_to": config.report_to,
+        "seed": config.seed,
+        "data_seed": config.seed,
+        "bf16": bf16,
+        "fp16": False,
+        "use_cpu": not gpu,
+        "gradient_checkpointing": checkpointing,
+        "use_vllm": config.use_vllm,
+        "vllm_mode": config.vllm_mode,
+        "remove_unused_columns": False,
+        "dataloader_num_workers": 0,
+        "disable_tqdm": True,
+    }
+    if config.mode == "multiturn":
+        options["max_tool_calling_iterations"] = config.max_tool_calling_iterations
+    return GRPOConfig(**options)
+
+
+def load_policy(config: TrainConfig, *, gpu: bool) -> tuple[Any, Any, str]:
+    """The model (fp32 on CPU, bf16 on GPU), its tokenizer and the resolved path."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = resolve_model(config.model)
+    bf16 = gpu if config.bf16 is None else bool(config.bf16)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16 if bf16 else torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if not getattr(tokenizer, "chat_template", None):
+        from affectgym.agents.models import CHATML_TOOL_TEMPLATE
+
+        if "<|im_start|>" not in tokenizer.get_vocab():
+            raise ValueError(f"the tokenizer of {config.model!r} has no chat template and no ChatML tokens")
+        tokenizer.chat_template = CHATML_TOOL_TEMPLATE
+    return model, tokenizer, path
+
+
+def prepare_tool_parsing(tokenizer: Any) -> None:
+    """Give the tokenizer a response parser for tool calls when TRL does not know its template.
+
+    TRL sets one for the chat templates it ships; affectgym's ChatML tool template (used for
+    SmolLM2 and the test models) writes Hermes/Qwen ``<tool_call>`` blocks, which TRL's Qwen
+    parser reads.
+    """
+    from trl.chat_template_utils import add_response_schema
+
+    if getattr(tokenizer, "response_template", None) is not None or getattr(tokenizer, "response_schema", None) is not None:
+        return
+    try:
+        add_response_schema(tokenizer)
+    except ValueError:
+        template = tokenizer.chat_template if isinstance(tokenizer.chat_template, str) else ""
+        if "<tool_call>" not in template or "<|im_start|>" not in template:
+            raise ValueError(
+                "multiturn training needs a chat template that writes tool calls as <tool_call> blocks "
+                "(ChatML/Qwen style) or one TRL knows; this tokenizer's template is neither"
+            ) from None
+        from trl.chat_template_utils import qwen3_template
+
+        tokenizer.response_template = qwen3_template
+
+
+def build_trainer(config: TrainConfig, *, gpu: bool | None = None, reward_funcs: list[Callable] | None = None,
+                  reward_weights: list[float] | None = None) -> Any:
+    """A ready ``GRPOTrainer`` for ``config`` (used by :func:`train`, tests and the benchmark).
+
+    Args:
+        config: The run's options.
+        gpu: Whether to use a GPU; default: :func:`has_gpu`.
+        reward_funcs: Replace affectgym's reward functions (the benchmark's constant reward).
+        reward_weights: Their weights (default: 1 each).
+    """
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from trl import GRPOTrainer
+
+    from affectgym.train.environment import environment_factory
+    from affectgym.train.flatten import to_dataset
+    from affectgym.train.rewards import reward_functions
+
+    gpu = has_gpu() if gpu is None else gpu
+    multiturn = config.mode == "multiturn"
+    dataset = to_dataset(
+        config.env_id,
+        split="train",
+        n=config.n_train,
+        seed=config.seed,
+        balance=config.balance,
+        oversample=config.oversample or None,
+        env_kwargs=config.env_kwargs,
+        prompt_form="interactive" if multiturn else "flat",
+    )
+    if reward_funcs is None:
+        reward_funcs, reward_weights = reward_functions(config.env_id, {**config.env_kwargs, "split": "train"})
+        if multiturn:  # the adapter's get_reward carries the total; the components are logged metrics
+            reward_weights = [0.0] * len(reward_funcs)
+    elif reward_weights is None:
+        reward_weights = [1.0] * len(reward_funcs)
+    model, tokenizer, _ = load_policy(config, gpu=gpu)
+    factory = None
+    if multiturn:
+        prepare_tool_parsing(tokenizer)
+        factory = environment_factory(config.env_id, {**config.env_kwargs, "split": "train"})
+    return GRPOTrainer(
+        model=model,
+        reward_funcs=reward_funcs,
+        args=grpo_config(config, list(reward_weights), gpu=gpu),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config(config, model.config.model_type),
+        environment_factory=factory,
+    )
+
+
+def peft_config(config: TrainConfig, model_type: str) -> Any:
+    """The LoRA config of a run, or ``None`` for full fine-tuning (``lora_r=0``)."""
+    if config.lora_r == 0:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules=lora_target_modules(model_type, config.lora_target_modules),
+        task_type="CAUSAL_LM",
+    )
+
+
+def train(config: TrainConfig, *, gpu: bool | None = None) -> dict[str, Any]:
+    """Run GRPO on ``config.env_id`` and write the outputs (see the module docstring).
+
+    Args:
+        config: The run's options.
+        gpu: Whether to use a GPU; default: :func:`has_gpu`.
+
+    Returns:
+        A summary: output paths, wall time, first and last mean reward, and the held-out
+        evaluation (when ``eval_episodes > 0``).
+    """
+    import torch
+    from transformers import set_seed
+
+    if not config.env_id:
+        raise ValueError("no environment id given; e.g. affectgym train affectgym/Sarcasm-v0 --model smollm2-135m")
+    output_dir = Path(config.output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    (output_dir / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")
+    set_seed(config.seed)
+    gpu = has_gpu() if gpu is None else gpu
+    if not gpu:
+        torch.set_num_threads(max(1, min(torch.get_num_threads(), os.cpu_count() or 1)))
+    start_s = time.perf_counter()
+    trainer = build_trainer(config, gpu=gpu)
+    trainer.train()
+    train_s = time.perf_counter() - start_s
+    history = list(trainer.state.log_history)
+    (output_dir / "log_history.json").write_text(json.dumps(history, indent=2), encoding="utf-8")
+    adapter_dir = output_dir / "adapter"
+    trainer.save_model(str(adapter_dir))
+    trainer.processing_class.save_pretrained(str(adapter_dir))
+    from affectgym.train.plots import plot_reward_curves
+
+    figures = plot_reward_curves(history, output_dir / "figures")
+    rewards = [row["reward"] for row in history if "reward" in row]
+    summary: dict[str, Any] = {
+        "env_id": config.env_id,
+        "model": config.model,
+        "mode": config.mode,
+        "seed": config.seed,
+        "steps": trainer.state.global_step,
+        "train_s": round(train_s, 2),
+        "first_reward": rewards[0] if rewards else None,
+        "last_reward": rewards[-1] if rewards else None,
+        "output_dir": str(output_dir),
+        "adapter_dir": str(adapter_dir),
+        "log_history": str(output_dir / "log_history.json"),
+        "figures": [str(p) for p in figures],
+    }
+    del trainer
+    if config.eval_episodes > 0:
+        summary["eval"] = evaluate_base_and_trained(config, adapter_dir, output_dir / "eval", gpu=gpu)
+    (output_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return summary
+
+
+def evaluate_base_and_trained(config: TrainConfig, adapter_dir: Path, out_dir: Path, *, gpu: bool) -> dict[str, Any]:
+    """Held-out evaluation of the base model and the trained adapter, side by side, in ``out_dir``.
+
+    Runs through the eval runner (:mod:`affectgym.agents.runner`); skipped with a note when
+    it is not installed.
+    """
+    try:
+        import affectgym.agents.runner  # noqa: F401
+    except ImportError as exc:
+        logger.warning("held-out evaluation skipped: the eval runner is not available (%s)", exc)
+        return {"skipped": f"eval runner not available: {exc}"}
+    raise NotImplementedError("held-out evaluation through the eval runner is not wired yet")
+
+
+__all__ = [
+    "LORA_TARGETS",
+    "build_trainer",
+    "grpo_config",
+    "has_gpu",
+    "load_policy",
+    "lora_target_modules",
+    "peft_config",
+    "prepare_tool_parsing",
+    "resolve_model",
+    "train",
+]

@@ -1,0 +1,89 @@
+"""Reward curves of a GRPO run, from TRL's ``log_history`` (matplotlib, Agg backend).
+
+One PNG per logged reward: the total (``reward``) and each component
+(``rewards/<component>/mean``, with its ``/std`` band when logged).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+_COMPONENT = re.compile(r"^rewards/(.+)/mean$")
+
+
+def reward_series(history: Sequence[Mapping[str, Any]]) -> dict[str, tuple[list[int], list[float], list[float]]]:
+    """``{name: (steps, means, stds)}`` of the total reward and each component.
+
+    >>> history = [{"step": 1, "reward": 0.2, "rewards/correct/mean": 0.5, "rewards/correct/std": 0.1},
+    ...            {"step": 2, "reward": 0.4, "rewards/correct/mean": 0.7}]
+    >>> series = reward_series(history)
+    >>> series["total"]
+    ([1, 2], [0.2, 0.4], [0.0, 0.0])
+    >>> series["correct"][2]
+    [0.1, 0.0]
+    """
+    series: dict[str, tuple[list[int], list[float], list[float]]] = {}
+    for row in history:
+        step = int(row.get("step", len(series.get("total", ([],))[0]) + 1))
+        for key, value in row.items():
+            if key == "reward":
+                name, std = "total", row.get("reward_std", 0.0)
+            else:
+                match = _COMPONENT.match(key)
+                if not match:
+                    continue
+                name, std = match.group(1), row.get(f"rewards/{match.group(1)}/std", 0.0)
+            if not isinstance(value, (int, float)) or value != value:  # NaN when a component never applied
+                continue
+            steps, means, stds = series.setdefault(name, ([], [], []))
+            steps.append(step)
+            means.append(float(value))
+            stds.append(float(std) if isinstance(std, (int, float)) and std == std else 0.0)
+    return series
+
+
+def plot_reward_curves(history: Sequence[Mapping[str, Any]], out_dir: str | Path) -> list[Path]:
+    """Write ``reward_<name>.png`` for the total and every component; return the paths.
+
+    Args:
+        history: ``trainer.state.log_history`` (or the saved ``log_history.json``).
+        out_dir: Folder for the figures (created).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, (steps, means, stds) in reward_series(history).items():
+        figure, axis = plt.subplots(figsize=(5, 3.2), dpi=120)
+        axis.plot(steps, means, marker="o", markersize=3, linewidth=1.5)
+        axis.fill_between(steps, [m - s for m, s in zip(means, stds, strict=True)],
+                          [m + s for m, s in zip(means, stds, strict=True)], alpha=0.2)
+        axis.set_xlabel("step")
+        axis.set_ylabel("mean reward" if name == "total" else "mean component value")
+        axis.set_title("total reward" if name == "total" else f"rewards/{name}")
+        axis.grid(alpha=0.3)
+        figure.tight_layout()
+        path = out_dir / f"reward_{_safe(name)}.png"
+        figure.savefig(path)
+        plt.close(figure)
+        paths.append(path)
+    return paths
+
+
+def _safe(name: str) -> str:
+    """A file-name-safe version of a component name.
+
+    >>> _safe("cap:core rule")
+    'cap_core_rule'
+    """
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+
+
+__all__ = ["plot_reward_curves", "reward_series"]

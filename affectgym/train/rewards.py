@@ -1,0 +1,235 @@
+"""TRL reward functions that score through the environment's own rubric.
+
+:func:`reward_functions` returns one TRL reward function per rubric component (the
+function's ``__name__`` is the component name, so TRL logs ``rewards/<component>/mean``)
+and the rubric's weights for ``GRPOConfig.reward_weights``; the weighted sum of the
+components is the rubric total, the same number an interactive episode earns.
+
+Every function of one batch shares one scoring: the first one called rebuilds the
+scenarios from the row columns (``env_id``, ``env_kwargs``, ``scenario_id``), calls
+``env.score_batch(scenarios, replies, traces)`` once per env, and caches the results keyed
+by the batch's completions; the others read the cache. Expensive scorers (a classifier, a
+judge) therefore run once per batch, not once per component.
+
+Two kinds of batch are scored:
+
+* flattened (no ``environments`` argument): the trace is ``env.flat_trace(scenario)`` (the
+  tool calls the flat prompt pre-rendered) followed by the final answer;
+* multi-turn (TRL passes ``environments``, the :mod:`affectgym.train.environment` adapters
+  of the rollouts): the trace is what the policy actually did in its episode, followed by
+  the final answer (the last assistant message that is not a tool call). The results are
+  handed back to the adapters, whose ``get_reward()`` returns the episode total.
+
+A component that does not apply to a sample is ``None``, which TRL skips.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from affectgym.train.flatten import kwargs_json, shared_env
+
+logger = logging.getLogger(__name__)
+
+RewardFn = Callable[..., list[float | None]]
+
+
+def completion_text(completion: Any) -> str | None:
+    """The final answer in a TRL completion; ``None`` when there is none.
+
+    A completion is plain text, or a list of messages (conversational; in multi-turn runs
+    assistant tool calls and tool results alternate). The final answer is the content of
+    the last message when it is an assistant message without tool calls.
+
+    >>> completion_text("<answer>happy</answer>")
+    '<answer>happy</answer>'
+    >>> completion_text([{"role": "assistant", "content": "hi"}])
+    'hi'
+    >>> completion_text([{"role": "assistant", "content": "", "tool_calls": [{}]}, {"role": "tool", "content": "x"}])
+    """
+    if completion is None or isinstance(completion, str):
+        return completion
+    if isinstance(completion, Mapping):
+        completion = [completion]
+    if not isinstance(completion, Sequence) or not completion:
+        return None
+    last = completion[-1]
+    if not isinstance(last, Mapping) or last.get("role") != "assistant" or last.get("tool_calls"):
+        return None
+    content = last.get("content")
+    if isinstance(content, list):
+        content = "".join(part.get("text", "") for part in content if isinstance(part, Mapping))
+    return content if isinstance(content, str) else None
+
+
+def component_names(env_id: str, env_kwargs: Mapping[str, Any] | str | None = None) -> dict[str, float]:
+    """The env's rubric weights by component name (caps and gates included, weight 1)."""
+    return dict(shared_env(env_id, _with_split(env_kwargs)).rubric.weights)
+
+
+class BatchScorer:
+    """Scores a batch once for all the component functions of :func:`reward_functions`.
+
+    Args:
+        env_id: Env id used when a row has no ``env_id`` column.
+        env_kwargs: Env keyword arguments used when a row has no ``env_kwargs`` column.
+    """
+
+    def __init__(self, env_id: str, env_kwargs: Mapping[str, Any] | str | None = None):
+        self.env_id = env_id
+        self.env_kwargs = kwargs_json(_with_split(env_kwargs))
+        self._key: tuple[Any, ...] | None = None
+        self._results: list[dict[str, float | None]] = []
+        #: Batches scored so far (the cache hit rate is ``1 - batches_scored / calls``).
+        self.batches_scored = 0
+        self.calls = 0
+
+    def components(
+        self,
+        completions: Sequence[Any],
+        scenario_id: Sequence[str] | None = None,
+        env_id: Sequence[str] | None = None,
+        env_kwargs: Sequence[str] | None = None,
+        environments: Sequence[Any] | None = None,
+        log_metric: Callable[[str, float], None] | None = None,
+    ) -> list[dict[str, float | None]]:
+        """The rubric components of every sample of the batch (scored at most once).
+
+        Args:
+            completions: TRL completions (text or messages).
+            scenario_id: Column of the rows (required without ``environments``).
+            env_id: Column of the rows; defaults to the scorer's env.
+            env_kwargs: Column of the rows (JSON); defaults to the scorer's kwargs.
+            environments: The rollouts' adapters in multi-turn runs.
+            log_metric: TRL's metric logger; receives the episodes' step-reward sums.
+        """
+        self.calls += 1
+        count = len(completions)
+        texts = [completion_text(c) for c in completions]
+        env_ids = list(env_id) if env_id is not None else [self.env_id] * count
+        kwargs = [kwargs_json(k) for k in env_kwargs] if env_kwargs is not None else [self.env_kwargs] * count
+        if environments is not None:
+            episodes = [(id(e), getattr(e, "episode_index", None)) for e in environments]
+            ids: list[Any] = [getattr(e, "scenario_id", None) for e in environments]
+        else:
+            if scenario_id is None:
+                raise ValueError(
+                    "affectgym reward functions need the dataset column 'scenario_id' "
+                    "(build the dataset with affectgym.train.flatten.to_dataset)"
+                )
+            episodes = [None] * count
+            ids = list(scenario_id)
+        key = tuple(zip(env_ids, kwargs, ids, texts, episodes, strict=True))
+        if key != self._key:
+            self._results = self._score(env_ids, kwargs, ids, texts, environments, log_metric)
+            self._key = key
+            self.batches_scored += 1
+        return self._results
+
+    def _score(self, env_ids, kwargs, ids, texts, environments, log_metric) -> list[dict[str, float | None]]:
+        results: list[dict[str, float | None] | None] = [None] * len(texts)
+        groups: dict[tuple[str, str], list[int]] = {}
+        for i, pair in enumerate(zip(env_ids, kwargs, strict=True)):
+            groups.setdefault(pair, []).append(i)
+        for (group_env_id, group_kwargs), indices in groups.items():
+            env = shared_env(group_env_id, group_kwargs)
+            if environments is None:
+                scenarios = [env.get_scenario(ids[i]) for i in indices]
+                traces = [env.flat_trace(s) for s in scenarios]
+            else:
+                scenarios = [environments[i].scenario for i in indices]
+                traces = [list(environments[i].trace) for i in indices]
+            replies = [texts[i] for i in indices]
+            todo = [
+                j for j, i in enumerate(indices)
+                if environments is None or environments[i].result is None
+            ]
+            for j in todo:
+                if replies[j] is not None:
+                    traces[j] = [*traces[j], {"type": "final", "text": replies[j]}]
+            scored = env.score_batch([scenarios[j] for j in todo], [replies[j] for j in todo], [traces[j] for j in todo])
+            for j, result in zip(todo, scored, strict=True):
+                i = indices[j]
+                if environments is not None:
+                    environments[i]._finish_episode(replies[j], result)
+                results[i] = dict(result.components)
+            if environments is not None:
+                for j, i in enumerate(indices):
+                    if j not in todo:
+                        results[i] = dict(environments[i].result.components)
+        if environments is not None and log_metric is not None and environments:
+            step_sums = [sum(e.step_rewards) for e in environments]
+            tool_calls = [sum(1 for entry in e.trace if entry.get("type") == "tool_call") for e in environments]
+            log_metric("env/step_reward_sum", sum(step_sums) / len(step_sums))
+            log_metric("env/tool_calls", sum(tool_calls) / len(tool_calls))
+        return [r if r is not None else {} for r in results]
+
+
+def reward_functions(
+    env_id: str,
+    env_kwargs: Mapping[str, Any] | None = None,
+) -> tuple[list[RewardFn], list[float]]:
+    """One TRL reward function per rubric component, and the rubric's weights.
+
+    Args:
+        env_id: A registered id, e.g. ``"affectgym/Sarcasm-v0"``.
+        env_kwargs: Env keyword arguments (``split`` defaults to ``"train"``); rows of a
+            dataset from :func:`~affectgym.train.flatten.to_dataset` carry their own.
+
+    Returns:
+        ``(funcs, weights)``: pass ``reward_funcs=funcs`` to ``GRPOTrainer`` and
+        ``reward_weights=weights`` to ``GRPOConfig``.
+    """
+    scorer = BatchScorer(env_id, env_kwargs)
+    weights = component_names(env_id, env_kwargs)
+    funcs = [_component_function(scorer, name) for name in weights]
+    return funcs, [float(w) for w in weights.values()]
+
+
+def _component_function(scorer: BatchScorer, name: str) -> RewardFn:
+    def reward(
+        prompts: Sequence[Any] | None = None,
+        completions: Sequence[Any] | None = None,
+        scenario_id: Sequence[str] | None = None,
+        env_id: Sequence[str] | None = None,
+        env_kwargs: Sequence[str] | None = None,
+        environments: Sequence[Any] | None = None,
+        log_metric: Callable[[str, float], None] | None = None,
+        **columns: Any,
+    ) -> list[float | None]:
+        if completions is None:
+            raise ValueError(f"reward function {name!r} needs completions=, the TRL completions of the batch")
+        results = scorer.components(
+            completions,
+            scenario_id=scenario_id,
+            env_id=env_id,
+            env_kwargs=env_kwargs,
+            environments=_adapters(environments),
+            log_metric=log_metric,
+        )
+        return [r.get(name) for r in results]
+
+    reward.__name__ = name
+    reward.__qualname__ = name
+    reward.__doc__ = f"Rubric component {name!r} of {scorer.env_id}, scored by the env's score_batch."
+    reward.scorer = scorer  # type: ignore[attr-defined]
+    return reward
+
+
+def _adapters(environments: Sequence[Any] | None) -> Sequence[Any] | None:
+    """The environments when they are affectgym adapters; other environments are ignored."""
+    if environments is None or not all(getattr(e, "is_affectgym_adapter", False) for e in environments):
+        return None
+    return environments
+
+
+def _with_split(env_kwargs: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    if isinstance(env_kwargs, str):
+        env_kwargs = json.loads(env_kwargs or "{}")
+    return {"split": "train", **dict(env_kwargs or {})}
+
+
+__all__ = ["BatchScorer", "completion_text", "component_names", "reward_functions"]

@@ -1,0 +1,99 @@
+"""Two-step GRPO runs (flat and multi-turn) of a tiny model built from a config."""
+
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import pytest
+import toy_env
+from tiny_models import teach_tiny_lm, tiny_causal_lm
+
+import affectgym
+from affectgym.train.config import TrainConfig
+from affectgym.train.grpo import train
+
+TOY_ID = "affectgym-test/TrainToyMood-v0"
+if TOY_ID not in gym.registry:
+    gym.register(id=TOY_ID, entry_point=toy_env.ToyMoodEnv)
+
+REAL_IDS = ["affectgym/Sarcasm-v0", "affectgym/EmotionStyle-v0"]
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    return tiny_causal_lm(tmp_path_factory.mktemp("models"))
+
+
+@pytest.fixture(scope="module")
+def tool_calling_model(tmp_path_factory):
+    """A tiny model taught to open every episode with a read_note call (as TRL renders the tools)."""
+    from transformers.utils import get_json_schema
+
+    from affectgym.train.environment import environment_factory
+
+    directory = tiny_causal_lm(tmp_path_factory.mktemp("models"), name="tool-lm")
+    adapter = environment_factory(TOY_ID)()
+    tools = [get_json_schema(adapter.read_note)]
+    env = toy_env.ToyMoodEnv(split="train")
+    call = '<tool_call>\n{"name": "read_note", "arguments": {}}\n</tool_call>'
+    examples = [
+        ([{"role": "system", "content": env.system_prompt(note)}, {"role": "user", "content": env.first_observation(note)}], call)
+        for note in toy_env.NOTES[:1]
+    ]
+    return teach_tiny_lm(directory, examples, tools=tools, steps=100)
+
+
+def tiny_config(model, env_id, mode, output_dir, **overrides):
+    options = dict(
+        env_id=env_id, model=str(model), mode=mode, max_steps=2, num_generations=2, batch_size=4,
+        max_completion_length=24, lora_r=4, eval_episodes=0, output_dir=str(output_dir),
+    )
+    return TrainConfig(**{**options, **overrides})
+
+
+def registered(env_id: str):
+    return pytest.mark.skipif(
+        env_id not in affectgym.list_envs(),
+        reason=f"{env_id} is not registered in affectgym.envs.registration.BUILTIN_ENVS yet",
+    )
+
+
+def assert_run_outputs(summary, components):
+    history = json.loads(open(summary["log_history"]).read())
+    logged = [row for row in history if "reward" in row]
+    assert summary["steps"] == 2 and len(logged) == 2
+    for name in components:
+        assert f"rewards/{name}/mean" in logged[0]
+    assert any(path.endswith("reward_total.png") for path in summary["figures"])
+    assert (json.loads(open(summary["adapter_dir"] + "/adapter_config.json").read())["r"]) == 4
+
+
+@pytest.mark.parametrize("mode", ["flat", "multiturn"])
+def test_two_step_grpo_run_on_the_toy_env(tiny_model, tmp_path, mode):
+    summary = train(tiny_config(tiny_model, TOY_ID, mode, tmp_path / mode))
+    components = ["correct", "read_first", "invalid_actions"] + (["episode_total"] if mode == "multiturn" else [])
+    assert_run_outputs(summary, components)
+
+
+def test_multiturn_rollouts_call_the_env_tools_and_are_scored_on_their_final_answer(tool_calling_model, tmp_path):
+    summary = train(tiny_config(tool_calling_model, TOY_ID, "multiturn", tmp_path / "mt", temperature=0.3,
+                                max_completion_length=48))
+    history = [row for row in json.loads(open(summary["log_history"]).read()) if "reward" in row]
+    assert max(row["tools/call_frequency"] for row in history) > 0
+    assert max(row["env/tool_calls"] for row in history) > 0
+    assert max(row["rewards/read_first/mean"] for row in history) > 0
+    for row in history:  # the components at weight 0 add up to the episode total (up to the mean)
+        parts = 0.8 * row["rewards/correct/mean"] + 0.2 * row["rewards/read_first/mean"] - 0.05 * row["rewards/invalid_actions/mean"]
+        assert row["rewards/episode_total/mean"] == pytest.approx(parts, abs=1e-5)
+        assert row["reward"] == pytest.approx(row["rewards/episode_total/mean"], abs=1e-5)
+
+
+@pytest.mark.parametrize("env_id", [pytest.param(i, marks=registered(i)) for i in REAL_IDS])
+@pytest.mark.parametrize("mode", ["flat", "multiturn"])
+def test_two_step_grpo_run_on_a_real_env(tiny_model, tmp_path, env_id, mode):
+    from affectgym.train.flatten import make_env
+
+    components = list(make_env(env_id, {"split": "train"}).rubric.weights)
+    summary = train(tiny_config(tiny_model, env_id, mode, tmp_path / mode, max_completion_length=16))
+    assert_run_outputs(summary, components)
