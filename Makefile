@@ -32,7 +32,10 @@ test-slow: setup
 lint: setup
 	$(BIN)/ruff check .
 
+# openSMILE is only a yardstick for the prosody benchmark (research-only licence): installed
+# here, never a dependency of the package.
 bench: setup
+	$(PIP) install --quiet opensmile || echo "opensmile could not be installed: its rows are skipped"
 	@for script in benchmarks/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
 clean:
