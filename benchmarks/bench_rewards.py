@@ -46,7 +46,7 @@ def _synthetic_replies(count: int, mean_words: int, seed: int = 0) -> tuple[list
     return replies, vocabulary
 
 
-def bench_classifier(replies_count: int, threads: int) -> None:
+def bench_classifier(replies_count: int, threads: int, initializer_range: float = 0.02) -> None:
     """Default CPU path against the naive path on a distilroberta-shaped random model."""
     import torch
 
@@ -57,8 +57,9 @@ def bench_classifier(replies_count: int, threads: int) -> None:
     replies, vocabulary = _synthetic_replies(replies_count, mean_words=118)
     targets = [EMOTIONS[i % len(EMOTIONS)] for i in range(len(replies))]
     with tempfile.TemporaryDirectory() as tmp:
+        shape = DISTILROBERTA_SHAPE | {"initializer_range": initializer_range}
         directory = save_random_emotion_model(
-            Path(tmp) / "model", corpus=[" ".join(vocabulary)], **DISTILROBERTA_SHAPE
+            Path(tmp) / "model", corpus=[" ".join(vocabulary)], **shape
         )
         default = EmotionClassifier(model=directory)
         tokens = [len(ids) for ids in default._loaded()[0](replies)["input_ids"]]
@@ -79,6 +80,7 @@ def bench_classifier(replies_count: int, threads: int) -> None:
         naive_s, naive = timed(EmotionClassifier(model=directory, precision="fp32", batch_size=1))
         print(
             f"  naive   fp32, one at a time     {naive_s:7.2f} s  {len(replies) / naive_s:7.1f} replies/s"
+            f"  (target probabilities span {min(naive):.3f}..{max(naive):.3f}, weights std {initializer_range})"
         )
         rows = [("default", default)] + [
             (precision, EmotionClassifier(model=directory, precision=precision))
@@ -144,12 +146,15 @@ def main() -> int:
     parser.add_argument("--only", choices=["classifier", "judge"], default=None)
     parser.add_argument("--replies", type=int, default=256)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--init-range", type=float, default=0.02, help="std of the random weights (0.02: RoBERTa's)"
+    )
     parser.add_argument("--judge-calls", type=int, default=64)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--latency-ms", type=float, default=50.0)
     args = parser.parse_args()
     if args.only in (None, "classifier"):
-        bench_classifier(args.replies, args.threads)
+        bench_classifier(args.replies, args.threads, args.init_range)
     if args.only in (None, "judge"):
         bench_judge(args.judge_calls, args.concurrency, args.latency_ms / 1000)
     return 0
