@@ -23,6 +23,7 @@ distribution), e.g. ``accelerate launch --num_processes 4 -m affectgym.cli train
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -116,13 +117,15 @@ def grpo_config(config: TrainConfig, reward_weights: list[float], *, gpu: bool |
         "bf16": bf16,
         "fp16": False,
         "use_cpu": not gpu,
-        "gradient_checkpointing": checkpointing,
         "use_vllm": config.use_vllm,
         "vllm_mode": config.vllm_mode,
         "remove_unused_columns": False,
         "dataloader_num_workers": 0,
         "disable_tqdm": True,
     }
+    # transformers >= 5.x renamed gradient_checkpointing (TRL's default: on) to activation_checkpointing
+    names = {f.name for f in dataclasses.fields(GRPOConfig)}
+    options["activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"] = checkpointing
     if config.mode == "multiturn":
         options["max_tool_calling_iterations"] = config.max_tool_calling_iterations
     return GRPOConfig(**options)

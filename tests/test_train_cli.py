@@ -1,0 +1,89 @@
+"""``affectgym train``: options generated from the config dataclass, YAML files, precedence."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import gymnasium as gym
+import pytest
+import toy_env
+from tiny_models import tiny_causal_lm
+
+from affectgym.train import commands
+from affectgym.train.config import (
+    TrainConfig,
+    config_fields,
+    config_from_args,
+    config_to_yaml,
+    load_config,
+)
+
+TOY_ID = "affectgym-test/TrainToyMood-v0"
+if TOY_ID not in gym.registry:
+    gym.register(id=TOY_ID, entry_point=toy_env.ToyMoodEnv)
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(prog="affectgym")
+    commands.register(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["train", *argv])
+
+
+def test_every_config_field_is_a_cli_option():
+    parser = argparse.ArgumentParser()
+    commands.register(parser.add_subparsers(dest="command"))
+    help_text = parser._subparsers._group_actions[0].choices["train"].format_help()
+    for item in config_fields():
+        if item.name != "env_id":
+            assert "--" + item.name.replace("_", "-") in help_text
+            assert item.metadata["help"].split()[0] in help_text
+
+
+def test_cli_options_parse_into_the_config():
+    args = parse(["affectgym/Sarcasm-v0", "--model", "smollm2-135m", "--mode", "multiturn", "--max-steps", "7",
+                  "--num-generations", "2", "--batch-size", "4", "--lora-r", "0", "--output-dir", "out",
+                  "--eval-episodes", "5", "--oversample", "pivot=2", "--env-kwargs", '{"reward": "single"}',
+                  "--no-balance"])
+    config = config_from_args(args)
+    assert config == TrainConfig(
+        env_id="affectgym/Sarcasm-v0", model="smollm2-135m", mode="multiturn", max_steps=7, num_generations=2,
+        batch_size=4, lora_r=0, output_dir="out", eval_episodes=5, oversample={"pivot": 2},
+        env_kwargs={"reward": "single"}, balance=False,
+    )
+
+
+def test_yaml_file_is_read_and_explicit_options_win(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text(config_to_yaml(TrainConfig(env_id="affectgym/Sarcasm-v0", max_steps=11, learning_rate=3e-5)))
+    assert load_config(path).max_steps == 11
+    config = config_from_args(parse(["--config", str(path), "--max-steps", "4"]))
+    assert (config.env_id, config.max_steps, config.learning_rate) == ("affectgym/Sarcasm-v0", 4, 3e-5)
+
+
+def test_unknown_yaml_keys_and_bad_values_are_named(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("max_stepz: 3\n")
+    with pytest.raises(ValueError, match="unknown option.*max_stepz"):
+        load_config(path)
+    with pytest.raises(ValueError, match="batch_size \\(6\\) must be a multiple of num_generations \\(4\\)"):
+        TrainConfig(env_id="x", batch_size=6, num_generations=4)
+
+
+def test_print_config_writes_yaml_that_loads_back(tmp_path, capsys):
+    args = parse(["affectgym/Sarcasm-v0", "--max-steps", "3", "--print-config"])
+    assert args.func(args) == 0
+    path = tmp_path / "printed.yaml"
+    path.write_text(capsys.readouterr().out)
+    assert load_config(path) == TrainConfig(env_id="affectgym/Sarcasm-v0", max_steps=3)
+
+
+def test_train_command_runs_a_two_step_flat_run(tmp_path, capsys):
+    model = tiny_causal_lm(tmp_path)
+    args = parse([TOY_ID, "--model", str(model), "--max-steps", "2", "--num-generations", "2", "--batch-size", "2",
+                  "--max-completion-length", "8", "--lora-r", "2", "--eval-episodes", "0",
+                  "--output-dir", str(tmp_path / "run")])
+    assert args.func(args) == 0
+    assert '"steps": 2' in capsys.readouterr().out
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["steps"] == 2
+    assert (tmp_path / "run" / "config.yaml").is_file() and (tmp_path / "run" / "adapter").is_dir()
