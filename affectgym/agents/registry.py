@@ -1,0 +1,153 @@
+"""Make an agent from a short spec string, as ``affectgym eval --agent SPEC`` does.
+
+Accepted specs:
+
+* a registered name: ``register_agent(name, factory)`` (the sarcasm baselines register
+  ``majority``, ``random``, ``prosody-rule``, ``probe``...), or a model alias of
+  :mod:`affectgym.agents.models` such as ``smollm2-135m`` (a :class:`TransformersAgent`);
+* ``hf:<folder or hub id>``: a :class:`TransformersAgent`;
+* ``openai:<model>@<base_url>`` (``@<base_url>`` optional: ``$OPENAI_BASE_URL`` or OpenAI's):
+  an :class:`OpenAIAgent`;
+* ``dspy:<model>@<base_url>``: a :class:`DSPyAgent` over an OpenAI-compatible endpoint, or
+  ``dspy:<litellm model>`` (e.g. ``dspy:openrouter/meta-llama/llama-3.1-8b-instruct``).
+
+Packages can add names through the entry-point group ``affectgym.agents`` (an entry point
+names a callable that calls :func:`register_agent`).
+
+>>> register_agent("always-sad", lambda **kw: FunctionAgent(lambda o, i: "<answer>sad</answer>", name="always-sad"))
+>>> make_agent("always-sad").act("", {})
+'<answer>sad</answer>'
+>>> parse_endpoint_spec("Qwen/Qwen2.5-7B-Instruct@http://127.0.0.1:8000/v1")
+('Qwen/Qwen2.5-7B-Instruct', 'http://127.0.0.1:8000/v1')
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+from collections.abc import Callable
+from importlib import metadata
+from typing import Any
+
+from affectgym.agents.base import Agent, FunctionAgent
+
+logger = logging.getLogger(__name__)
+
+PLUGIN_GROUP = "affectgym.agents"
+#: Modules imported once before a lookup, so that their ``register_agent`` calls have run.
+BUILTIN_AGENT_MODULES = ("affectgym.agents.baselines",)
+
+AgentFactory = Callable[..., Agent]
+_REGISTRY: dict[str, AgentFactory] = {}
+_loaded = False
+
+ACCEPTED_FORMS = (
+    "a registered name ({names}), "
+    "hf:<local folder or hub id>, "
+    "openai:<model>@<base_url>, "
+    "dspy:<model>@<base_url> or dspy:<litellm model>"
+)
+
+
+def register_agent(name: str, factory: AgentFactory) -> None:
+    """Register ``factory(**kwargs) -> Agent`` under ``name`` (replacing any earlier one).
+
+    Args:
+        name: The spec that selects it, e.g. ``"majority"``; no ``:`` allowed.
+        factory: Builds the agent; receives the keyword arguments given to :func:`make_agent`.
+    """
+    if not name or ":" in name:
+        raise ValueError(f"agent names must be non-empty and contain no ':', got {name!r}")
+    _REGISTRY[name] = factory
+
+
+def registered_agents() -> list[str]:
+    """Names :func:`make_agent` accepts (registered agents and model aliases), sorted."""
+    from affectgym.agents.models import model_aliases
+
+    _load_builtin()
+    return sorted(set(_REGISTRY) | set(model_aliases()))
+
+
+def make_agent(spec: str, **kwargs: Any) -> Agent:
+    """Build the agent that ``spec`` names (see the module docstring for the forms).
+
+    Args:
+        spec: The agent spec.
+        kwargs: Passed to the agent's constructor or factory (e.g. ``adapter=``,
+            ``temperature=``, ``max_concurrency=``).
+
+    Raises:
+        ValueError: The spec matches no accepted form; the message lists them.
+    """
+    from affectgym.agents.models import model_aliases
+
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"agent spec must be a non-empty string, got {spec!r}; accepted: {_accepted()}")
+    spec = spec.strip()
+    _load_builtin()
+    if spec in _REGISTRY:
+        return _REGISTRY[spec](**kwargs)
+    if spec in model_aliases():
+        from affectgym.agents.transformers_agent import TransformersAgent
+
+        return TransformersAgent(spec, **kwargs)
+    kind, _, rest = spec.partition(":")
+    if rest:
+        if kind == "hf":
+            from affectgym.agents.transformers_agent import TransformersAgent
+
+            return TransformersAgent(rest, **kwargs)
+        if kind == "openai":
+            from affectgym.agents.openai_agent import OpenAIAgent
+
+            model, base_url = parse_endpoint_spec(rest)
+            return OpenAIAgent(model, base_url=base_url, **kwargs)
+        if kind == "dspy":
+            from affectgym.agents.dspy_agent import DSPyAgent
+
+            model, base_url = parse_endpoint_spec(rest)
+            return DSPyAgent(model, base_url=base_url, **kwargs)
+    raise ValueError(f"unknown agent spec {spec!r}; accepted: {_accepted()}")
+
+
+def parse_endpoint_spec(text: str) -> tuple[str, str | None]:
+    """Split ``<model>@<base_url>`` (the URL part is optional; model names may contain ``@``).
+
+    Raises:
+        ValueError: The model part is empty.
+    """
+    model, base_url = text, None
+    at = text.rfind("@")
+    if at != -1 and text[at + 1:].startswith(("http://", "https://")):
+        model, base_url = text[:at], text[at + 1:]
+    if not model:
+        raise ValueError(f"agent spec {text!r} names no model; write <model>@<base_url>, e.g. gpt-4o-mini@https://api.openai.com/v1")
+    return model, base_url
+
+
+def _accepted() -> str:
+    return ACCEPTED_FORMS.format(names=", ".join(registered_agents()) or "none yet")
+
+
+def _load_builtin() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for module in BUILTIN_AGENT_MODULES:
+        if importlib.util.find_spec(module) is None:
+            continue
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:  # its agents are missing from the list; the rest still work
+            logger.warning("agents of %s are unavailable: %s", module, exc)
+    for entry_point in metadata.entry_points(group=PLUGIN_GROUP):
+        try:
+            entry_point.load()()
+        except Exception as exc:  # a broken plugin is reported, not fatal
+            logger.warning("affectgym agent plugin %r failed to load: %s", entry_point.name, exc)
+
+
+__all__ = ["FunctionAgent", "make_agent", "parse_endpoint_spec", "register_agent", "registered_agents"]

@@ -1,0 +1,187 @@
+"""The eval runner: results lines, resume after a kill, failures, pass@k, summary metrics."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import threading
+
+import gymnasium as gym
+import pytest
+from toy_env import ToyMoodEnv, parse_answer
+
+from affectgym.agents.base import Agent, FunctionAgent
+from affectgym.agents.runner import (
+    EvalConfig,
+    RunAborted,
+    read_results,
+    run_eval,
+    select_scenarios,
+    summarize,
+)
+
+READ_NOTE = '<tool_call>{"name": "read_note", "arguments": {}}</tool_call>'
+TOY_ID = "affectgym-test/ToyOutcome-v0"
+
+
+class ToyOutcomeEnv(ToyMoodEnv):
+    """The toy env revealing classification facts: prediction, label, correct, confidence, pivot."""
+
+    def outcome(self, scenario, answer, result):
+        return {
+            "prediction": answer,
+            "label": scenario.label,
+            "correct": answer == scenario.label,
+            "confidence": 0.8 if answer is not None else None,
+            "pivot": scenario.id in ("n02", "n04"),
+        }
+
+
+if TOY_ID not in gym.registry:
+    gym.register(id=TOY_ID, entry_point=ToyOutcomeEnv)
+
+
+def happy_reader(observation, info):
+    """Read the note, then always answer happy (right on n01, n03, n05)."""
+    if not any(m["role"] == "tool" for m in info["messages"]):
+        return READ_NOTE
+    return "<answer>happy</answer>"
+
+
+def config(tmp_path, **overrides):
+    settings = {"env_id": TOY_ID, "agent": "happy-reader", "out": tmp_path / "run", "progress": False, "command": "test"}
+    return EvalConfig(**{**settings, **overrides})
+
+
+def keys(records):
+    return sorted((r["scenario_id"], r["rollout"]) for r in records)
+
+
+def test_run_writes_one_line_per_episode_with_transcript_outcome_and_metadata(tmp_path):
+    result = run_eval(config(tmp_path, rollouts=2, concurrency=3), agent=FunctionAgent(happy_reader, name="happy-reader"))
+    records, bad = read_results(result.out / "results.jsonl")
+    assert bad == 0 and len(records) == 12 and len(set(keys(records))) == 12
+    record = next(r for r in records if r["scenario_id"] == "n02")
+    assert [m["role"] for m in record["messages"]] == ["system", "user", "assistant", "tool", "assistant"]
+    assert record["tool_calls"] == ["read_note"] and record["final_text"] == "<answer>happy</answer>"
+    assert (record["prediction"], record["label"], record["correct"], record["pivot"]) == ("happy", "sad", False, True)
+    assert record["reward"] == pytest.approx(sum(record["step_rewards"])) == pytest.approx(0.2)
+    assert record["reward_components"]["correct"] == 0.0 and record["error"] is None
+    metadata = json.loads((result.out / "metadata.json").read_text())
+    assert metadata["env_id"] == TOY_ID and metadata["status"] == "complete" and metadata["command"] == "test"
+    assert "gymnasium" in metadata["versions"] and metadata["finished_at"]
+    summary = json.loads((result.out / "summary.json").read_text())
+    assert summary["classification"]["accuracy"] == pytest.approx(0.5)
+    assert summary["classification"]["confusion_matrix"] == [[6, 0], [6, 0]]
+    assert summary["classification"]["subsets"]["pivot"]["true"] == {"n": 4, "accuracy": 0.0}
+    assert summary["tool_use"]["tool_use_rate"] == 1.0
+    assert summary["reward"]["mean"] == pytest.approx(0.6)
+    assert summary["pass_at_k"] == {"pass@1": pytest.approx(0.5), "pass@2": pytest.approx(0.5)}
+
+
+def test_resume_after_a_kill_finishes_the_missing_episodes_without_duplicates(tmp_path):
+    cfg = config(tmp_path, rollouts=3, concurrency=2)
+    run_eval(cfg, agent=FunctionAgent(happy_reader))
+    path = cfg.out / "results.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    kept = lines[:7]
+    path.write_bytes(b"".join(kept) + lines[7][: len(lines[7]) // 2])  # killed mid-write of line 8
+    calls = itertools.count()
+    counting = FunctionAgent(lambda o, i: (next(calls), happy_reader(o, i))[1])
+    result = run_eval(config(tmp_path, rollouts=3, concurrency=2, resume=True), agent=counting)
+    records, bad = read_results(path)
+    assert bad == 0 and len(records) == 18 and len(set(keys(records))) == 18
+    assert result.episodes_played == 11 and next(calls) == 22  # two agent calls per missing episode
+    assert path.read_bytes().startswith(b"".join(kept))  # complete lines kept as they were
+    metadata = json.loads((cfg.out / "metadata.json").read_text())
+    assert [s["resumed_records"] for s in metadata["sessions"]] == [0, 7]
+
+
+def test_resume_with_episodes_never_started(tmp_path):
+    run_eval(config(tmp_path, n=2), agent=FunctionAgent(happy_reader))
+    result = run_eval(config(tmp_path, n=5, resume=True), agent=FunctionAgent(happy_reader))
+    records, _ = read_results(tmp_path / "run" / "results.jsonl")
+    assert result.episodes_played == 3 and keys(records) == sorted((s, 0) for s in select_scenarios([f"n0{i}" for i in range(1, 7)], 5, 0))
+
+
+def test_a_third_of_agent_calls_failing_is_recorded_and_the_run_completes(tmp_path):
+    calls = itertools.count(1)
+    lock = threading.Lock()
+
+    def flaky(observation, info):
+        with lock:
+            index = next(calls)
+        if index % 3 == 0:
+            raise ConnectionError("model server down")
+        return happy_reader(observation, info)
+
+    result = run_eval(config(tmp_path, rollouts=4, concurrency=4), agent=FunctionAgent(flaky))
+    records, _ = read_results(result.out / "results.jsonl")
+    failed = [r for r in records if r["error"]]
+    assert len(records) == 24 and failed
+    assert all(r["error"]["type"] == "ConnectionError" and r["reward"] is None for r in failed)
+    assert result.summary["errors"]["count"] == len(failed) and result.summary["status"] == "complete"
+    assert result.summary["reward"]["n"] == 24 - len(failed)
+
+
+def test_run_stops_when_more_episodes_fail_than_allowed(tmp_path):
+    def down(observation, info):
+        raise TimeoutError("no answer in 60 s")
+
+    with pytest.raises(RunAborted, match="TimeoutError"):
+        run_eval(config(tmp_path, rollouts=5, max_fail_fraction=0.2), agent=FunctionAgent(down))
+    records, _ = read_results(tmp_path / "run" / "results.jsonl")
+    assert 0 < len(records) < 30
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "aborted"
+
+
+def test_an_agent_that_stops_early_is_an_error_not_a_crash(tmp_path):
+    class Quitter(Agent):
+        def play(self, step, observation, info):
+            step(READ_NOTE)
+
+    result = run_eval(config(tmp_path, n=2, max_fail_fraction=1.0), agent=Quitter())
+    assert result.summary["errors"]["count"] == 2
+
+
+def test_existing_results_need_resume_and_a_matching_run(tmp_path):
+    run_eval(config(tmp_path, n=1), agent=FunctionAgent(happy_reader))
+    with pytest.raises(FileExistsError, match="--resume"):
+        run_eval(config(tmp_path, n=1), agent=FunctionAgent(happy_reader))
+    with pytest.raises(ValueError, match="seed"):
+        run_eval(config(tmp_path, n=1, seed=3, resume=True), agent=FunctionAgent(happy_reader))
+
+
+def test_pass_at_k_matches_the_hand_computed_value():
+    # scenario a: 1 of 4 rollouts correct, b: 2 of 4, c: none.
+    flags = {"a": [True, False, False, False], "b": [False, True, True, False], "c": [False] * 4}
+    records = [
+        {"scenario_id": sid, "rollout": i, "correct": ok, "reward": float(ok), "error": None,
+         "timings": {"total_s": 0.0, "agent_s": 0.0, "env_s": 0.0}}
+        for sid, values in flags.items()
+        for i, ok in enumerate(values)
+    ]
+    table = summarize(records, rollouts=4)["pass_at_k"]
+    # pass@2: a = 1 - C(3,2)/C(4,2) = 1/2, b = 1 - C(2,2)/C(4,2) = 5/6, c = 0
+    assert table["pass@2"] == pytest.approx((1 / 2 + 5 / 6 + 0) / 3)
+    assert table["pass@1"] == pytest.approx((1 / 4 + 2 / 4 + 0) / 3)
+    assert table["pass@4"] == pytest.approx(2 / 3)
+
+
+def test_pass_at_k_of_a_seeded_sampling_agent_matches_its_records(tmp_path):
+    class Coin(Agent):
+        def reset(self, seed=None):
+            self.label = "happy" if seed % 2 else "sad"
+
+        def act(self, observation, info):
+            return f"<answer>{self.label}</answer>"
+
+    result = run_eval(config(tmp_path, rollouts=3, concurrency=2), agent=Coin())
+    records, _ = read_results(result.out / "results.jsonl")
+    expected = []
+    for sid in {r["scenario_id"] for r in records}:
+        c = sum(r["correct"] for r in records if r["scenario_id"] == sid)
+        expected.append(1 - math.comb(3 - c, 2) / math.comb(3, 2))
+    assert result.summary["pass_at_k"]["pass@2"] == pytest.approx(sum(expected) / len(expected))
+    assert all(parse_answer(r["final_text"]) == r["prediction"] for r in records)
