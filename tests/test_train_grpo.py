@@ -97,3 +97,14 @@ def test_two_step_grpo_run_on_a_real_env(tiny_model, tmp_path, env_id, mode):
     components = list(make_env(env_id, {"split": "train"}).rubric.weights)
     summary = train(tiny_config(tiny_model, env_id, mode, tmp_path / mode, max_completion_length=16))
     assert_run_outputs(summary, components)
+
+
+@pytest.mark.parametrize("mode", ["flat", "multiturn"])
+def test_held_out_evaluation_compares_base_and_trained_through_the_eval_runner(tiny_model, tmp_path, mode):
+    summary = train(tiny_config(tiny_model, TOY_ID, mode, tmp_path / mode, eval_episodes=2, max_completion_length=8))
+    comparison = json.loads((tmp_path / mode / "eval" / "comparison.json").read_text())
+    assert summary["eval"]["delta_reward"] == comparison["delta_reward"]
+    for side in ("base", "trained"):
+        assert comparison[side]["episodes"] == 2
+        assert (tmp_path / mode / "eval" / side / "results.jsonl").is_file()
+    assert (tmp_path / mode / "eval" / "comparison.png").is_file()

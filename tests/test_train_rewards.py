@@ -222,3 +222,19 @@ def test_adapter_with_an_invalid_tool_argument_pays_the_env_penalty():
     output = adapter._call_tool("read_note", {"x": 1})
     assert output.startswith("Error")
     assert adapter.step_rewards == [pytest.approx(-0.05)]
+
+
+@pytest.mark.parametrize("env_id", [TOY_ID, *(pytest.param(i, marks=registered(i)) for i in REAL_IDS)])
+def test_flat_episode_wrapper_shows_the_flat_prompt_and_returns_the_episode_score(env_id):
+    from affectgym.train.flatten import flat_episode_env
+
+    env = flat_episode_env(affectgym.make(env_id, split="train"))
+    base = env.unwrapped
+    scenario_id = base.scenario_ids[0]
+    observation, info = env.reset(seed=0, options={"scenario_id": scenario_id})
+    assert info["messages"] == base.flat_prompt(base.get_scenario(scenario_id)) and info["tools"] == []
+    reply = base.reference_answer(base.get_scenario(scenario_id))[0]
+    _, reward, terminated, _, info = env.step(reply)
+    assert terminated
+    assert reward == pytest.approx(interactive_return(env_id, {"split": "train"}, scenario_id, reply), abs=1e-9)
+    assert info["messages"][-1] == {"role": "assistant", "content": reply}

@@ -20,6 +20,7 @@ an eval scenario.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import random
@@ -237,4 +238,48 @@ def _prompt(env: Any, scenario: Any, prompt_form: str) -> list[dict[str, str]]:
     ]
 
 
-__all__ = ["PROMPT_FORMS", "kwargs_json", "make_env", "scenario_columns", "shared_env", "to_dataset", "training_order"]
+def flat_episode_env(env: Any) -> Any:
+    """Wrap ``env`` so that episodes are played in the flattened form a flat policy was trained on.
+
+    At reset the flat tool calls are made for the agent (as the flat prompt pre-renders
+    them) and ``info["messages"]`` is ``env.flat_prompt(scenario)`` with no tools offered;
+    the agent then answers. The reward those tool steps earned is carried into the next
+    step, so an episode's step rewards still sum to its score. Used for the held-out
+    evaluation of flat-mode training through the eval runner.
+
+    Args:
+        env: An affectgym env (from ``affectgym.make``, wrapped or not).
+
+    Returns:
+        A :class:`gymnasium.Wrapper`.
+    """
+    import gymnasium as gym
+
+    class FlatEpisode(gym.Wrapper):
+        """An affectgym env played from its flat prompt (see :func:`flat_episode_env`)."""
+
+        def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+            """Reset the env, make the flat tool calls and show the flat prompt."""
+            _, info = self.env.reset(seed=seed, options=options)
+            base = self.env.unwrapped
+            self._carried = 0.0
+            for name, arguments in base.flat_tool_calls(base.scenario):
+                call = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+                _, reward, _, _, _ = self.env.step(f"<tool_call>{call}</tool_call>")
+                self._carried += float(reward)
+            self._messages = [dict(m) for m in base.flat_prompt(base.scenario)]
+            return self._messages[-1]["content"], {**info, "messages": copy.deepcopy(self._messages), "tools": []}
+
+        def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+            """Step the env with the agent's message; the first step carries the flat tool steps' reward."""
+            observation, reward, terminated, truncated, info = self.env.step(action)
+            reward, self._carried = float(reward) + self._carried, 0.0
+            self._messages.append({"role": "assistant", "content": action if isinstance(action, str) else repr(action)})
+            if not (terminated or truncated):
+                self._messages.append({"role": "user", "content": observation})
+            return observation, reward, terminated, truncated, {**info, "messages": copy.deepcopy(self._messages), "tools": []}
+
+    return FlatEpisode(env)
+
+
+__all__ = ["PROMPT_FORMS", "flat_episode_env", "kwargs_json", "make_env", "scenario_columns", "shared_env", "to_dataset", "training_order"]

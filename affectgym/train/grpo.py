@@ -300,23 +300,92 @@ def train(config: TrainConfig, *, gpu: bool | None = None) -> dict[str, Any]:
     return summary
 
 
-def evaluate_base_and_trained(config: TrainConfig, adapter_dir: Path, out_dir: Path, *, gpu: bool) -> dict[str, Any]:
-    """Held-out evaluation of the base model and the trained adapter, side by side, in ``out_dir``.
+def evaluate_base_and_trained(
+    config: TrainConfig, adapter_dir: str | Path, out_dir: str | Path, *, gpu: bool | None = None
+) -> dict[str, Any]:
+    """Held-out evaluation of the base model and the trained adapter, side by side.
 
-    Runs through the eval runner (:mod:`affectgym.agents.runner`); skipped with a note when
-    it is not installed.
+    Both play ``config.eval_episodes`` scenarios of the env's ``eval`` split through the eval
+    runner (:func:`affectgym.agents.runner.run_eval`) with greedy decoding: flat-mode runs
+    from the flat prompt (:func:`~affectgym.train.flatten.flat_episode_env`), multi-turn runs
+    as interactive episodes with the tools. Writes ``out_dir/base/``, ``out_dir/trained/``
+    (the runner's ``results.jsonl``, ``metadata.json``, ``summary.json``),
+    ``out_dir/comparison.json`` and ``out_dir/comparison.png``.
+
+    Args:
+        config: The run's options (model, env, mode, eval_episodes, seed).
+        adapter_dir: The trained adapter (or full model, with ``lora_r=0``).
+        out_dir: Output folder.
+        gpu: Whether to use a GPU; default: :func:`has_gpu`.
+
+    Returns:
+        ``{"base": {...}, "trained": {...}, "delta_reward": ...}`` with each side's mean
+        reward, its 95% interval, components, accuracy (when the env reports one) and folder.
     """
-    try:
-        import affectgym.agents.runner  # noqa: F401
-    except ImportError as exc:
-        logger.warning("held-out evaluation skipped: the eval runner is not available (%s)", exc)
-        return {"skipped": f"eval runner not available: {exc}"}
-    raise NotImplementedError("held-out evaluation through the eval runner is not wired yet")
+    import affectgym
+    from affectgym.agents.runner import EvalConfig, run_eval
+    from affectgym.agents.transformers_agent import TransformersAgent
+    from affectgym.train.flatten import flat_episode_env
+    from affectgym.train.plots import plot_eval_comparison
+
+    gpu = has_gpu() if gpu is None else gpu
+    out_dir = Path(out_dir)
+    env_kwargs = {k: v for k, v in config.env_kwargs.items() if k != "split"}
+
+    def env_factory() -> Any:
+        env = affectgym.make(config.env_id, split="eval", **env_kwargs)
+        return flat_episode_env(env) if config.mode == "flat" else env
+
+    path = resolve_model(config.model)
+    sides: dict[str, Any] = {}
+    for side, adapter in (("base", None), ("trained", str(adapter_dir))):
+        agent = TransformersAgent(
+            path if adapter is None or config.lora_r > 0 else adapter,
+            adapter=adapter if config.lora_r > 0 else None,
+            max_new_tokens=config.max_completion_length,
+            temperature=0.0,
+            dtype="bfloat16" if gpu else "float32",
+            seed=config.seed,
+            name=f"{config.model} ({side})",
+        )
+        try:
+            result = run_eval(
+                EvalConfig(
+                    env_id=config.env_id, agent=f"hf:{path}" + (f"+{adapter}" if adapter else ""), out=out_dir / side,
+                    n=config.eval_episodes, split="eval", seed=config.seed, env_kwargs=env_kwargs,
+                    concurrency=8, progress=False, max_fail_fraction=1.0,
+                ),
+                agent=agent,
+                env_factory=env_factory,
+            )
+        finally:
+            agent.close()
+        summary = result.summary
+        sides[side] = {
+            "reward_mean": summary["reward"]["mean"],
+            "reward_ci95": summary["reward"]["ci95"],
+            "episodes": summary["episodes"],
+            "reward_components": summary["reward_components"],
+            "accuracy": (summary.get("classification") or {}).get("accuracy"),
+            "folder": str(out_dir / side),
+        }
+    comparison = {
+        "env_id": config.env_id, "mode": config.mode, "seed": config.seed, "split": "eval", **sides,
+        "delta_reward": _difference(sides["trained"]["reward_mean"], sides["base"]["reward_mean"]),
+    }
+    (out_dir / "comparison.json").write_text(json.dumps(comparison, indent=2), encoding="utf-8")
+    comparison["figure"] = str(plot_eval_comparison(sides["base"], sides["trained"], out_dir / "comparison.png"))
+    return comparison
+
+
+def _difference(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
 
 
 __all__ = [
     "LORA_TARGETS",
     "build_trainer",
+    "evaluate_base_and_trained",
     "grpo_config",
     "has_gpu",
     "load_policy",

@@ -77,6 +77,43 @@ def plot_reward_curves(history: Sequence[Mapping[str, Any]], out_dir: str | Path
     return paths
 
 
+def plot_eval_comparison(base: Mapping[str, Any], trained: Mapping[str, Any], path: str | Path) -> Path:
+    """Bar chart of held-out mean reward (with its 95% interval) and components, base vs trained.
+
+    Args:
+        base: ``{"reward_mean", "reward_ci95", "reward_components"}`` of the base model.
+        trained: The same for the trained adapter.
+        path: PNG to write.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    names = ["total", *sorted(set(base.get("reward_components") or {}) | set(trained.get("reward_components") or {}))]
+
+    def values(side: Mapping[str, Any]) -> list[float]:
+        components = side.get("reward_components") or {}
+        return [float(side.get("reward_mean") or 0.0)] + [float(components.get(n, 0.0) or 0.0) for n in names[1:]]
+
+    width = 0.38
+    figure, axis = plt.subplots(figsize=(max(5.0, 1.1 * len(names)), 3.4), dpi=120)
+    for offset, side, label in ((-width / 2, base, "base"), (width / 2, trained, "trained")):
+        errors = [float(side.get("reward_ci95") or 0.0)] + [0.0] * (len(names) - 1)
+        axis.bar([i + offset for i in range(len(names))], values(side), width, yerr=errors, capsize=3, label=label)
+    axis.set_xticks(range(len(names)), names, rotation=30, ha="right")
+    axis.set_ylabel("held-out mean")
+    axis.set_title("held-out evaluation: total reward and components")
+    axis.axhline(0, color="black", linewidth=0.6)
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+    return path
+
+
 def _safe(name: str) -> str:
     """A file-name-safe version of a component name.
 
@@ -86,4 +123,4 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
 
 
-__all__ = ["plot_reward_curves", "reward_series"]
+__all__ = ["plot_eval_comparison", "plot_reward_curves", "reward_series"]
