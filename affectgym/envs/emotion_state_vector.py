@@ -1,0 +1,193 @@
+"""Native batched vector env for affectgym/EmotionState-v0.
+
+The single env's dynamics and reward are already batched numpy kernels
+(:mod:`affectgym.envs.emotion_state`); this class runs them over ``num_envs`` rows at once,
+like Gymnasium's ``CartPoleVectorEnv``, with next-step autoreset. Use it through
+``gymnasium.make_vec("affectgym/EmotionState-v0", num_envs=N,
+vectorization_mode="vector_entry_point")``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from os import PathLike
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from affectgym.envs.emotion_state import (
+    DEFAULT_ALPHA,
+    DEFAULT_MAX_EPISODE_STEPS,
+    DEFAULT_SMOOTHNESS_SCALE,
+    DEFAULT_START_NOISE,
+    NUM_EMOTIONS,
+    EmotionBatch,
+    EmotionRewardWeights,
+    EmotionStateCore,
+    clip_actions,
+    emotion_reward,
+    emotion_transition,
+)
+
+
+class EmotionStateVectorEnv(VectorEnv):
+    """``num_envs`` copies of :class:`~affectgym.envs.emotion_state.EmotionStateEnv` in one array.
+
+    Every row follows exactly the single env's rules (same kernels, same arcs, same reward);
+    see that class for the task. Differences:
+
+    - Spaces: ``single_observation_space`` / ``single_action_space`` are the single env's;
+      ``observation_space`` is ``(num_envs, 22)`` and ``action_space`` ``(num_envs, 7)``.
+    - Autoreset (``AutoresetMode.NEXT_STEP``, as Gymnasium's vector envs): the step after a
+      row is truncated resets that row, ignores its action, and returns its first observation
+      with reward 0 and ``truncated`` False.
+    - ``info["reward_components"]`` maps each component to a ``(num_envs,)`` array;
+      ``info["arc_index"]`` gives each row's arc (an index into ``self.core.arcs``).
+    - ``reset(options={"arc": name})`` starts every row on that arc; later autoresets draw
+      arcs at random.
+
+    Args:
+        num_envs: Number of rows.
+        alpha: Weight of the new action in the moving average.
+        max_episode_steps: Step limit of each row.
+        include_time: Append the remaining-steps fraction to each observation.
+        reward_weights: Component weights.
+        smoothness_scale: Mean change per step at which smoothness is 0.5.
+        start_noise: Half-width of the uniform noise on starting states.
+        transition_prior: Prior JSON (path or mapping); None for the shipped file.
+        arcs: Arcs JSON (path or mapping); None for the shipped file.
+        arc_names: Restrict the arcs to these names.
+        render_mode: Only None is supported.
+
+    >>> env = EmotionStateVectorEnv(num_envs=4)
+    >>> obs, info = env.reset(seed=0)
+    >>> obs.shape, obs.dtype
+    ((4, 22), dtype('float32'))
+    >>> obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+    >>> reward.shape, sorted(info["reward_components"])
+    ((4,), ['intensity', 'smoothness', 'target_match'])
+    """
+
+    metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        *,
+        alpha: float = DEFAULT_ALPHA,
+        max_episode_steps: int = DEFAULT_MAX_EPISODE_STEPS,
+        include_time: bool = True,
+        reward_weights: EmotionRewardWeights | Mapping[str, float] | None = None,
+        smoothness_scale: float = DEFAULT_SMOOTHNESS_SCALE,
+        start_noise: float = DEFAULT_START_NOISE,
+        transition_prior: str | PathLike[str] | Mapping[str, Any] | None = None,
+        arcs: str | PathLike[str] | Mapping[str, Any] | None = None,
+        arc_names: Sequence[str] | None = None,
+        render_mode: str | None = None,
+    ):
+        if render_mode is not None:
+            raise ValueError(
+                f"render_mode {render_mode!r} is not supported by the vector env; accepted: None"
+            )
+        self.render_mode = None
+        self.core = core = EmotionStateCore(
+            alpha=alpha,
+            max_episode_steps=max_episode_steps,
+            include_time=include_time,
+            reward_weights=reward_weights,
+            smoothness_scale=smoothness_scale,
+            start_noise=start_noise,
+            transition_prior=transition_prior,
+            arcs=arcs,
+            arc_names=arc_names,
+        )
+        self.num_envs = n = int(num_envs)
+        self.single_observation_space = spaces.Box(0.0, 1.0, (core.obs_size,), dtype=np.float32)
+        self.single_action_space = spaces.Box(0.0, 1.0, (NUM_EMOTIONS,), dtype=np.float32)
+        self.observation_space = batch_space(self.single_observation_space, n)
+        self.action_space = batch_space(self.single_action_space, n)
+        self._batch = EmotionBatch(n)
+        self._scratch = EmotionBatch(n)
+        self._obs = self._batch.packed[:, : core.obs_size]
+        self._num_components = len(core.component_names)
+        self._arc_index = np.zeros(n, dtype=np.intp)
+        self._steps = np.zeros(n, dtype=np.intp)
+        self._prev_done = np.zeros(n, dtype=bool)
+
+    def reset(
+        self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Reset every row.
+
+        Args:
+            seed: Seed for ``self.np_random`` (one int for the whole batch).
+            options: ``{"arc": name}`` to start every row on that arc.
+
+        Returns:
+            ``(observations, info)`` with ``info["arc_index"]``.
+        """
+        if seed is not None and not isinstance(seed, (int, np.integer)):
+            raise ValueError(f"seed must be an int or None for the native vector env, got {seed!r}")
+        super().reset(seed=seed)
+        core = self.core
+        if options and options.get("arc") is not None:
+            self._arc_index[:] = core.arc_index(options, self.np_random)
+        else:
+            self._arc_index[:] = self.np_random.integers(len(core.arcs), size=self.num_envs)
+        self._prev_done[:] = False
+        self._start_rows(slice(None))
+        return self._obs.copy(), {"arc_index": self._arc_index.copy()}
+
+    def _start_rows(self, rows: slice | np.ndarray) -> None:
+        core = self.core
+        batch = self._batch
+        first = core.schedules[self._arc_index[rows], 0]
+        start = core.start_states(first, self.np_random, self._scratch)
+        batch.state[rows] = start
+        batch.prev[rows] = start
+        batch.target[rows] = first
+        batch.time[rows] = 1.0
+        self._steps[rows] = 0
+
+    def step(
+        self, actions: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Step every row; rows truncated at the previous step are reset instead.
+
+        Args:
+            actions: ``(num_envs, 7)`` commanded intensities; clipped to [0, 1].
+
+        Returns:
+            ``(observations, rewards, terminated, truncated, info)``.
+        """
+        core = self.core
+        batch = self._batch
+        clip_actions(actions, batch.action)
+        emotion_transition(batch, core.rise)
+        reward, components = emotion_reward(batch, core.reward_table)
+        reward = reward.copy()
+        components = components[:, : self._num_components].copy()
+        steps = self._steps
+        steps += 1
+        done = self._prev_done
+        if done.any():
+            rows = np.flatnonzero(done)
+            self._arc_index[rows] = self.np_random.integers(len(core.arcs), size=len(rows))
+            self._start_rows(rows)
+            reward[rows] = 0.0
+            components[rows] = 0.0
+        batch.target[:] = core.schedules[self._arc_index, steps]
+        batch.time[:] = core.time_left[steps]
+        truncated = steps >= core.max_episode_steps
+        self._prev_done = truncated.copy()
+        info = {
+            "reward_components": {
+                name: components[:, i] for i, name in enumerate(core.component_names)
+            },
+            "arc_index": self._arc_index.copy(),
+        }
+        terminated = np.zeros(self.num_envs, dtype=bool)
+        return self._obs.copy(), reward, terminated, truncated, info

@@ -1,0 +1,127 @@
+"""Benchmark affectgym/EmotionState-v0 against Gymnasium's Pendulum-v1, side by side.
+
+Prints three ratios (higher is better for EmotionState):
+
+1. single env through ``gym.make``: Pendulum-v1 step time / EmotionState-v0 step time
+   (target >= 1.0);
+2. the native batched vector env (``vectorization_mode="vector_entry_point"``) at 1,024 envs:
+   env-steps per second (target >= 1,000,000), and its ratio to the ``sync`` vector env;
+3. for reference, the raw (unwrapped) step times.
+
+The machines these run on are shared, so each measurement is the best of several short
+rounds, and the two envs alternate within a round so a load spike hits both.
+
+Run: ``python benchmarks/bench_emotion_state.py [--steps N] [--rounds R]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import gymnasium as gym
+import numpy as np
+
+ENV_ID = "affectgym/EmotionState-v0"
+
+
+def _register() -> None:
+    if ENV_ID not in gym.registry:
+        gym.register(
+            id=ENV_ID,
+            entry_point="affectgym.envs.emotion_state:EmotionStateEnv",
+            vector_entry_point="affectgym.envs.emotion_state_vector:EmotionStateVectorEnv",
+        )
+
+
+def _time_single(env: gym.Env, actions: list[np.ndarray], steps: int) -> float:
+    """Seconds per step over ``steps`` steps (resets included, as in training)."""
+    env.reset(seed=0)
+    step = env.step
+    n_actions = len(actions)
+    start = time.perf_counter()
+    for i in range(steps):
+        _, _, terminated, truncated, _ = step(actions[i % n_actions])
+        if terminated or truncated:
+            env.reset()
+    return (time.perf_counter() - start) / steps
+
+
+def _time_vector(env: gym.vector.VectorEnv, actions: list[np.ndarray], steps: int) -> float:
+    """Seconds per batched step over ``steps`` steps (autoreset included)."""
+    env.reset(seed=0)
+    step = env.step
+    start = time.perf_counter()
+    for i in range(steps):
+        step(actions[i % len(actions)])
+    return (time.perf_counter() - start) / steps
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print the ratios.
+
+    Args:
+        argv: Command-line arguments (``--steps``, ``--rounds``, ``--num-envs``).
+
+    Returns:
+        0.
+    """
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20_000, help="single-env steps per round")
+    parser.add_argument("--rounds", type=int, default=7, help="rounds; the best is kept")
+    parser.add_argument("--num-envs", type=int, default=1024, help="vector env batch size")
+    parser.add_argument("--vector-steps", type=int, default=300, help="batched steps per round")
+    args = parser.parse_args(argv)
+    _register()
+
+    rng = np.random.default_rng(0)
+    emotion = gym.make(ENV_ID)
+    pendulum = gym.make("Pendulum-v1")
+    emotion_actions = [rng.uniform(0, 1, 7).astype(np.float32) for _ in range(64)]
+    pendulum_actions = [rng.uniform(-2, 2, 1).astype(np.float32) for _ in range(64)]
+
+    best = {"pendulum": np.inf, "emotion": np.inf, "pendulum_raw": np.inf, "emotion_raw": np.inf}
+    for _ in range(args.rounds):
+        best["pendulum"] = min(
+            best["pendulum"], _time_single(pendulum, pendulum_actions, args.steps)
+        )
+        best["emotion"] = min(best["emotion"], _time_single(emotion, emotion_actions, args.steps))
+        best["pendulum_raw"] = min(
+            best["pendulum_raw"], _time_single(pendulum.unwrapped, pendulum_actions, args.steps)
+        )
+        best["emotion_raw"] = min(
+            best["emotion_raw"], _time_single(emotion.unwrapped, emotion_actions, args.steps)
+        )
+
+    n = args.num_envs
+    native = gym.make_vec(ENV_ID, num_envs=n, vectorization_mode="vector_entry_point")
+    sync = gym.make_vec(ENV_ID, num_envs=n, vectorization_mode="sync")
+    batch_actions = [rng.uniform(0, 1, (n, 7)).astype(np.float32) for _ in range(8)]
+    native_best = sync_best = np.inf
+    for _ in range(args.rounds):
+        native_best = min(native_best, _time_vector(native, batch_actions, args.vector_steps))
+        sync_best = min(
+            sync_best, _time_vector(sync, batch_actions, max(3, args.vector_steps // 100))
+        )
+
+    print(
+        f"single env via gym.make: Pendulum-v1 {best['pendulum'] * 1e6:.2f} us/step, "
+        f"EmotionState-v0 {best['emotion'] * 1e6:.2f} us/step, "
+        f"ratio (Pendulum time / EmotionState time) {best['pendulum'] / best['emotion']:.2f}"
+    )
+    print(
+        f"single env unwrapped:    Pendulum-v1 {best['pendulum_raw'] * 1e6:.2f} us/step, "
+        f"EmotionState-v0 {best['emotion_raw'] * 1e6:.2f} us/step, "
+        f"ratio {best['pendulum_raw'] / best['emotion_raw']:.2f}"
+    )
+    print(
+        f"vector env, {n} envs:     native {n / native_best:,.0f} env-steps/s, "
+        f"sync {n / sync_best:,.0f} env-steps/s, ratio native/sync {sync_best / native_best:.1f}"
+    )
+    native.close()
+    sync.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,277 @@
+"""Specification of affectgym/EmotionState-v0 (numeric env, kernels, vector env)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from affectgym.envs.emotion_state import (
+    ANGER,
+    DISGUST,
+    EMOTIONS,
+    JOY,
+    NEUTRAL,
+    SADNESS,
+    EmotionBatch,
+    EmotionStateEnv,
+    compile_reward_table,
+    compile_rise_table,
+    constrain_emotions,
+    emotion_reward,
+    emotion_transition,
+    load_arcs,
+    load_transition_prior,
+)
+from affectgym.envs.emotion_state_vector import EmotionStateVectorEnv
+
+ENV_ID = "affectgym/EmotionState-v0"
+
+
+def _register() -> None:
+    if ENV_ID not in gym.registry:
+        gym.register(
+            id=ENV_ID,
+            entry_point="affectgym.envs.emotion_state:EmotionStateEnv",
+            vector_entry_point="affectgym.envs.emotion_state_vector:EmotionStateVectorEnv",
+        )
+
+
+def _episode_return(env: EmotionStateEnv, policy, seed: int, arc: str | None = None) -> float:
+    obs, _ = env.reset(seed=seed, options={"arc": arc} if arc else None)
+    total, done = 0.0, False
+    rng = np.random.default_rng(seed)
+    while not done:
+        obs, reward, terminated, truncated, _ = env.step(policy(obs, rng))
+        total += reward
+        done = terminated or truncated
+    return total
+
+
+def track_target(obs, rng):
+    return obs[7:14]
+
+
+def random_policy(obs, rng):
+    return rng.uniform(0, 1, 7).astype(np.float32)
+
+
+def hold_still(obs, rng):
+    return obs[0:7]
+
+
+def all_loud(obs, rng):
+    return np.ones(7, dtype=np.float32)
+
+
+def test_env_passes_gymnasium_check_env_including_determinism():
+    check_env(EmotionStateEnv())
+    check_env(EmotionStateEnv(include_time=False, reward_weights={"diversity": 0.1}))
+
+
+def test_gym_make_and_make_vec_with_sixteen_envs_run():
+    _register()
+    env = gym.make(ENV_ID)
+    obs, info = env.reset(seed=1)
+    assert env.observation_space.contains(obs)
+    for mode in (None, "sync", "vector_entry_point"):
+        envs = gym.make_vec(ENV_ID, num_envs=16, vectorization_mode=mode)
+        obs, _ = envs.reset(seed=0)
+        assert obs.shape == (16, 22)
+        for _ in range(70):  # crosses the 60-step limit: autoreset must work
+            obs, reward, terminated, truncated, info = envs.step(envs.action_space.sample())
+            assert envs.observation_space.contains(obs)
+            assert np.all((reward >= 0) & (reward <= 1))
+        envs.close()
+
+
+def test_observation_layout_is_state_target_previous_state_time():
+    env = EmotionStateEnv()
+    obs, info = env.reset(seed=0, options={"arc": "good_news"})
+    calm = load_arcs()["good_news"].segments[0][1]
+    np.testing.assert_allclose(obs[7:14], calm, atol=1e-6)
+    np.testing.assert_allclose(obs[0:7], obs[14:21])
+    assert np.all(np.abs(obs[0:7] - calm) <= 0.05 + 1e-6)
+    assert obs[21] == 1.0 and info["target_name"] == "calm"
+    before = obs[0:7].copy()
+    obs, *_ = env.step(np.ones(7, dtype=np.float32))
+    np.testing.assert_allclose(obs[14:21], before)
+    assert obs[21] == pytest.approx(1 - 1 / 60)
+
+
+def test_arc_targets_change_on_schedule_and_episode_truncates_at_limit():
+    env = EmotionStateEnv(max_episode_steps=60)
+    obs, _ = env.reset(seed=0, options={"arc": "good_news"})  # calm 10, surprise 20, joy 30
+    targets = [obs[7:14].copy()]
+    truncated = False
+    steps = 0
+    while not truncated:
+        obs, _, terminated, truncated, _ = env.step(obs[7:14])
+        assert not terminated
+        targets.append(obs[7:14].copy())
+        steps += 1
+    assert steps == 60
+    arc = load_arcs()["good_news"]
+    np.testing.assert_allclose(targets[9], arc.segments[0][1], atol=1e-6)
+    np.testing.assert_allclose(targets[10], arc.segments[1][1], atol=1e-6)
+    np.testing.assert_allclose(targets[30], arc.segments[2][1], atol=1e-6)
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step(obs[7:14])
+
+
+def test_unknown_arc_is_rejected_with_the_available_names():
+    with pytest.raises(ValueError, match="available"):
+        EmotionStateEnv().reset(seed=0, options={"arc": "no_such_arc"})
+
+
+def test_shipped_data_has_at_least_eight_feasible_arcs_and_a_full_prior():
+    arcs = load_arcs()
+    assert len(arcs) >= 8
+    for arc in arcs.values():
+        for _, target, steps in arc.segments:
+            assert steps >= 1 and target.sum() > 0
+    prior = load_transition_prior()
+    assert prior.shape == (7, 7) and prior.min() >= 0
+    assert prior[DISGUST, JOY] == 0.0  # forbidden
+    assert prior[ANGER, DISGUST] > 1.0  # easy
+
+
+def test_infeasible_target_in_arcs_file_is_rejected():
+    bad = {
+        "targets": {"both": {"anger": 0.8, "sadness": 0.8}},
+        "arcs": {"x": {"segments": [["both", 5]]}},
+    }
+    with pytest.raises(ValueError, match="mutual-exclusion"):
+        load_arcs(bad)
+
+
+def test_high_anger_caps_joy_and_anger_plus_sadness_over_limit_scales_both():
+    batch = EmotionBatch.from_arrays(
+        [[0.9, 0, 0, 0.9, 0, 0.2, 0], [0.7, 0, 0, 0.3, 0, 0.6, 0], [0.5, 0, 0, 0.9, 0, 0.5, 0]]
+    )
+    constrain_emotions(batch)
+    state = batch.state.astype(float)
+    assert state[0, JOY] == pytest.approx(0.5, abs=1e-6)  # (1 - 0.9) / 0.2
+    assert state[1, ANGER] == pytest.approx(0.49, abs=1e-6) and state[1, SADNESS] == pytest.approx(
+        0.42, abs=1e-6
+    )
+    np.testing.assert_allclose(
+        state[2], [0.5, 0, 0, 0.9, 0, 0.5, 0], atol=1e-7
+    )  # neither rule binds
+
+
+def test_state_follows_action_as_ema_with_alpha_as_weight_of_the_new_action():
+    batch = EmotionBatch.from_arrays([[0.2] * 7])
+    batch.action[:] = 0.7
+    emotion_transition(batch, compile_rise_table(np.ones((7, 7)), 0.25))
+    np.testing.assert_allclose(batch.state, 0.75 * 0.2 + 0.25 * 0.7, atol=1e-6)
+
+
+def test_forbidden_transition_blocks_rise_from_a_dominant_emotion_but_not_the_fall():
+    rise = compile_rise_table(load_transition_prior(), 0.2)
+    disgusted = [[0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0]]
+    calm = [[0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0]]
+    gains = []
+    for start in (disgusted, calm):
+        batch = EmotionBatch.from_arrays(start)
+        batch.action[:] = [[0, 0, 0, 1, 0, 0, 0]]
+        emotion_transition(batch, rise)
+        gains.append(float(batch.state[0, JOY]))
+        assert batch.state[0, DISGUST] < start[0][DISGUST] or start[0][DISGUST] == 0
+    assert gains[0] < 0.02 < 0.15 < gains[1]
+
+
+def test_reward_components_are_bounded_in_unit_interval_for_random_play():
+    env = EmotionStateEnv(reward_weights={"diversity": 0.1})
+    rng = np.random.default_rng(0)
+    env.reset(seed=0)
+    for _ in range(600):
+        action = rng.uniform(-0.5, 1.5, 7).astype(np.float32)
+        _, reward, _, truncated, info = env.step(action)
+        values = np.array(list(info["reward_components"].values()))
+        assert set(info["reward_components"]) == {
+            "target_match",
+            "smoothness",
+            "intensity",
+            "diversity",
+        }
+        assert np.all((values >= 0) & (values <= 1 + 1e-6)) and 0 <= reward <= 1.1 + 1e-6
+        if truncated:
+            env.reset()
+
+
+def test_still_state_on_target_scores_one_and_components_match_their_definitions():
+    table = compile_reward_table()
+    state = np.array([[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.0]])
+    target = np.array([[0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2]])
+    prev = np.array([[0.1, 0.2, 0.3, 0.4, 0.5, 0.3, 0.0]])
+    batch = EmotionBatch.from_arrays(state, target=target, prev=prev)
+    reward, comps = emotion_reward(batch, table)
+    match = 1 - np.abs(state - target).mean()
+    smooth = 1 / (1 + np.abs(state - prev).mean() / 0.05)
+    intensity = np.minimum(state, target).sum() / target.sum()
+    np.testing.assert_allclose(comps[0, :3], [match, smooth, intensity], atol=1e-6)
+    assert reward[0] == pytest.approx(0.3 * match + 0.3 * smooth + 0.4 * intensity, abs=1e-6)
+    still = EmotionBatch.from_arrays(target, target=target)
+    assert emotion_reward(still, table)[0][0] == pytest.approx(1.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("arc", ["good_news", "argument", "spoiled_meal", "betrayal", None])
+def test_tracking_the_target_beats_random_idle_and_loud_policies(arc):
+    env = EmotionStateEnv()
+    for seed in (0, 1):
+        tracker = _episode_return(env, track_target, seed, arc)
+        for other in (random_policy, hold_still, all_loud):
+            assert tracker > _episode_return(env, other, seed, arc) + 3.0, other.__name__
+
+
+def test_native_vector_env_rows_match_the_single_env_step_for_step():
+    single = EmotionStateEnv()
+    vector = EmotionStateVectorEnv(num_envs=1)
+    obs_s, _ = single.reset(seed=3, options={"arc": "night_noise"})
+    obs_v, _ = vector.reset(seed=3, options={"arc": "night_noise"})
+    np.testing.assert_array_equal(obs_v[0], obs_s)
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        action = rng.uniform(0, 1, 7).astype(np.float32)
+        obs_s, r_s, _, trunc_s, info_s = single.step(action)
+        obs_v, r_v, _, trunc_v, info_v = vector.step(action[None])
+        np.testing.assert_array_equal(obs_v[0], obs_s)
+        assert r_v[0] == pytest.approx(r_s, abs=1e-7) and trunc_v[0] == trunc_s
+        for name, value in info_s["reward_components"].items():
+            assert info_v["reward_components"][name][0] == pytest.approx(value, abs=1e-7)
+
+
+def test_vector_env_autoresets_on_the_step_after_truncation():
+    env = EmotionStateVectorEnv(num_envs=3, max_episode_steps=5)
+    env.reset(seed=0)
+    for _ in range(5):
+        obs, reward, terminated, truncated, _ = env.step(np.full((3, 7), 0.5, dtype=np.float32))
+    assert truncated.all() and not terminated.any()
+    obs, reward, terminated, truncated, _ = env.step(np.full((3, 7), 0.5, dtype=np.float32))
+    assert np.all(reward == 0) and not truncated.any()
+    np.testing.assert_allclose(obs[:, 21], 1.0)
+    np.testing.assert_allclose(obs[:, 0:7], obs[:, 14:21])
+
+
+def test_same_seed_gives_the_same_episode():
+    runs = []
+    for _ in range(2):
+        env = EmotionStateEnv()
+        obs, info = env.reset(seed=42)
+        rng = np.random.default_rng(1)
+        trace = [obs]
+        for _ in range(20):
+            trace.append(env.step(rng.uniform(0, 1, 7).astype(np.float32))[0])
+        runs.append((info["arc"], np.stack(trace)))
+    assert runs[0][0] == runs[1][0]
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
+
+
+def test_ansi_render_shows_every_emotion():
+    env = EmotionStateEnv(render_mode="ansi")
+    env.reset(seed=0)
+    text = env.render()
+    assert all(name in text for name in EMOTIONS) and "target" in text
+    assert NEUTRAL == EMOTIONS.index("neutral")
