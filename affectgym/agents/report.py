@@ -1,0 +1,301 @@
+"""Figures and a Markdown report from one or more eval run folders.
+
+``write_report([run_dir, ...], out)`` (or ``affectgym report DIR [DIR2 ...]``) reads each
+run's ``summary.json``, ``metadata.json`` and ``results.jsonl`` and writes PNG figures (a
+confusion matrix, a reliability diagram, reward-component bars, per-label scores) and
+``report.md`` embedding them. With several runs (say a base model and its trained adapter)
+it adds a side-by-side table and comparison figures.
+
+Env-specific figures plug in with :func:`register_report_plot`: a function of
+``(run, out_dir)`` returning ``[(title, png_path), ...]``, called for every run whose env id
+starts with the registered prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from affectgym.agents.runner import (
+    METADATA_FILE,
+    RESULTS_FILE,
+    SUMMARY_FILE,
+    read_results,
+    summarize,
+)
+
+
+@dataclass
+class Run:
+    """One eval run folder, loaded.
+
+    Attributes:
+        path: The folder.
+        label: Short name used in tables and file names.
+        metadata: ``metadata.json`` (empty if missing).
+        summary: ``summary.json`` (recomputed from the results if missing).
+        records: The lines of ``results.jsonl``.
+    """
+
+    path: Path
+    label: str
+    metadata: dict[str, Any]
+    summary: dict[str, Any]
+    records: list[dict[str, Any]]
+
+    @property
+    def env_id(self) -> str:
+        """The env id of the run (``""`` when unknown)."""
+        return str(self.metadata.get("env_id", ""))
+
+
+ReportPlot = Callable[[Run, Path], list[tuple[str, Path]]]
+_PLOTS: list[tuple[str, ReportPlot]] = []
+
+
+def register_report_plot(env_prefix: str, fn: ReportPlot) -> None:
+    """Add an env-specific figure to reports of runs whose env id starts with ``env_prefix``.
+
+    Args:
+        env_prefix: E.g. ``"affectgym/EmotionState"``.
+        fn: ``fn(run, out_dir) -> [(title, png_path), ...]``; paths inside ``out_dir``.
+    """
+    _PLOTS.append((env_prefix, fn))
+
+
+def load_run(path: str | Path, label: str | None = None) -> Run:
+    """Load a run folder.
+
+    Raises:
+        FileNotFoundError: The folder has no ``results.jsonl``.
+    """
+    path = Path(path)
+    results = path / RESULTS_FILE
+    if not results.is_file():
+        raise FileNotFoundError(f"{path} is not an eval run folder: it has no {RESULTS_FILE} (write one with `affectgym eval`)")
+    records, _ = read_results(results)
+    metadata = _read_json(path / METADATA_FILE)
+    summary = _read_json(path / SUMMARY_FILE) or summarize(records, int(metadata.get("rollouts", 1)))
+    return Run(path=path, label=label or path.name, metadata=metadata, summary=summary, records=records)
+
+
+def write_report(run_dirs: Sequence[str | Path], out: str | Path) -> Path:
+    """Write figures and ``report.md`` for the runs into ``out``.
+
+    Args:
+        run_dirs: One or more run folders.
+        out: Output folder (created).
+
+    Returns:
+        The path of ``report.md``.
+    """
+    if not run_dirs:
+        raise ValueError("write_report needs at least one run folder")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    runs = [load_run(path) for path in run_dirs]
+    labels = _unique_labels([run.path for run in runs])
+    for run, label in zip(runs, labels, strict=True):
+        run.label = label
+    lines = ["# Evaluation report", ""]
+    if len(runs) > 1:
+        lines += ["## Side by side", "", *comparison_table(runs), ""]
+        for title, figure in _comparison_figures(runs, out):
+            lines += [f"![{title}]({figure.name})", ""]
+    for run in runs:
+        lines += [f"## {run.label}", "", *_run_header(run), "", *comparison_table([run]), ""]
+        for title, figure in _run_figures(run, out):
+            lines += [f"### {title}", "", f"![{title}]({figure.relative_to(out).as_posix()})", ""]
+    report = out / "report.md"
+    report.write_text("\n".join(lines))
+    return report
+
+
+def comparison_table(runs: Sequence[Run]) -> list[str]:
+    """A Markdown table: one row per metric, one column per run."""
+    rows: list[tuple[str, list[str]]] = []
+
+    def add(name: str, values: list[Any]) -> None:
+        if any(v is not None for v in values):
+            rows.append((name, [_fmt(v) for v in values]))
+
+    summaries = [run.summary for run in runs]
+    add("episodes", [s.get("episodes") for s in summaries])
+    rewards = [s.get("reward") or {} for s in summaries]
+    rows.append(("mean reward ± 95% CI", [f"{_fmt(r.get('mean'))} ± {_fmt(r.get('ci95'))}" for r in rewards]))
+    for name in _union(s.get("reward_components") or {} for s in summaries):
+        add(f"reward: {name}", [(s.get("reward_components") or {}).get(name) for s in summaries])
+    classifications = [s.get("classification") or {} for s in summaries]
+    for key in ("accuracy", "macro_f1", "weighted_precision", "weighted_recall", "weighted_f1", "ece", "brier", "unanswered_rate"):
+        add(key, [c.get(key) for c in classifications])
+    for flag in _union(c.get("subsets") or {} for c in classifications):
+        for side in ("true", "false"):
+            add(f"accuracy, {flag}={side}", [((c.get("subsets") or {}).get(flag) or {}).get(side, {}).get("accuracy") for c in classifications])
+    for name in _union(s.get("pass_at_k") or {} for s in summaries):
+        add(name, [(s.get("pass_at_k") or {}).get(name) for s in summaries])
+    add("tool-use rate", [(s.get("tool_use") or {}).get("tool_use_rate") for s in summaries])
+    add("tool calls / episode", [(s.get("tool_use") or {}).get("mean_tool_calls") for s in summaries])
+    add("errors", [(s.get("errors") or {}).get("count") for s in summaries])
+    header = "| metric | " + " | ".join(run.label for run in runs) + " |"
+    lines = [header, "|---|" + "---:|" * len(runs)]
+    lines += [f"| {name} | " + " | ".join(values) + " |" for name, values in rows]
+    return lines
+
+
+# --------------------------------------------------------------------------- figures
+def _run_figures(run: Run, out: Path) -> list[tuple[str, Path]]:
+    figures: list[tuple[str, Path]] = []
+    slug = _slug(run.label)
+    classification = run.summary.get("classification") or {}
+    if classification.get("confusion_matrix"):
+        figures.append(("Confusion matrix", plot_confusion_matrix(classification, out / f"{slug}-confusion.png")))
+        figures.append(("Per-label scores", plot_per_label(classification, out / f"{slug}-per-label.png")))
+    if classification.get("reliability"):
+        figures.append(("Reliability diagram", plot_reliability(classification, out / f"{slug}-reliability.png")))
+    if run.summary.get("reward_components"):
+        figures.append(("Reward components", plot_bars({run.label: run.summary["reward_components"]}, out / f"{slug}-rewards.png", "mean value")))
+    for prefix, fn in _PLOTS:
+        if run.env_id.startswith(prefix):
+            figures.extend(fn(run, out))
+    return figures
+
+
+def _comparison_figures(runs: Sequence[Run], out: Path) -> list[tuple[str, Path]]:
+    figures = []
+    components = {run.label: run.summary.get("reward_components") or {} for run in runs}
+    if any(components.values()):
+        figures.append(("Reward components, side by side", plot_bars(components, out / "compare-rewards.png", "mean value")))
+    f1 = {
+        run.label: {label: scores["f1"] for label, scores in ((run.summary.get("classification") or {}).get("per_label") or {}).items()}
+        for run in runs
+    }
+    if any(f1.values()):
+        figures.append(("F1 per label, side by side", plot_bars(f1, out / "compare-f1.png", "F1")))
+    return figures
+
+
+def _figure(width_in: float = 5.0, height_in: float = 4.0) -> Any:
+    from matplotlib.figure import Figure  # object API: no pyplot, no global backend switch
+
+    return Figure(figsize=(width_in, height_in), dpi=100, layout="constrained")
+
+
+def plot_confusion_matrix(classification: dict[str, Any], path: Path) -> Path:
+    """Confusion matrix (rows gold labels, columns predictions) with counts in the cells."""
+    matrix = classification["confusion_matrix"]
+    rows, columns = classification["labels"], classification["predicted_labels"]
+    figure = _figure(1.5 + 1.1 * len(columns), 1.2 + 0.9 * len(rows))
+    axes = figure.add_subplot()
+    image = axes.imshow(matrix, cmap="Blues")
+    axes.set_xticks(range(len(columns)), columns, rotation=30, ha="right")
+    axes.set_yticks(range(len(rows)), rows)
+    axes.set_xlabel("prediction")
+    axes.set_ylabel("label")
+    peak = max(max(row) for row in matrix) or 1
+    for i, row in enumerate(matrix):
+        for j, count in enumerate(row):
+            axes.text(j, i, str(count), ha="center", va="center", color="white" if count > peak / 2 else "black")
+    figure.colorbar(image, ax=axes, shrink=0.8)
+    figure.savefig(path)
+    return path
+
+
+def plot_reliability(classification: dict[str, Any], path: Path) -> Path:
+    """Reliability diagram: accuracy against stated confidence per bin, with the diagonal."""
+    bins = classification["reliability"]
+    figure = _figure()
+    axes = figure.add_subplot()
+    axes.plot([0, 1], [0, 1], linestyle="--", color="grey", label="perfect calibration")
+    centres = [(b["low"] + b["high"]) / 2 for b in bins]
+    widths = [b["high"] - b["low"] for b in bins]
+    axes.bar(centres, [b["accuracy"] for b in bins], width=widths, edgecolor="black", alpha=0.7, label="accuracy")
+    axes.plot([b["confidence"] for b in bins], [b["accuracy"] for b in bins], "o", color="black", label="mean confidence")
+    axes.set_xlim(0, 1)
+    axes.set_ylim(0, 1)
+    axes.set_xlabel("stated confidence")
+    axes.set_ylabel("accuracy")
+    ece = classification.get("ece")
+    axes.set_title(f"ECE {ece:.3f}" if isinstance(ece, float) else "reliability")
+    axes.legend(loc="upper left")
+    figure.savefig(path)
+    return path
+
+
+def plot_per_label(classification: dict[str, Any], path: Path) -> Path:
+    """Precision, recall and F1 of each gold label."""
+    per_label = classification["per_label"]
+    series = {metric: {label: scores[metric] for label, scores in per_label.items()} for metric in ("precision", "recall", "f1")}
+    return plot_bars(series, path, "score", ylim=(0, 1))
+
+
+def plot_bars(series: dict[str, dict[str, float | None]], path: Path, ylabel: str, ylim: tuple[float, float] | None = None) -> Path:
+    """Grouped bars: one group per category, one bar per series (e.g. per run)."""
+    categories = _union(series.values())
+    figure = _figure(max(4.0, 1.0 + 0.9 * len(categories) * max(1, len(series)) / 2), 4.0)
+    axes = figure.add_subplot()
+    width = 0.8 / max(1, len(series))
+    for index, (name, values) in enumerate(series.items()):
+        positions = [c + (index - (len(series) - 1) / 2) * width for c in range(len(categories))]
+        heights = [_number(values.get(category)) for category in categories]
+        axes.bar(positions, heights, width=width, label=name)
+    axes.set_xticks(range(len(categories)), categories, rotation=30, ha="right")
+    axes.axhline(0, color="black", linewidth=0.8)
+    axes.set_ylabel(ylabel)
+    if ylim:
+        axes.set_ylim(*ylim)
+    if len(series) > 1:
+        axes.legend()
+    figure.savefig(path)
+    return path
+
+
+# --------------------------------------------------------------------------- helpers
+def _run_header(run: Run) -> list[str]:
+    meta = run.metadata
+    return [
+        f"- env: `{meta.get('env_id', '?')}` (split `{meta.get('split', '?')}`, kwargs `{json.dumps(meta.get('env_kwargs', {}))}`)",
+        f"- agent: `{meta.get('agent_spec', '?')}`",
+        f"- seed {meta.get('seed', '?')}, rollouts {meta.get('rollouts', '?')}, status {meta.get('status', '?')}, "
+        f"started {meta.get('started_at', '?')}",
+        f"- folder: `{run.path}`",
+    ]
+
+
+def _unique_labels(paths: Sequence[Path]) -> list[str]:
+    names = [path.name or str(path) for path in paths]
+    if len(set(names)) == len(names):
+        return names
+    return [f"{path.parent.name}/{path.name}" if names.count(path.name) > 1 else path.name for path in paths]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "run"
+
+
+def _union(mappings: Any) -> list[str]:
+    keys: dict[str, None] = {}
+    for mapping in mappings:
+        keys.update(dict.fromkeys(mapping))
+    return list(keys)
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else 0.0
+
+
+def _fmt(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+__all__ = ["Run", "comparison_table", "load_run", "register_report_plot", "write_report"]

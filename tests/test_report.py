@@ -1,0 +1,84 @@
+"""`affectgym eval` and `affectgym report` through the argparse wiring; figures and report.md."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+from test_runner import TOY_ID, happy_reader
+
+from affectgym.agents import commands
+from affectgym.agents.base import FunctionAgent
+from affectgym.agents.registry import register_agent
+from affectgym.agents.report import register_report_plot, write_report
+
+
+def cli(*argv):
+    parser = argparse.ArgumentParser(prog="affectgym")
+    commands.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args([str(a) for a in argv])
+    return args.func(args)
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    register_agent("happy-reader", lambda **kw: FunctionAgent(happy_reader, name="happy-reader"))
+    register_agent("always-sad", lambda **kw: FunctionAgent(lambda o, i: "<answer>sad</answer>", name="always-sad"))
+    root = tmp_path_factory.mktemp("runs")
+    for agent in ("happy-reader", "always-sad"):
+        code = cli("eval", TOY_ID, "--agent", agent, "-n", 6, "-r", 2, "-c", 2, "--out", root / agent,
+                   "--env-kwargs", '{"max_turns": 3}', "--no-progress")
+        assert code == 0
+    return root / "happy-reader", root / "always-sad"
+
+
+def test_eval_command_writes_the_run_with_its_exact_settings(two_runs):
+    metadata = json.loads((two_runs[0] / "metadata.json").read_text())
+    assert metadata["env_kwargs"] == {"max_turns": 3} and metadata["rollouts"] == 2 and metadata["split"] == "eval"
+    assert len((two_runs[0] / "results.jsonl").read_text().splitlines()) == 12
+
+
+def test_eval_command_resumes_a_finished_run_without_new_episodes(two_runs, capsys):
+    assert cli("eval", TOY_ID, "--agent", "happy-reader", "-n", 6, "-r", 2, "--out", two_runs[0],
+               "--env-kwargs", '{"max_turns": 3}', "--resume", "--no-progress") == 0
+    assert len((two_runs[0] / "results.jsonl").read_text().splitlines()) == 12
+
+
+def test_bad_env_kwargs_are_a_usage_error(capsys):
+    with pytest.raises(SystemExit):
+        cli("eval", TOY_ID, "--agent", "x", "--env-kwargs", "[1]")
+    assert "expected a JSON object" in capsys.readouterr().err
+
+
+def test_report_of_one_run_has_every_figure(two_runs, tmp_path):
+    assert cli("report", two_runs[0], "--out", tmp_path / "one") == 0
+    text = (tmp_path / "one" / "report.md").read_text()
+    for name in ("confusion", "per-label", "reliability", "rewards"):
+        figure = tmp_path / "one" / f"happy-reader-{name}.png"
+        assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"({figure.name})" in text
+    assert "| accuracy | 0.500 |" in text
+
+
+def test_report_of_two_runs_puts_them_side_by_side(two_runs, tmp_path):
+    report = write_report(list(two_runs), tmp_path / "both")
+    text = report.read_text()
+    assert "| metric | happy-reader | always-sad |" in text
+    assert "| accuracy | 0.500 | 0.500 |" in text and "| tool-use rate | 1.000 | 0.000 |" in text
+    assert (tmp_path / "both" / "compare-rewards.png").is_file() and (tmp_path / "both" / "compare-f1.png").is_file()
+
+
+def test_env_specific_plots_hook_in_by_env_prefix(two_runs, tmp_path):
+    def episode_lengths(run, out_dir):
+        path = out_dir / f"{run.label}-turns.png"
+        path.write_bytes(b"\x89PNG\r\n\x1a\n")
+        return [("Turns per episode", path)]
+
+    register_report_plot("affectgym-test/ToyOutcome", episode_lengths)
+    text = write_report([two_runs[1]], tmp_path / "hooked").read_text()
+    assert "### Turns per episode" in text and "(always-sad-turns.png)" in text
+
+
+def test_a_folder_without_results_is_named_in_the_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no results.jsonl"):
+        write_report([tmp_path], tmp_path / "out")
