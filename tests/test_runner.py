@@ -185,3 +185,22 @@ def test_pass_at_k_of_a_seeded_sampling_agent_matches_its_records(tmp_path):
         expected.append(1 - math.comb(3 - c, 2) / math.comb(3, 2))
     assert result.summary["pass_at_k"]["pass@2"] == pytest.approx(sum(expected) / len(expected))
     assert all(parse_answer(r["final_text"]) == r["prediction"] for r in records)
+
+
+def test_results_writer_keeps_lines_whole_under_concurrent_writes(tmp_path):
+    from affectgym.agents.runner import ResultsWriter
+
+    writer = ResultsWriter(tmp_path / "results.jsonl")
+
+    def write_many(worker):
+        for i in range(200):
+            writer.write({"scenario_id": f"s{worker}", "rollout": i, "text": "x" * (i * 7)})
+
+    threads = [threading.Thread(target=write_many, args=(w,)) for w in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    writer.close()
+    records, bad = read_results(tmp_path / "results.jsonl")
+    assert bad == 0 and len(records) == 800 == writer.lines_written

@@ -9,9 +9,10 @@ writes to ``out``:
   transcript with tool calls and outputs, final answer, reward, its components, per-step
   rewards, timings, error), with the env's ``info["outcome"]`` copied to the top level
   (``prediction``, ``label``, ``correct``, ``confidence``, ``pivot``... for classification
-  envs). Each line is written whole (one write, flush and fsync under a lock), so after a
-  crash or Ctrl-C ``resume=True`` keeps every complete line, drops a half-written last
-  one and plays only the missing (scenario, rollout) episodes.
+  envs). Lines are only ever written whole (group commit: one write, flush and fsync for
+  the lines queued meanwhile, by one writer thread), so after a crash or Ctrl-C
+  ``resume=True`` keeps every complete line, drops a half-written last one and plays only
+  the missing (scenario, rollout) episodes.
 * ``metadata.json``: env id and kwargs, agent spec and settings, package versions, seed,
   start and end times, host and the exact command.
 * ``summary.json``: mean reward with its 95% interval, each reward component, the env's
@@ -158,32 +159,71 @@ def episode_seed(seed: int, scenario_id: str, rollout: int) -> int:
 
 # --------------------------------------------------------------------------- results file
 class ResultsWriter:
-    """Appends JSON lines; each line is one write + flush + fsync under a lock.
+    """Appends JSON lines from many threads; only whole lines ever reach the file.
+
+    A background thread takes every line queued since its last write and appends them in
+    one ``write``, then flushes and fsyncs (group commit: one fsync covers all the lines
+    that arrived while the previous one ran, so workers never wait for the disk). A crash
+    can lose the lines still queued, or cut the last write short; :func:`read_results`
+    drops a cut line and a resumed run replays the episodes that are missing.
 
     Args:
         path: The ``results.jsonl`` file (created if missing).
-        fsync: Force each line to disk (the default; off only for benchmarks of the runner itself).
+        fsync: Force each write to disk (the default; off only to measure the runner itself).
+
+    Raises:
+        OSError: From :meth:`write` or :meth:`close`, when an earlier write failed (disk full...).
     """
 
     def __init__(self, path: Path, fsync: bool = True):
         self.path = path
         self.fsync = fsync
-        self._lock = threading.Lock()
+        self.lines_written = 0
         self._file = open(path, "ab")  # noqa: SIM115 - closed in close()
+        self._pending: list[bytes] = []
+        self._closing = False
+        self._error: OSError | None = None
+        self._condition = threading.Condition()
+        self._thread = threading.Thread(target=self._drain, name="affectgym-results", daemon=True)
+        self._thread.start()
 
     def write(self, record: Mapping[str, Any]) -> None:
-        """Append one record as a line."""
+        """Queue one record as a line (encoded here, so a bad record fails in its own episode)."""
         data = (json.dumps(record, ensure_ascii=False, default=_json_default) + "\n").encode()
-        with self._lock:
-            self._file.write(data)
-            self._file.flush()
-            if self.fsync:
-                os.fsync(self._file.fileno())
+        with self._condition:
+            if self._error is not None:
+                raise self._error
+            self._pending.append(data)
+            self._condition.notify_all()
 
     def close(self) -> None:
-        """Close the file."""
-        with self._lock:
-            self._file.close()
+        """Write every queued line, then close the file."""
+        with self._condition:
+            self._closing = True
+            self._condition.notify_all()
+        self._thread.join()
+        self._file.close()
+        if self._error is not None:
+            raise self._error
+
+    def _drain(self) -> None:
+        while True:
+            with self._condition:
+                while not self._pending and not self._closing:
+                    self._condition.wait()
+                if not self._pending:
+                    return
+                batch, self._pending = self._pending, []
+            try:
+                self._file.write(b"".join(batch))
+                self._file.flush()
+                if self.fsync:
+                    os.fsync(self._file.fileno())
+            except OSError as exc:
+                with self._condition:
+                    self._error = exc
+                return
+            self.lines_written += len(batch)
 
 
 def read_results(path: Path) -> tuple[list[dict[str, Any]], int]:
