@@ -204,3 +204,55 @@ def test_results_writer_keeps_lines_whole_under_concurrent_writes(tmp_path):
     writer.close()
     records, bad = read_results(tmp_path / "results.jsonl")
     assert bad == 0 and len(records) == 800 == writer.lines_written
+
+
+def test_a_third_of_model_server_calls_failing_over_http(tmp_path):
+    from openai_server import OpenAIServer, Reply, ToolCall
+
+    from affectgym.agents.openai_agent import OpenAIAgent
+
+    calls = itertools.count(1)
+    lock = threading.Lock()
+
+    def server_policy(request):
+        with lock:
+            index = next(calls)
+        if index % 3 == 0:
+            return Reply(status=500)
+        if any(m["role"] == "tool" for m in request["messages"]):
+            return "<answer>happy</answer>"
+        return ToolCall("read_note", {})
+
+    with OpenAIServer(server_policy) as server:
+        agent = OpenAIAgent("test-model", base_url=server.url, max_retries=0)
+        # two calls per episode: about 5 episodes in 9 hit a failure, so allow up to 90%
+        result = run_eval(config(tmp_path, rollouts=3, concurrency=4, max_fail_fraction=0.9), agent=agent)
+    records, _ = read_results(result.out / "results.jsonl")
+    failed = [r for r in records if r["error"]]
+    assert len(records) == 18 and failed and result.summary["status"] == "complete"
+    assert {r["error"]["type"] for r in failed} == {"InternalServerError"}
+    assert result.summary["errors"]["by_type"] == {"InternalServerError": len(failed)}
+
+
+def test_sarcasm_env_records_carry_its_classification_outcome(tmp_path):
+    import affectgym
+    from affectgym.agents.base import tool_call_text
+
+    if "affectgym/Sarcasm-v0" not in affectgym.list_envs():
+        pytest.skip("Sarcasm-v0 is not registered")
+
+    def transcript_then_sarcastic(observation, info):
+        if len(info["messages"]) == 2:
+            return tool_call_text("get_transcript", {})
+        return '<final>{"label": "sarcastic", "confidence": 0.7}</final>'
+
+    result = run_eval(
+        config(tmp_path, env_id="affectgym/Sarcasm-v0", n=12, concurrency=2),
+        agent=FunctionAgent(transcript_then_sarcastic),
+    )
+    records, _ = read_results(result.out / "results.jsonl")
+    assert all(r["prediction"] == "sarcastic" and r["confidence"] == 0.7 and isinstance(r["pivot"], bool) for r in records)
+    classification = result.summary["classification"]
+    assert classification["n"] == 12 and "pivot" in classification["subsets"]
+    assert "terminated" not in classification["subsets"]  # only the env's outcome flags are subsets
+    assert classification["accuracy"] == pytest.approx(sum(r["label"] == "sarcastic" for r in records) / 12)

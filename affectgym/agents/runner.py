@@ -59,6 +59,7 @@ RESERVED_KEYS = frozenset(
     {
         "scenario_id", "rollout", "seed", "messages", "final_text", "final_answer", "reward", "reward_components",
         "step_rewards", "terminated", "truncated", "turns", "tool_calls", "timings", "error", "agent", "env_id",
+        "outcome_keys",
     }
 )
 
@@ -348,9 +349,25 @@ def play_episode(env: Any, agent: Agent, scenario_id: str, rollout: int, seed: i
         "error": error,
         "messages": messages,
     }
+    outcome_keys = []
     for key, value in (info.get("outcome") or {}).items() if error is None else ():
-        record[f"outcome_{key}" if key in RESERVED_KEYS else key] = value
+        name = f"outcome_{key}" if key in RESERVED_KEYS else key
+        record[name] = value
+        outcome_keys.append(name)
+    record["outcome_keys"] = outcome_keys
     return record
+
+
+def outcome_view(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The env's outcome fields of a record (what the classification metrics read).
+
+    >>> outcome_view({"scenario_id": "a", "terminated": True, "label": "x", "outcome_keys": ["label"]})
+    {'label': 'x'}
+    """
+    keys = record.get("outcome_keys")
+    if keys is None:  # a record written by hand or by another tool: everything the runner does not own
+        return {k: v for k, v in record.items() if k not in RESERVED_KEYS and k != "outcome_keys"}
+    return {k: record[k] for k in keys if k in record}
 
 
 def _final_text(messages: Sequence[Mapping[str, Any]]) -> str | None:
@@ -620,7 +637,7 @@ def summarize(records: Sequence[Mapping[str, Any]], rollouts: int = 1) -> dict[s
         },
         "reward": {"mean": mean, "ci95": half, "n": len(rewards)},
         "reward_components": {name: math.fsum(v) / len(v) for name, v in sorted(components.items())},
-        "classification": classification_metrics(ok),
+        "classification": classification_metrics([outcome_view(r) for r in ok]),
         "tool_use": tool_use_stats([r.get("tool_calls") or [] for r in ok]),
         "turns_mean": math.fsum(r.get("turns", 0) for r in ok) / len(ok) if ok else None,
         "truncated_rate": sum(bool(r.get("truncated")) for r in ok) / len(ok) if ok else None,
@@ -751,6 +768,7 @@ __all__ = [
     "RunAborted",
     "RunResult",
     "episode_seed",
+    "outcome_view",
     "play_episode",
     "print_summary",
     "read_results",
