@@ -256,3 +256,9 @@ def test_sarcasm_env_records_carry_its_classification_outcome(tmp_path):
     assert classification["n"] == 12 and "pivot" in classification["subsets"]
     assert "terminated" not in classification["subsets"]  # only the env's outcome flags are subsets
     assert classification["accuracy"] == pytest.approx(sum(r["label"] == "sarcastic" for r in records) / 12)
+
+
+def test_a_bad_agent_spec_fails_before_anything_is_written(tmp_path):
+    with pytest.raises(ValueError, match="unknown agent spec"):
+        run_eval(config(tmp_path, agent="no-such-agent"))
+    assert not (tmp_path / "run").exists()

@@ -406,11 +406,21 @@ def run_eval(
         RunAborted: Too many episodes failed; what was done is on disk.
     """
     out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
     results_path = out / RESULTS_FILE
     if env_factory is None:
         env_factory = _default_env_factory(config)
     previous_metadata = _check_resumable(config, out, results_path)
+    probe_env = env_factory()  # a bad env id or agent spec fails before anything is written
+    built_agent = agent is None
+    if agent is None:
+        from affectgym.agents.registry import make_agent
+
+        try:
+            agent = make_agent(config.agent, **config.agent_kwargs)
+        except Exception:
+            probe_env.close()
+            raise
+    out.mkdir(parents=True, exist_ok=True)
     records, bad_lines = read_results(results_path)
     kept, seen = [], set()
     for record in records:
@@ -422,17 +432,11 @@ def run_eval(
     if bad_lines or len(kept) != len(records):
         _rewrite_results(results_path, kept)
 
-    probe_env = env_factory()
     scenario_ids = list(probe_env.unwrapped.scenario_ids)
     chosen = select_scenarios(scenario_ids, config.n, config.seed)
     planned = [(sid, r) for sid in chosen for r in range(config.rollouts)]
     todo = [(sid, r) for sid, r in planned if (sid, r) not in seen]
 
-    built_agent = agent is None
-    if agent is None:
-        from affectgym.agents.registry import make_agent
-
-        agent = make_agent(config.agent, **config.agent_kwargs)
     metadata = _metadata(config, agent, previous_metadata, planned_episodes=len(planned), resumed_records=len(kept))
     _write_json(out / METADATA_FILE, metadata)
 
