@@ -1,0 +1,365 @@
+"""Specification of affectgym/EmotionStyle-v0: prompts, labels, rubric, canaries, backends, data."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from pathlib import Path
+
+import gymnasium
+import pytest
+
+from affectgym.data.instructions import (
+    InstructionDataError,
+    load_embedded_instructions,
+    load_instruction_file,
+    load_wizardlm_instructions,
+)
+from affectgym.envs.checker import check_env
+from affectgym.envs.emotion_style import (
+    BASIC_LABELS,
+    CORE_RULES,
+    EmotionStyleEnv,
+    make_classifier,
+    reference_reply,
+    rule_hit,
+)
+from affectgym.rewards.classifier import EmotionClassifier
+
+ENV_ID = "affectgym/EmotionStyle-v0"
+ENTRY_POINT = "affectgym.envs.emotion_style:EmotionStyleEnv"
+
+
+@pytest.fixture(scope="module")
+def nade_env() -> EmotionStyleEnv:
+    pytest.importorskip("nade")
+    return EmotionStyleEnv(classifier="nade", split="all")
+
+
+def constant_classifier(calls: list[int] | None = None, label: str = "anger"):
+    """A callable backend that is sure every text is ``label``; it records each call's batch size."""
+
+    def score(texts: list[str]) -> list[dict[str, float]]:
+        if calls is not None:
+            calls.append(len(texts))
+        return [{label: 1.0} for _ in texts]
+
+    return score
+
+
+def ratings(**overrides: object) -> dict[str, object]:
+    best = {
+        "emotion_match": "high",
+        "implicitness": True,
+        "intensity": True,
+        "authenticity": True,
+        "response_only": True,
+        "quality": "high",
+    }
+    return best | overrides
+
+
+def dummy_judge(answers: dict[str, dict[str, object]]):
+    pytest.importorskip("dspy")
+    from dspy.utils import DummyLM
+
+    from affectgym.rewards.judge import EmotionJudge, JudgeConfig
+
+    return EmotionJudge(DummyLM(answers), JudgeConfig(cache=False, max_retries=0))
+
+
+# ----------------------------------------------------------------------------- data
+def test_embedded_instructions_are_many_varied_and_unique() -> None:
+    items = load_embedded_instructions()
+    assert len(items) >= 200
+    assert len({i.id for i in items}) == len(items) and len({i.text for i in items}) == len(items)
+    kinds = Counter(i.kind for i in items)
+    assert {"advice", "description", "story", "explanation", "opinion", "letter"} <= set(kinds)
+    assert min(kinds.values()) >= 20
+    assert all(i.topic for i in items)
+
+
+def test_split_is_stable_by_instruction_and_disjoint() -> None:
+    train = EmotionStyleEnv(classifier="nade", split="train")
+    evaluation = EmotionStyleEnv(classifier="nade", split="eval")
+    train_ids = {s.instruction_id for s in train.scenarios}
+    eval_ids = {s.instruction_id for s in evaluation.scenarios}
+    assert not train_ids & eval_ids
+    assert len(train_ids | eval_ids) == len(load_embedded_instructions())
+    assert 0.15 < len(eval_ids) / len(train_ids | eval_ids) < 0.25
+    assert [s.id for s in EmotionStyleEnv(classifier="nade", split="eval").scenarios] == evaluation.scenario_ids
+
+
+def test_wizardlm_records_give_their_first_human_turn(tmp_path: Path) -> None:
+    records = [
+        {"idx": "a1", "conversations": [{"from": "human", "value": "Explain tides."}, {"from": "gpt", "value": "..."}]},
+        {"idx": "a2", "conversations": [{"from": "gpt", "value": "hi"}, {"from": "human", "value": "Describe rain."}]},
+        {"idx": "a3", "conversations": []},
+    ]
+    as_json = tmp_path / "wizard.json"
+    as_json.write_text(json.dumps(records))
+    as_jsonl = tmp_path / "wizard.jsonl"
+    as_jsonl.write_text("\n".join(json.dumps(r) for r in records))
+    pyarrow = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    as_parquet = tmp_path / "wizard.parquet"
+    pq.write_table(pyarrow.Table.from_pylist(records), as_parquet)
+    for path in (as_json, as_jsonl, as_parquet):
+        items = load_wizardlm_instructions(path)
+        assert [(i.id, i.text) for i in items] == [("wz-a1", "Explain tides."), ("wz-a2", "Describe rain.")]
+    env = EmotionStyleEnv(instructions="wizardlm", data_file=as_json, split="all", classifier="nade")
+    assert env.get_scenario("wz-a1:fear").topic == "tides"
+    assert env.reset(options={"scenario_id": "wz-a1:fear"})[0].endswith("Explain tides.")
+
+
+def test_the_hub_loader_fails_offline_with_one_line_naming_data_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    datasets = pytest.importorskip("datasets")
+
+    def unreachable(*args: object, **kwargs: object) -> None:
+        raise ConnectionError("Couldn't reach 'WizardLMTeam/WizardLM_evol_instruct_V2_196k' on the Hub")
+
+    monkeypatch.setattr(datasets, "load_dataset", unreachable)
+    with pytest.raises(InstructionDataError, match="data_file=") as error:
+        load_wizardlm_instructions()
+    assert "\n" not in str(error.value)
+
+
+def test_a_missing_or_empty_instruction_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(InstructionDataError, match="does not exist"):
+        load_instruction_file(tmp_path / "nope.jsonl")
+    (tmp_path / "empty.jsonl").write_text('{"other": 1}\n')
+    with pytest.raises(InstructionDataError, match="holds no instruction"):
+        load_instruction_file(tmp_path / "empty.jsonl")
+
+
+# ----------------------------------------------------------------------------- prompts and labels
+def test_prompt_shows_the_emotion_and_a_third_carry_the_preface(nade_env: EmotionStyleEnv) -> None:
+    observation, info = nade_env.reset(options={"scenario_id": "es003:anger"})
+    assert observation.startswith("EMOTION: anger\n\n") and observation.endswith(nade_env.get_scenario("es003:anger").instruction)
+    assert info["tools"] == [] and info["messages"][1]["content"] == observation
+    share = sum(s.preface for s in nade_env.scenarios) / len(nade_env.scenarios)
+    assert 0.28 < share < 0.38
+    with_preface = next(s for s in nade_env.scenarios if s.preface)
+    text = nade_env.first_observation(with_preface)
+    assert "never name the emotion" in text and "no stage directions" in text
+    assert not any(s.preface for s in EmotionStyleEnv(classifier="nade", preface_fraction=0.0).scenarios)
+
+
+def test_the_target_is_shown_so_there_is_no_hidden_label(nade_env: EmotionStyleEnv) -> None:
+    scenario = nade_env.scenarios[0]
+    assert nade_env.flip_label(scenario) is None
+    assert scenario.id == f"{scenario.instruction_id}:{scenario.emotion}"
+
+
+def test_open_labels_without_a_judge_are_refused() -> None:
+    with pytest.raises(ValueError, match="only a judge"):
+        EmotionStyleEnv(classifier="nade", labels="open")
+    with pytest.raises(ValueError, match="only a judge"):
+        EmotionStyleEnv(classifier="nade", labels=["joy", "smug"])
+    with pytest.raises(ValueError, match="'basic', 'open', 'all'"):
+        EmotionStyleEnv(classifier="nade", labels="weird")
+
+
+def test_emotions_per_instruction_picks_a_stable_subset() -> None:
+    env = EmotionStyleEnv(classifier="nade", emotions_per_instruction=2)
+    per_instruction = Counter(s.instruction_id for s in env.scenarios)
+    assert set(per_instruction.values()) == {2}
+    assert env.scenario_ids == EmotionStyleEnv(classifier="nade", emotions_per_instruction=2).scenario_ids
+
+
+# ----------------------------------------------------------------------------- one episode
+def test_every_non_empty_message_is_the_final_answer_and_empty_ones_are_invalid() -> None:
+    env = EmotionStyleEnv(classifier=constant_classifier())
+    env.reset(options={"scenario_id": "es001:joy"})
+    _, reward, terminated, truncated, info = env.step('<tool_call>{"name": "x", "arguments": {}}</tool_call>')
+    assert terminated and not truncated and info["final_answer"].startswith("<tool_call>")
+    env.reset(options={"scenario_id": "es001:joy"})
+    _, reward, terminated, truncated, info = env.step("   ")
+    assert truncated and not terminated and info["truncated_unanswered"]
+    assert info["reward_components"]["empty"] == 1.0 and reward == pytest.approx(-0.5 - 0.05)
+
+
+def test_outcome_reports_target_top_label_probability_and_rule_hits() -> None:
+    env = EmotionStyleEnv(classifier=lambda texts: [{"surprise": 3.0, "joy": 1.0} for _ in texts])
+    env.reset(options={"scenario_id": "es001:joy"})
+    *_, info = env.step("(grins) I am so happy about the job interview!")
+    outcome = info["outcome"]
+    assert outcome["target"] == "joy" and outcome["classifier_top"] == "surprise"
+    assert outcome["target_probability"] == pytest.approx(0.25)
+    assert {"stage_direction", "names_emotion", "states_feeling"} <= set(outcome["rule_hits"])
+    assert info["reward_components"]["instruction_overlap"] > 0
+
+
+# ----------------------------------------------------------------------------- the rubric
+def test_without_a_judge_the_rubric_drops_it_and_says_so_once(caplog: pytest.LogCaptureFixture) -> None:
+    from affectgym.envs import emotion_style
+
+    emotion_style._ANNOUNCED.discard("no-judge")
+    with caplog.at_level(logging.INFO, logger="affectgym.envs.emotion_style"):
+        env = EmotionStyleEnv(classifier="nade")
+        EmotionStyleEnv(classifier="nade")
+    assert sum("no judge configured" in r.getMessage() for r in caplog.records) == 1
+    weights = env.rubric.weights
+    assert "judge" not in weights and weights["emotion_probability"] == 1.0
+    assert weights["instruction_overlap"] == 0.0 and weights["cap:core_rule"] == 1.0
+
+
+def test_reward_weights_override_components_by_name() -> None:
+    env = EmotionStyleEnv(classifier="nade", reward_weights={"shouting": -1.0, "emotion_probability": 2.0})
+    assert env.rubric.weights["shouting"] == -1.0 and env.reward_range[1] == 2.0
+    with pytest.raises(ValueError, match="unknown reward weights"):
+        EmotionStyleEnv(classifier="nade", reward_weights={"nope": 1.0})
+
+
+def test_a_batch_is_classified_in_one_call() -> None:
+    calls: list[int] = []
+    env = EmotionStyleEnv(classifier=constant_classifier(calls))
+    scenarios = env.scenarios[:16]
+    replies = [f"Reply number {i} about {s.topic}." for i, s in enumerate(scenarios)]
+    results = env.score_batch(scenarios, replies, [[] for _ in scenarios])
+    assert calls == [16] and len(results) == 16
+    env.score_batch(scenarios, replies, [[] for _ in scenarios])
+    assert calls == [16], "scores are memoised by text"
+
+
+def test_a_broken_core_rule_caps_the_total_without_a_judge() -> None:
+    env = EmotionStyleEnv(classifier=constant_classifier(), reward_weights={"names_emotion": 0.0, "states_feeling": 0.0})
+    scenario = env.get_scenario("es001:anger")
+    assert env.score(scenario, "Job interviews. Every time.", []).total > 0.99
+    capped = env.score(scenario, "I am furious about job interviews.", [])
+    assert capped.total == pytest.approx(0.60) and capped.components["cap:core_rule"] < 0
+
+
+def test_reference_replies_break_no_rule_and_stay_on_topic() -> None:
+    env = EmotionStyleEnv(classifier="nade", split="all", labels="all", judge=dummy_judge({}))
+    for scenario in env.scenarios:
+        reply = reference_reply(scenario)
+        broken = [rule for rule in (*CORE_RULES, "shouting", "empty", "off_topic") if rule_hit(scenario, reply, [], rule)]
+        assert not broken, f"{scenario.id}: {broken} in {reply!r}"
+
+
+@pytest.mark.parametrize("emotion", BASIC_LABELS)
+def test_every_canary_scores_below_the_honest_reply_offline(nade_env: EmotionStyleEnv, emotion: str) -> None:
+    instructions = sorted({s.instruction_id for s in nade_env.scenarios})[::37]
+    for instruction_id in instructions:
+        scenario = nade_env.get_scenario(f"{instruction_id}:{emotion}")
+        canaries = nade_env.canaries(scenario)
+        assert len(canaries) >= 8
+        honest = nade_env.score(scenario, *nade_env.reference_answer(scenario)).total
+        for name, (text, trace) in canaries.items():
+            score = nade_env.score(scenario, text, trace).total
+            assert score < honest, f"{scenario.id}/{name}: {score:.3f} >= honest {honest:.3f}"
+
+
+# ----------------------------------------------------------------------------- the judge
+def test_the_judge_is_batched_and_its_core_ratings_cap_the_total() -> None:
+    judge = dummy_judge(
+        {
+            "quietly fine": ratings(),
+            "plainly named": ratings(implicitness=False),
+            "narrated": ratings(response_only=False),
+        }
+    )
+    calls: list[int] = []
+    env = EmotionStyleEnv(classifier=constant_classifier(calls), judge=judge)
+    assert env.rubric.weights["judge"] == 0.5 and env.rubric.weights["emotion_probability"] == 0.5
+    scenario = env.get_scenario("es001:anger")
+    replies = ["Job interviews, quietly fine.", "Job interviews, plainly named.", "Job interviews, narrated."]
+    best, named, narrated = env.score_batch([scenario] * 3, replies, [[], [], []])
+    assert calls == [3]
+    assert best.total == pytest.approx(1.0) and best.components["judge"] == 1.0
+    for result in (named, narrated):
+        assert result.total == pytest.approx(0.60) and result.components["cap:core_rule"] < 0
+
+
+def test_a_failing_judge_gives_none_and_the_rest_still_counts() -> None:
+    judge = dummy_judge({"never matches": ratings()})
+    env = EmotionStyleEnv(classifier=constant_classifier(), judge=judge)
+    result = env.score(env.get_scenario("es001:anger"), "Job interviews again.", [])
+    assert result.components["judge"] is None and result.total == pytest.approx(0.5)
+    assert judge.failures == 1
+
+
+def test_with_a_judge_the_canaries_are_capped_even_when_the_judge_is_fooled() -> None:
+    fooled = {"": ratings()}  # the judge rates everything at its best
+    env = EmotionStyleEnv(classifier=constant_classifier(label="fear"), judge=dummy_judge(fooled))
+    scenario = env.get_scenario("es002:fear")
+    honest = env.score(scenario, *env.reference_answer(scenario))
+    assert honest.total == pytest.approx(1.0)
+    for name, (text, trace) in env.canaries(scenario).items():
+        result = env.score(scenario, text, trace)
+        assert result.total <= 0.60 + 1e-9, name
+        assert result.total < honest.total, name
+
+
+def test_open_labels_are_scored_by_the_judge_alone() -> None:
+    env = EmotionStyleEnv(labels="open", judge=dummy_judge({"": ratings(emotion_match="medium")}), classifier="nade")
+    assert "emotion_probability" not in env.rubric.weights and env.rubric.weights["judge"] == 1.0
+    assert env.classifier is None
+    scenario = env.get_scenario("es001:smug")
+    assert env.reset(options={"scenario_id": scenario.id})[0].startswith("EMOTION: smug")
+    result = env.score(scenario, reference_reply(scenario), [])
+    assert result.total == pytest.approx(0.85)
+
+
+# ----------------------------------------------------------------------------- classifier backends
+def test_auto_uses_nade_offline_and_says_so(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    from affectgym.envs import emotion_style
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(emotion_style, "_model_available", lambda model: emotion_style._hub_reachable())
+    emotion_style._ANNOUNCED.discard("auto-nade")
+    with caplog.at_level(logging.INFO, logger="affectgym.envs.emotion_style"):
+        classifier = make_classifier("auto")
+    assert classifier.backend == "nade"
+    assert any("uses nade" in r.getMessage() for r in caplog.records)
+
+
+def test_classifier_names_pick_their_backend(tmp_path: Path) -> None:
+    assert make_classifier("transformers").model == "j-hartmann/emotion-english-distilroberta-base"
+    assert make_classifier(str(tmp_path)).model == str(tmp_path)
+    instance = EmotionClassifier("nade")
+    assert make_classifier(instance) is instance
+    with pytest.raises(ValueError, match="classifier must be"):
+        make_classifier("")
+
+
+def test_a_local_transformer_model_scores_through_the_env(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    from affectgym.rewards.classifier import save_random_emotion_model
+
+    directory = save_random_emotion_model(tmp_path / "tiny", max_position_embeddings=66)
+    env = EmotionStyleEnv(classifier=str(directory), classifier_options={"precision": "fp32"})
+    assert env.classifier is not None and env.classifier.backend == "transformers"
+    scenarios = env.scenarios[:5]
+    results = env.score_batch(scenarios, [reference_reply(s) for s in scenarios], [[] for _ in scenarios])
+    for result in results:
+        assert 0.0 < result.components["emotion_probability"] < 1.0
+    env.reset(options={"scenario_id": scenarios[0].id})
+    *_, info = env.step(reference_reply(scenarios[0]))
+    assert info["outcome"]["classifier_top"] in BASIC_LABELS
+
+
+# ----------------------------------------------------------------------------- registration and checker
+def test_made_through_gymnasium_under_its_id() -> None:
+    if ENV_ID not in gymnasium.registry:
+        gymnasium.register(id=ENV_ID, entry_point=ENTRY_POINT)
+    env = gymnasium.make(ENV_ID, classifier="nade")
+    observation, info = env.reset(seed=3)
+    assert observation.startswith("EMOTION: ") and info["scenario_id"].endswith(observation.split("\n")[0][9:])
+    assert "## Rewards" in type(env.unwrapped).__doc__
+
+
+def test_check_env_passes_offline_with_a_short_fuzz() -> None:
+    pytest.importorskip("nade")
+    report = check_env(EmotionStyleEnv(classifier="nade"), fuzz_actions=300, max_scenarios=14)
+    assert report.canaries_checked >= 14 * 8 and not report.problems
+
+
+@pytest.mark.slow
+def test_check_env_passes_offline_with_the_default_fuzz() -> None:
+    pytest.importorskip("nade")
+    report = check_env(EmotionStyleEnv(classifier="nade"))
+    assert report.fuzzed_actions >= 2_000 and report.canaries_checked >= 400 and not report.problems
