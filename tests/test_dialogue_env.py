@@ -160,6 +160,7 @@ def test_unknown_reward_weight_is_rejected_and_weights_override():
     assert env.rubric.weights["length"] == 0.0
 
 
+@pytest.mark.filterwarnings("ignore:Implementing custom LMs:DeprecationWarning")
 def test_the_empathy_judge_adds_a_component_and_never_raises():
     dspy = pytest.importorskip("dspy")
     from dspy.utils import DummyLM

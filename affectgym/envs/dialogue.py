@@ -814,6 +814,7 @@ class DialogueEnv(AffectEnv):
             parts["invalid_actions"] = -self.invalid_action_penalty
         parts["truncation_penalty" if truncated else "completion_bonus"] = terminal
         last = self._records[-1] if self._records and self._records[-1]["turn_id"] == self.scenario.id else None
+        last_parsed = parse_chatbot_turn(last["reply"])[0] if last else None
         outcome = {
             "dialogue_id": self.scenario.dialogue_id,
             "completed": not truncated,
@@ -825,7 +826,7 @@ class DialogueEnv(AffectEnv):
         info = self._info(
             parts,
             episode_reward=total,
-            final_answer=dataclasses.asdict(parse_chatbot_turn(last["reply"])[0] or ChatbotTurn(("", "", ""), ("", "", ""))) if last else None,
+            final_answer=dataclasses.asdict(last_parsed) if last_parsed else None,
             truncated_unanswered=truncated,
             outcome=outcome,
             parse_error=parse_error,
@@ -871,7 +872,8 @@ class DialogueEnv(AffectEnv):
             "unanswered": (None, []),
         }
         # One classifier call for every sentence the checker is about to score.
-        self._classify([s for text, _ in hacks.values() if text for s in (parse_chatbot_turn(text)[0] or ChatbotTurn(("",) * 3, ("",) * 3)).sentences if s] + list(sentences))  # type: ignore[arg-type]
+        parsed_hacks = [parse_chatbot_turn(text)[0] for text, _ in hacks.values() if text]
+        self._classify([*sentences, *(s for p in parsed_hacks if p is not None for s in p.sentences)])
         return hacks
 
     def _far_sentence(self, tag: str) -> str:
