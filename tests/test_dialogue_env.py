@@ -52,7 +52,7 @@ def test_step_rewards_are_the_per_turn_scores_and_sum_to_the_return(env):
             turn_scores.append(expected)
     assert terminated and not truncated
     assert rewards[1] == pytest.approx(-env.invalid_action_penalty)
-    assert rewards[2] < 0.5 and info["outcome"]["turns"][1]["parse_error"].startswith("no emotion tags")
+    assert rewards[2] < 0.5 and info["outcome"]["dialogue_turns"][1]["parse_error"].startswith("no emotion tags")
     assert sum(rewards) == pytest.approx(info["episode_reward"])
     assert sum(turn_scores) - env.invalid_action_penalty == pytest.approx(info["episode_reward"])
 
@@ -103,11 +103,13 @@ def test_outcome_carries_reference_metrics_and_dialogue_summary_aggregates_them(
     env.reset(options={"scenario_id": dialogue.id})
     for turn in dialogue.turns:
         *_, info = env.step(turn.reference)
-    turns = info["outcome"]["turns"]
+    turns = info["outcome"]["dialogue_turns"]
     assert [t["bleu4"] for t in turns] == [100.0] * len(dialogue.turns)
     summary = dialogue_summary([{"outcome": info["outcome"]}])
     assert summary["turns"] == len(dialogue.turns) and summary["rougeL"] == pytest.approx(100.0)
     assert summary["tag_accuracy"] == 1.0 and summary["corpus_bleu4"] == pytest.approx(100.0)
+    runner_record = {"scenario_id": dialogue.turns[0].id, "turns": len(dialogue.turns), **info["outcome"]}
+    assert dialogue_summary([runner_record]) == summary
 
 
 def test_a_callable_user_plays_the_later_turns_with_the_dialogues_emotion_arc():

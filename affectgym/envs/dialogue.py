@@ -820,7 +820,7 @@ class DialogueEnv(AffectEnv):
             "completed": not truncated,
             "turns_answered": len(self._records),
             "turns_in_dialogue": self.scenario.n_turns,
-            "turns": list(self._records),
+            "dialogue_turns": list(self._records),
             "return": total,
         }
         info = self._info(

@@ -8,7 +8,7 @@ F-measure of ``rouge-score`` (Porter stemming). Tag accuracy compares the reply'
 by slot, with the three the turn requires (user's emotion, requested emotion, NEUTRAL).
 
 :func:`dialogue_summary` aggregates per-turn records (or episode outcomes holding them under
-``"turns"``) into the numbers an eval report prints: the mean of sentence BLEU-4 (as
+``"dialogue_turns"``) into the numbers an eval report prints: the mean of sentence BLEU-4 (as
 LLaMA-Factory reports it), corpus BLEU-4, mean ROUGE-1/2/L, tag accuracy per slot and overall.
 
 >>> required = ("SADNESS", "HAPPINESS", "NEUTRAL")
@@ -18,7 +18,7 @@ LLaMA-Factory reports it), corpus BLEU-4, mean ROUGE-1/2/L, tag accuracy per slo
 ...                    "(SADNESS) Oh no. (HAPPINESS) Well done. (NEUTRAL) What next?", required)
 >>> row["bleu4"], row["rougeL"], row["tags_correct"]
 (100.0, 100.0, 3)
->>> summary = dialogue_summary([{"turns": [row]}])
+>>> summary = dialogue_summary([{"dialogue_turns": [row]}])
 >>> summary["turns"], summary["bleu4"], summary["tag_accuracy"]
 (1, 100.0, 1.0)
 """
@@ -100,12 +100,18 @@ def turn_metrics(reply: str | None, reference: str | None, required_tags: Sequen
     return row
 
 
+#: Keys under which an episode outcome (or an eval record) holds its per-turn rows: the env's
+#: ``dialogue_turns``, and the names the eval runner may give it (``outcome_turns``) or a user.
+TURN_LIST_KEYS = ("dialogue_turns", "outcome_dialogue_turns", "turns", "outcome_turns")
+
+
 def _turn_rows(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     rows: list[Mapping[str, Any]] = []
     for record in records:
         nested = record.get("outcome") if isinstance(record.get("outcome"), Mapping) else record
-        if isinstance(nested.get("turns"), list):
-            rows += [t for t in nested["turns"] if isinstance(t, Mapping)]
+        lists = [nested[key] for key in TURN_LIST_KEYS if isinstance(nested.get(key), list)]
+        if lists:
+            rows += [t for t in lists[0] if isinstance(t, Mapping)]
         elif "tag_correct" in nested:
             rows.append(nested)
     return rows
@@ -120,8 +126,9 @@ def dialogue_summary(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
     Args:
         records: Per-turn rows (as :func:`turn_metrics` or the env's ``outcome()`` give them),
-            episode outcomes holding them under ``"turns"``, or eval records holding such an
-            outcome under ``"outcome"``; other records are ignored.
+            episode outcomes holding them under ``"dialogue_turns"`` (``info["outcome"]`` of
+            the env), eval records with that outcome under ``"outcome"`` or copied to their top
+            level (the eval runner's records); other records are ignored.
 
     Returns:
         ``turns`` (rows read), ``turns_with_reference``, ``bleu4`` (mean sentence BLEU-4),
