@@ -274,12 +274,15 @@ def test_the_judge_is_batched_and_its_core_ratings_cap_the_total() -> None:
         assert result.total == pytest.approx(0.60) and result.components["cap:core_rule"] < 0
 
 
-def test_a_failing_judge_gives_none_and_the_rest_still_counts() -> None:
+def test_a_failing_judge_gives_none_the_rest_still_counts_and_it_is_asked_again_later() -> None:
     judge = dummy_judge({"never matches": ratings()})
     env = EmotionStyleEnv(classifier=constant_classifier(), judge=judge)
-    result = env.score(env.get_scenario("es001:anger"), "Job interviews again.", [])
-    assert result.components["judge"] is None and result.total == pytest.approx(0.5)
-    assert judge.failures == 1
+    scenario = env.get_scenario("es001:anger")
+    result = env.score(scenario, "Job interviews again.", [])
+    assert result.components["judge"] is None and result.components["judge_implicitness"] is None
+    assert result.total == pytest.approx(0.5) and judge.failures == 1
+    env.score(scenario, "Job interviews again.", [])
+    assert judge.failures == 2, "a failed verdict is not memoised"
 
 
 def test_with_a_judge_the_canaries_are_capped_even_when_the_judge_is_fooled() -> None:

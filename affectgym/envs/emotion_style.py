@@ -783,15 +783,31 @@ class EmotionStyleEnv(AffectEnv):
                 values.append(0.0 if distribution is None else distribution[label])
         return values
 
-    def verdicts(self, scenarios: Sequence[StyleScenario], replies: Sequence[str | None]) -> list[JudgeVerdict | None]:
-        """The judge's verdict on each reply (``None`` when unanswered or judging failed), memoised."""
+    def verdicts(
+        self, scenarios: Sequence[StyleScenario], replies: Sequence[str | None], *, retry_failed: bool = True
+    ) -> list[JudgeVerdict | None]:
+        """The judge's verdict on each reply (``None`` when unanswered or judging failed), memoised.
+
+        Args:
+            scenarios: One scenario per reply.
+            replies: The replies.
+            retry_failed: Judge again replies whose last judging failed (the ``judge``
+                criterion does; the rating criteria that follow it in the same batch reuse
+                its outcome).
+        """
         if self.judge is None:
             return [None] * len(replies)
         keys = [
             (s.instruction, s.emotion, _scorable(reply)) if _scorable(reply) else None
             for s, reply in zip(scenarios, replies, strict=True)
         ]
-        missing = list(dict.fromkeys(key for key in keys if key is not None and key not in self._verdicts))
+        missing = list(
+            dict.fromkeys(
+                key
+                for key in keys
+                if key is not None and (key not in self._verdicts or (retry_failed and self._verdicts[key] is None))
+            )
+        )
         if missing:
             found = self.judge.score_batch([k[0] for k in missing], [k[1] for k in missing], [k[2] for k in missing])
             for key, verdict in zip(missing, found, strict=True):
@@ -808,7 +824,8 @@ class EmotionStyleEnv(AffectEnv):
     def _judge_rating(
         self, scenarios: Sequence[StyleScenario], replies: Sequence[str | None], traces: Sequence[Trace], *, rating: str
     ) -> list[float | None]:
-        return [None if v is None else float(getattr(v, rating)) for v in self.verdicts(scenarios, replies)]
+        verdicts = self.verdicts(scenarios, replies, retry_failed=False)
+        return [None if v is None else float(getattr(v, rating)) for v in verdicts]
 
     def outcome(self, scenario: StyleScenario, answer: Any, result: RubricResult) -> dict[str, Any]:
         """Target emotion, the classifier's top label, the target's probability, rule hits, judge score."""
