@@ -47,6 +47,19 @@ def test_sac_runs_and_learns(tmp_path):
     assert result.mean_reward > result.random_mean_reward
 
 
+def test_stable_baselines_make_vec_env_builds_the_env():
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from affectgym.train.sb3 import ensure_registered
+
+    ensure_registered("affectgym/EmotionState-v0")
+    venv = make_vec_env(
+        "affectgym/EmotionState-v0", n_envs=2, seed=0
+    )  # passes render_mode="rgb_array"
+    assert venv.reset().shape == (2, 22)
+    venv.close()
+
+
 def test_unknown_algorithm_is_rejected_with_the_accepted_ones(tmp_path):
     with pytest.raises(ValueError, match="ppo"):
         train_sb3(algo="dqn", timesteps=10, output_dir=tmp_path)

@@ -830,7 +830,8 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
     - ``transition_prior``: path or mapping of the prior JSON (default: shipped file).
     - ``arcs``: path or mapping of the arcs JSON (default: shipped file).
     - ``arc_names``: restrict the arcs drawn at reset to these names.
-    - ``render_mode``: None or ``"ansi"`` (bars for state and target).
+    - ``render_mode``: ``"ansi"`` (bars for state and target) or None; other modes warn
+      and render nothing.
 
     ``reset(options={"arc": name})`` plays the named arc.
 
@@ -856,8 +857,10 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
         render_mode: str | None = None,
     ):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(
-                f"render_mode {render_mode!r} is not supported; accepted: None, 'ansi'"
+            # Warn, as Gymnasium's own envs do: Stable-Baselines3's make_vec_env passes
+            # render_mode="rgb_array" to every env it builds.
+            gym.logger.warn(
+                f"render_mode {render_mode!r} is not supported (accepted: None, 'ansi'); render() returns None"
             )
         self.render_mode = render_mode
         self.core = EmotionStateCore(
@@ -970,9 +973,9 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
 
     def render(self) -> str | None:
         """Return the state and target as text bars when ``render_mode == "ansi"``."""
-        if self.render_mode is None:
+        if self.render_mode != "ansi":
             gym.logger.warn(
-                "render() called with render_mode=None; pass render_mode='ansi' to gym.make"
+                f"render() with render_mode={self.render_mode!r} draws nothing; pass render_mode='ansi' to gym.make"
             )
             return None
         if self._arc is None:

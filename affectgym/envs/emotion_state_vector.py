@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from os import PathLike
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
@@ -60,7 +61,7 @@ class EmotionStateVectorEnv(VectorEnv):
         transition_prior: Prior JSON (path or mapping); None for the shipped file.
         arcs: Arcs JSON (path or mapping); None for the shipped file.
         arc_names: Restrict the arcs to these names.
-        render_mode: Only None is supported.
+        render_mode: Accepted for compatibility; nothing is rendered.
 
     >>> env = EmotionStateVectorEnv(num_envs=4)
     >>> obs, info = env.reset(seed=0)
@@ -89,10 +90,10 @@ class EmotionStateVectorEnv(VectorEnv):
         render_mode: str | None = None,
     ):
         if render_mode is not None:
-            raise ValueError(
-                f"render_mode {render_mode!r} is not supported by the vector env; accepted: None"
+            gym.logger.warn(
+                f"render_mode {render_mode!r} is not supported by the vector env; nothing is rendered"
             )
-        self.render_mode = None
+        self.render_mode = render_mode
         self.core = core = EmotionStateCore(
             alpha=alpha,
             max_episode_steps=max_episode_steps,
