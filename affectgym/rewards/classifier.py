@@ -70,14 +70,15 @@ _CACHE_LOCK = threading.Lock()
 def default_precision(device: str) -> str:
     """Precision used when ``precision="auto"``, chosen by measurement per device.
 
-    On a CPU with native bf16 instructions (AVX512-BF16; measured on 2 threads, 256 replies
-    of about 120 tokens, distilroberta shape, ``benchmarks/bench_rewards.py``), bf16 ran 3.3x
-    faster than fp32 at the same batch size and 8.7x faster than fp32 one reply at a time.
-    Agreement with fp32 depends on how confident the model is: within 0.002 on every target
-    probability for a random model at RoBERTa's initialisation (near-uniform outputs), up to
-    0.026 once its head was scaled to confident logits (std 6.5); int8-dynamic was no faster
-    than bf16 and further off (0.14). Check with the real model before relying on small
-    reward differences; ``precision="fp32"`` stays available. On CUDA, bf16.
+    On a CPU with native bf16 instructions (AVX512-BF16; 2 threads, 256 replies of about
+    120 tokens, distilroberta shape, ``benchmarks/bench_rewards.py``, a shared machine), bf16
+    ran 1.9-3.3x faster than fp32 at batch 32 and 6.3-8.7x faster than fp32 one reply at a
+    time. Agreement with fp32 depends on how confident the model is: within 0.002 on every
+    target probability for a random model at RoBERTa's initialisation (near-uniform outputs),
+    up to 0.026 once its head was scaled to confident logits (std 6.5). int8-dynamic was as
+    fast or up to 1.3x faster than bf16 but further off (0.003 and 0.14), so it is opt-in.
+    Check with the real model before relying on small reward differences;
+    ``precision="fp32"`` stays available. On CUDA, bf16.
     Elsewhere (no bf16 instructions, MPS) fp32.
 
     Args:
