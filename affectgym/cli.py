@@ -13,7 +13,12 @@ import sys
 from collections.abc import Sequence
 
 #: Modules that add subcommands, in the order ``--help`` lists them.
-COMMAND_MODULES: tuple[str, ...] = ("affectgym.commands", "affectgym.features.commands")
+COMMAND_MODULES: tuple[str, ...] = (
+    "affectgym.commands",
+    "affectgym.agents.commands",
+    "affectgym.train.commands",
+    "affectgym.features.commands",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,8 +10,16 @@ from affectgym.agents.registry import make_agent, register_agent, registered_age
 
 
 def test_registered_name_builds_its_agent_with_the_given_kwargs():
-    register_agent("echo-test", lambda text="hi": FunctionAgent(lambda o, i: text, name="echo"))
+    seen = {}
+
+    def factory(text="hi", env_id=None, env_kwargs=None):
+        seen.update(env_id=env_id, env_kwargs=env_kwargs)
+        return FunctionAgent(lambda o, i: text, name="echo")
+
+    register_agent("echo-test", factory)
     assert make_agent("echo-test", text="bye").act("", {}) == "bye"
+    make_agent("echo-test", env_id="affectgym/Sarcasm-v0", env_kwargs={"reward": "single"})
+    assert seen == {"env_id": "affectgym/Sarcasm-v0", "env_kwargs": {"reward": "single"}}
     assert "echo-test" in registered_agents() and "smollm2-135m" in registered_agents()
 
 

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from affectgym.agents.base import Agent, tool_call_text
+from affectgym.agents.registry import register_agent
 
 _NUMBER = r"([-+]?\d+(?:\.\d+)?)"
 # (feature name, pattern over get_prosody_features' text); missing values read as NaN.
@@ -285,3 +286,24 @@ class ProbeAgent(_ToolThenAnswerAgent):
         probabilities = self.model.predict_proba(self._matrix([row]))[0]
         best = int(np.argmax(probabilities))
         return str(self.model.classes_[best]), float(probabilities[best])
+
+
+def _baseline_factory(build: Any, name: str) -> Any:
+    def factory(env_id: str | None = None, env_kwargs: Mapping[str, Any] | None = None, **kwargs: Any) -> Agent:
+        if env_id is None:
+            raise ValueError(f"the {name!r} baseline fits itself on an env: pass env_id (affectgym eval does)")
+        return build(env_id, dict(env_kwargs or {}), **kwargs)
+
+    return factory
+
+
+_BASELINES = {
+    "majority": lambda env_id, env_kwargs, **kw: MajorityAgent(env_id, env_kwargs),
+    "random": lambda env_id, env_kwargs, **kw: RandomAgent(env_id, env_kwargs, **kw),
+    "prosody-rule": lambda env_id, env_kwargs, **kw: ProsodyRuleAgent(env_id, env_kwargs),
+    "probe": lambda env_id, env_kwargs, **kw: ProbeAgent(env_id, kw.get("features", "both"), env_kwargs),
+    "probe-text": lambda env_id, env_kwargs, **kw: ProbeAgent(env_id, "text", env_kwargs),
+    "probe-prosody": lambda env_id, env_kwargs, **kw: ProbeAgent(env_id, "prosody", env_kwargs),
+}
+for _name, _build in _BASELINES.items():
+    register_agent(_name, _baseline_factory(_build, _name))

@@ -51,11 +51,12 @@ ACCEPTED_FORMS = (
 
 
 def register_agent(name: str, factory: AgentFactory) -> None:
-    """Register ``factory(**kwargs) -> Agent`` under ``name`` (replacing any earlier one).
+    """Register ``factory(env_id=, env_kwargs=, **kwargs) -> Agent`` under ``name`` (replacing any earlier one).
 
     Args:
         name: The spec that selects it, e.g. ``"majority"``; no ``:`` allowed.
-        factory: Builds the agent; receives the keyword arguments given to :func:`make_agent`.
+        factory: Builds the agent; receives ``env_id`` and ``env_kwargs`` (the env the agent
+            will play, or ``None``) and the keyword arguments given to :func:`make_agent`.
     """
     if not name or ":" in name:
         raise ValueError(f"agent names must be non-empty and contain no ':', got {name!r}")
@@ -70,11 +71,16 @@ def registered_agents() -> list[str]:
     return sorted(set(_REGISTRY) | set(model_aliases()))
 
 
-def make_agent(spec: str, **kwargs: Any) -> Agent:
+def make_agent(
+    spec: str, *, env_id: str | None = None, env_kwargs: dict[str, Any] | None = None, **kwargs: Any
+) -> Agent:
     """Build the agent that ``spec`` names (see the module docstring for the forms).
 
     Args:
         spec: The agent spec.
+        env_id: The env the agent will play; registered factories receive it (baselines fit
+            themselves on that env's train split), model-backed agents ignore it.
+        env_kwargs: The env's keyword arguments, passed along with ``env_id``.
         kwargs: Passed to the agent's constructor or factory (e.g. ``adapter=``,
             ``temperature=``, ``max_concurrency=``).
 
@@ -88,7 +94,7 @@ def make_agent(spec: str, **kwargs: Any) -> Agent:
     spec = spec.strip()
     _load_builtin()
     if spec in _REGISTRY:
-        return _REGISTRY[spec](**kwargs)
+        return _REGISTRY[spec](env_id=env_id, env_kwargs=env_kwargs, **kwargs)
     if spec in model_aliases():
         from affectgym.agents.transformers_agent import TransformersAgent
 

@@ -416,7 +416,9 @@ def run_eval(
         from affectgym.agents.registry import make_agent
 
         try:
-            agent = make_agent(config.agent, **config.agent_kwargs)
+            agent = make_agent(
+                config.agent, env_id=config.env_id, env_kwargs=config.env_kwargs, **config.agent_kwargs
+            )
         except Exception:
             probe_env.close()
             raise
@@ -656,7 +658,23 @@ def summarize(records: Sequence[Mapping[str, Any]], rollouts: int = 1) -> dict[s
             by_scenario[record["scenario_id"]].append(_success(record))
         complete = {sid: v for sid, v in by_scenario.items() if len(v) >= rollouts}
         summary["pass_at_k"] = pass_at_k_table(complete)
+    per_target = _reward_by(ok, "target")
+    if per_target:
+        summary["reward_by_target"] = per_target
+    if any("dialogue_turns" in r for r in ok):
+        from affectgym.envs.dialogue_metrics import dialogue_summary
+
+        summary["dialogue"] = dialogue_summary(ok)
     return summary
+
+
+def _reward_by(records: Sequence[Mapping[str, Any]], key: str) -> dict[str, float]:
+    """Mean reward per value of an outcome field (e.g. EmotionStyle's target emotion)."""
+    groups: dict[str, list[float]] = defaultdict(list)
+    for record in records:
+        if record.get(key) is not None and record.get("reward") is not None:
+            groups[str(record[key])].append(float(record["reward"]))
+    return {name: math.fsum(values) / len(values) for name, values in sorted(groups.items())}
 
 
 def _success(record: Mapping[str, Any], threshold: float = 0.5) -> bool:
@@ -705,6 +723,10 @@ def print_summary(summary: Mapping[str, Any], console: Any = None, title: str = 
     table.add_row("errors", f"{errors['count']}" + (f" ({by_type})" if by_type else ""))
     if summary["timings"]["total_s"] is not None:
         table.add_row("seconds / episode", _fmt(summary["timings"]["total_s"]))
+    for target, value in (summary.get("reward_by_target") or {}).items():
+        table.add_row(f"reward | target={target}", _fmt(value))
+    for name, value in (summary.get("dialogue") or {}).items():
+        table.add_row(f"dialogue {name}", _fmt(value))
     console.print(table)
     if classification.get("confusion_matrix"):
         matrix = Table(title="confusion matrix (rows: label, columns: prediction)")

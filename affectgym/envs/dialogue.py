@@ -11,8 +11,6 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import gymnasium as gym
-
 from affectgym.data.dialogues import (
     DIALOGUE_LABELS,
     EMOTION_OF_LABEL,
@@ -928,12 +926,6 @@ def _resolve_user(user: str | UserSimulator) -> UserSimulator | None:
     return simulated_user
 
 
-def register_dialogue_env() -> None:
-    """Register ``affectgym/EmpatheticDialogue-v0`` if it is not registered yet."""
-    if "affectgym/EmpatheticDialogue-v0" not in gym.registry:
-        gym.register(id="affectgym/EmpatheticDialogue-v0", entry_point="affectgym.envs.dialogue:DialogueEnv")
-
-
 __all__ = [
     "DEFAULT_REWARD_WEIGHTS",
     "ChatbotTurn",
@@ -944,7 +936,6 @@ __all__ = [
     "open_question",
     "parse_chatbot_turn",
     "question_kind",
-    "register_dialogue_env",
     "render_history",
     "reply_length",
     "shows_not_tells",

@@ -43,6 +43,13 @@ class BuiltinEnv:
 BUILTIN_ENVS: dict[str, BuiltinEnv] = {
     "affectgym/Sarcasm-v0": BuiltinEnv("affectgym.envs.sarcasm:SarcasmEnv"),
     "affectgym/SpeechEmotion-v0": BuiltinEnv("affectgym.envs.speech_emotion:SpeechEmotionEnv"),
+    "affectgym/EmotionStyle-v0": BuiltinEnv("affectgym.envs.emotion_style:EmotionStyleEnv"),
+    "affectgym/EmpatheticDialogue-v0": BuiltinEnv("affectgym.envs.dialogue:DialogueEnv"),
+    "affectgym/EmotionState-v0": BuiltinEnv(
+        "affectgym.envs.emotion_state:EmotionStateEnv",
+        vector_entry_point="affectgym.envs.emotion_state_vector:EmotionStateVectorEnv",
+    ),
+    "affectgym/EmotionStateText-v0": BuiltinEnv("affectgym.envs.emotion_state_text:EmotionStateTextEnv"),
 }
 
 #: Ids registered by each plugin, filled by :func:`load_plugins`.
