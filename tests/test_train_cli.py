@@ -87,3 +87,13 @@ def test_train_command_runs_a_two_step_flat_run(tmp_path, capsys):
     assert '"steps": 2' in capsys.readouterr().out
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["steps"] == 2
     assert (tmp_path / "run" / "config.yaml").is_file() and (tmp_path / "run" / "adapter").is_dir()
+
+
+def test_algo_ppo_dispatches_to_stable_baselines3_with_its_own_defaults(monkeypatch):
+    sb3 = pytest.importorskip("affectgym.train.sb3", reason="affectgym.train.sb3 (the SB3 helper's module) is not there")
+    seen = {}
+    monkeypatch.setattr(sb3, "run_sb3_from_args", lambda args: seen.update(vars(args)) or 0)
+    args = parse(["affectgym/EmotionState-v0", "--algo", "ppo", "--timesteps", "64"])
+    assert args.func(args) == 0
+    assert (seen["env_id"], seen["algo"], seen["timesteps"]) == ("affectgym/EmotionState-v0", "ppo", 64)
+    assert seen["output_dir"] == "runs/sb3" and seen["seed"] == 0 and seen["eval_episodes"] == 20

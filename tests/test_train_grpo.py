@@ -95,7 +95,7 @@ def test_two_step_grpo_run_on_a_real_env(tiny_model, tmp_path, env_id, mode):
     from affectgym.train.flatten import make_env
 
     components = list(make_env(env_id, {"split": "train"}).rubric.weights)
-    summary = train(tiny_config(tiny_model, env_id, mode, tmp_path / mode, max_completion_length=16))
+    summary = train(tiny_config(tiny_model, env_id, mode, tmp_path / mode, max_completion_length=16, n_train=4))
     assert_run_outputs(summary, components)
 
 
@@ -108,3 +108,13 @@ def test_held_out_evaluation_compares_base_and_trained_through_the_eval_runner(t
         assert comparison[side]["episodes"] == 2
         assert (tmp_path / mode / "eval" / side / "results.jsonl").is_file()
     assert (tmp_path / mode / "eval" / "comparison.png").is_file()
+
+
+@registered("affectgym/Sarcasm-v0")
+def test_demo_job_trains_evaluates_and_says_where_the_files_are(tiny_model, tmp_path, capsys):
+    from affectgym.train.demo import run_demo
+
+    summary = run_demo(tmp_path / "demo", model=str(tiny_model), max_steps=1, eval_episodes=2, n_train=4)
+    printed = capsys.readouterr().out
+    assert "held-out reward (2 eval clips)" in printed and str(tmp_path / "demo" / "eval") in printed
+    assert summary["eval"]["base"]["episodes"] == 2 and (tmp_path / "demo" / "demo.json").is_file()

@@ -35,6 +35,8 @@ from affectgym.train.flatten import kwargs_json, shared_env
 logger = logging.getLogger(__name__)
 
 RewardFn = Callable[..., list[float | None]]
+#: Flat traces kept per scorer (one per scenario; a trace holds the rendered tool outputs).
+FLAT_TRACE_CACHE_ENTRIES = 4096
 
 
 def completion_text(completion: Any) -> str | None:
@@ -83,6 +85,7 @@ class BatchScorer:
         self.env_kwargs = kwargs_json(_with_split(env_kwargs))
         self._key: tuple[Any, ...] | None = None
         self._results: list[dict[str, float | None]] = []
+        self._flat_traces: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
         #: Batches scored so far (the cache hit rate is ``1 - batches_scored / calls``).
         self.batches_scored = 0
         self.calls = 0
@@ -129,6 +132,15 @@ class BatchScorer:
             self.batches_scored += 1
         return self._results
 
+    def _flat_trace(self, env: Any, env_id: str, env_kwargs: str, scenario: Any) -> list[dict[str, Any]]:
+        """``env.flat_trace(scenario)``, computed once per scenario (it re-renders every tool output)."""
+        key = (env_id, env_kwargs, scenario.id)
+        if key not in self._flat_traces:
+            if len(self._flat_traces) >= FLAT_TRACE_CACHE_ENTRIES:
+                self._flat_traces.clear()
+            self._flat_traces[key] = env.flat_trace(scenario)
+        return [dict(entry) for entry in self._flat_traces[key]]
+
     def _score(self, env_ids, kwargs, ids, texts, environments, log_metric) -> list[dict[str, float | None]]:
         results: list[dict[str, float | None] | None] = [None] * len(texts)
         groups: dict[tuple[str, str], list[int]] = {}
@@ -138,7 +150,7 @@ class BatchScorer:
             env = shared_env(group_env_id, group_kwargs)
             if environments is None:
                 scenarios = [env.get_scenario(ids[i]) for i in indices]
-                traces = [env.flat_trace(s) for s in scenarios]
+                traces = [self._flat_trace(env, group_env_id, group_kwargs, s) for s in scenarios]
             else:
                 scenarios = [environments[i].scenario for i in indices]
                 traces = [list(environments[i].trace) for i in indices]
