@@ -110,11 +110,11 @@ def test_held_out_evaluation_compares_base_and_trained_through_the_eval_runner(t
     assert (tmp_path / mode / "eval" / "comparison.png").is_file()
 
 
-@registered("affectgym/Sarcasm-v0")
+@registered("affectgym/EmotionStyle-v0")
 def test_demo_job_trains_evaluates_and_says_where_the_files_are(tiny_model, tmp_path, capsys):
     from affectgym.train.demo import run_demo
 
-    summary = run_demo(tmp_path / "demo", model=str(tiny_model), max_steps=1, eval_episodes=2, n_train=4)
+    summary = run_demo(tmp_path / "demo", model=str(tiny_model), max_steps=1, eval_episodes=2, n_train=8)
     printed = capsys.readouterr().out
-    assert "held-out reward (2 eval clips)" in printed and str(tmp_path / "demo" / "eval") in printed
+    assert "held-out reward (2 eval episodes)" in printed and str(tmp_path / "demo" / "eval") in printed
     assert summary["eval"]["base"]["episodes"] == 2 and (tmp_path / "demo" / "demo.json").is_file()

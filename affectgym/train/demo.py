@@ -1,19 +1,17 @@
 """The training demo: a short, offline GRPO run that shows the whole loop on a CPU.
 
 :func:`run_demo` trains the embedded SmolLM2-135M-Instruct (alias ``smollm2-135m``) with
-LoRA, flat mode, on the embedded sarcasm corpus of ``affectgym/Sarcasm-v0`` with the
-single-shot reward (``reward="single"``: 0.70 confidence-weighted correctness + 0.15
-reasoning length + 0.15 answer format), then evaluates the base model and the trained
-adapter on the held-out ``eval`` split through the eval runner and draws the figures.
+LoRA, flat mode, on ``affectgym/EmotionStyle-v0`` (answer an instruction in a requested
+emotion) scored offline (``classifier="nade"``: the probability of the requested emotion,
+minus the rule penalties), then evaluates the base model and the trained adapter on
+held-out instructions through the eval runner and draws the figures.
 
-Why Sarcasm-v0 and not EmotionStyle-v0: its reward needs no scorer model (the emotion
-style env scores with a classifier, offline with ``nade``, on every completion), its
-format and length components give a dense signal from the first steps (a 135M model
-rarely ends with the JSON answer at first, and GRPO picks up the completions that do),
-and the pivot clips are oversampled x2 as in Subtext Arena. Budget: a flat sarcasm prompt
-is about 600 tokens, so on a 2-core CPU a step of 4 completions of 48 tokens takes tens of
-seconds; 12 steps plus two evaluations of 12 held-out clips fit in about 10 minutes. It
-shows the loop and the files; a real run wants a GPU (see the README recipe).
+Why EmotionStyle-v0 and not Sarcasm-v0: cost per step and density of the signal. A flat
+sarcasm prompt (transcript, prosody table, pitch contour) is about 600 tokens; on a shared
+2-core CPU one GRPO step of 4 completions of 48 tokens took 7.5 minutes, so ten minutes
+buy a handful of steps. An EmotionStyle prompt is about 30 tokens and its reward is
+continuous (a classifier probability, not a right/wrong label), so GRPO has a gradient
+from the first step. Sarcasm-v0 training is the GPU recipe of the README.
 """
 
 from __future__ import annotations
@@ -24,18 +22,18 @@ from typing import Any
 
 from affectgym.train.config import TrainConfig
 
-DEMO_ENV_ID = "affectgym/Sarcasm-v0"
+DEMO_ENV_ID = "affectgym/EmotionStyle-v0"
 
 
-def demo_config(output_dir: str | Path, *, model: str = "smollm2-135m", max_steps: int = 12,
-                eval_episodes: int = 12, seed: int = 0, n_train: int | None = None) -> TrainConfig:
+def demo_config(output_dir: str | Path, *, model: str = "smollm2-135m", max_steps: int = 30,
+                eval_episodes: int = 32, seed: int = 0, n_train: int | None = None) -> TrainConfig:
     """The demo's training options (see the module docstring).
 
     Args:
         output_dir: Where everything goes.
         model: Policy model (the tests pass a tiny one).
         max_steps: GRPO steps.
-        eval_episodes: Held-out clips evaluated (the embedded eval split has 24).
+        eval_episodes: Held-out instructions evaluated.
         seed: Seed of data order, sampling and LoRA initialisation.
         n_train: Training rows (default: one balanced pass over the train split).
     """
@@ -45,16 +43,15 @@ def demo_config(output_dir: str | Path, *, model: str = "smollm2-135m", max_step
         mode="flat",
         max_steps=max_steps,
         num_generations=4,
-        batch_size=4,
+        batch_size=8,
         learning_rate=2e-4,
-        max_completion_length=48,
+        max_completion_length=64,
         temperature=1.0,
         lora_r=16,
         lora_alpha=32,
         output_dir=str(output_dir),
         eval_episodes=eval_episodes,
-        oversample={"pivot": 2},
-        env_kwargs={"reward": "single"},
+        env_kwargs={"classifier": "nade"},
         seed=seed,
         n_train=n_train,
     )
@@ -71,12 +68,15 @@ def run_demo(output_dir: str | Path = "runs/demo-train", **overrides: Any) -> di
     Returns:
         The run summary of :func:`affectgym.train.grpo.train`.
     """
+    import affectgym
     from affectgym.train.grpo import train
 
     config = demo_config(output_dir, **overrides)
+    if config.env_id not in affectgym.list_envs():
+        raise RuntimeError(f"the demo needs {config.env_id}, which is not registered (affectgym list)")
     print(
         f"affectgym training demo: GRPO (flat, LoRA r={config.lora_r}) of {config.model} on {config.env_id} "
-        f"(embedded corpus, reward=single), {config.max_steps} steps of {config.batch_size} completions, seed {config.seed}"
+        f"(embedded instructions, offline nade scorer), {config.max_steps} steps of {config.batch_size} completions, seed {config.seed}"
     )
     summary = train(config)
     out = Path(config.output_dir)
@@ -88,7 +88,7 @@ def run_demo(output_dir: str | Path = "runs/demo-train", **overrides: Any) -> di
     if "base" in comparison:
         base, trained = comparison["base"], comparison["trained"]
         lines.append(
-            f"held-out reward ({base['episodes']} eval clips): base {_fmt(base['reward_mean'])} +/- {_fmt(base['reward_ci95'])}, "
+            f"held-out reward ({base['episodes']} eval episodes): base {_fmt(base['reward_mean'])} +/- {_fmt(base['reward_ci95'])}, "
             f"trained {_fmt(trained['reward_mean'])} +/- {_fmt(trained['reward_ci95'])} (delta {_fmt(comparison['delta_reward'])})"
         )
     lines += [
