@@ -12,9 +12,15 @@ def register(subparsers: Any) -> None:
     listing.add_argument("--verbose", "-v", action="store_true", help="print each env's whole docstring")
     listing.set_defaults(func=run_list)
 
-    demo = subparsers.add_parser("demo", help="list the environments and play one scripted episode")
-    demo.add_argument("--env", default=None, help="environment id (default: the first built-in one)")
-    demo.add_argument("--seed", type=int, default=0, help="seed of the episode")
+    demo = subparsers.add_parser(
+        "demo",
+        help="the main job on the embedded defaults: list the envs, play one scripted episode, "
+        "train SmolLM2-135M with GRPO, evaluate base vs trained, draw the report",
+    )
+    demo.add_argument("--env", default=None, help="environment of the scripted episode (default: the first built-in one)")
+    demo.add_argument("--seed", type=int, default=0, help="seed of the episode and of the training run")
+    demo.add_argument("--out", default="runs/demo", help="output folder of the training demo (default: runs/demo)")
+    demo.add_argument("--no-train", action="store_true", help="only list the envs and play the scripted episode")
     demo.set_defaults(func=run_demo)
 
 
@@ -40,7 +46,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    """List the environments, then replay the reference answer of one scenario, step by step."""
+    """List the environments, replay one reference episode, then (unless ``--no-train``) the training demo."""
     import affectgym
 
     ids = affectgym.list_envs()
@@ -52,6 +58,18 @@ def run_demo(args: argparse.Namespace) -> int:
     env_id = args.env or ids[0]
     print(f"\n=== one scripted episode of {env_id} (seed {args.seed}) ===\n")
     play_reference_episode(env_id, seed=args.seed)
+    if args.no_train:
+        return 0
+    from pathlib import Path
+
+    from affectgym.agents.report import write_report
+    from affectgym.train.demo import run_demo as run_training_demo
+
+    print("\n=== GRPO training demo ===\n")
+    out = Path(args.out)
+    run_training_demo(out, seed=args.seed)
+    report = write_report([out / "eval" / "base", out / "eval" / "trained"], out / "report")
+    print(f"report:        {report}")
     return 0
 
 

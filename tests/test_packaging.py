@@ -91,3 +91,10 @@ def test_broken_plugin_is_reported_and_does_not_break_import(tmp_path):
     result = _cli("list", env=env)
     assert result.returncode == 0
     assert "plugin 'broken'" in result.stderr
+
+
+def test_demo_without_training_lists_envs_and_plays_one_scored_episode():
+    result = _cli("demo", "--no-train")
+    assert result.returncode == 0, result.stderr
+    assert "affectgym/Sarcasm-v0" in result.stdout
+    assert "[TOOL (get_prosody_features)]" in result.stdout and "episode reward" in result.stdout
