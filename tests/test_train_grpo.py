@@ -17,7 +17,7 @@ TOY_ID = "affectgym-test/TrainToyMood-v0"
 if TOY_ID not in gym.registry:
     gym.register(id=TOY_ID, entry_point=toy_env.ToyMoodEnv)
 
-REAL_IDS = ["affectgym/Sarcasm-v0", "affectgym/EmotionStyle-v0"]
+REAL_IDS = ["affectgym/Sarcasm-v0", "affectgym/EmotionStyle-v0", "affectgym/EmpatheticDialogue-v0"]
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ TOY_ID = "affectgym-test/TrainToyMood-v0"
 if TOY_ID not in gym.registry:
     gym.register(id=TOY_ID, entry_point=toy_env.ToyMoodEnv)
 
-REAL_IDS = ["affectgym/Sarcasm-v0", "affectgym/EmotionStyle-v0"]
+REAL_IDS = ["affectgym/Sarcasm-v0", "affectgym/EmotionStyle-v0", "affectgym/EmpatheticDialogue-v0"]
 
 
 def registered(env_id: str):
@@ -47,7 +47,11 @@ def weighted_total(funcs, weights, completions, kwargs):
 
 
 def interactive_return(env_id, env_kwargs, scenario_id, reply):
-    """Sum of step rewards of an episode that calls the flat tools one by one, then answers ``reply``."""
+    """Sum of step rewards of an episode that calls the flat tools one by one, then answers ``reply``.
+
+    In a multi-turn env (EmpatheticDialogue) the episode starts at the scenario's turn and
+    ``reply`` is scored as that turn; the dialogue then goes on, which is not counted.
+    """
     env = make_env(env_id, env_kwargs)
     env.reset(options={"scenario_id": scenario_id})
     total = 0.0
@@ -56,8 +60,9 @@ def interactive_return(env_id, env_kwargs, scenario_id, reply):
         _, reward, terminated, truncated, _ = env.step(f"<tool_call>{call}</tool_call>")
         total += reward
         assert not (terminated or truncated)
-    _, reward, terminated, _, _ = env.step(reply)
-    assert terminated, f"{reply!r} should be a final answer"
+    _, reward, terminated, _, info = env.step(reply)
+    scored = set(env.rubric.weights) <= set(info["reward_components"])
+    assert terminated or scored, f"{reply!r} should be a scored answer"
     return total + reward
 
 
@@ -224,7 +229,10 @@ def test_adapter_with_an_invalid_tool_argument_pays_the_env_penalty():
     assert adapter.step_rewards == [pytest.approx(-0.05)]
 
 
-@pytest.mark.parametrize("env_id", [TOY_ID, *(pytest.param(i, marks=registered(i)) for i in REAL_IDS)])
+SINGLE_ANSWER_IDS = [i for i in REAL_IDS if i != "affectgym/EmpatheticDialogue-v0"]
+
+
+@pytest.mark.parametrize("env_id", [TOY_ID, *(pytest.param(i, marks=registered(i)) for i in SINGLE_ANSWER_IDS)])
 def test_flat_episode_wrapper_shows_the_flat_prompt_and_returns_the_episode_score(env_id):
     from affectgym.train.flatten import flat_episode_env
 
