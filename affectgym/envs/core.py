@@ -271,7 +271,7 @@ class AffectEnv(gym.Env[str, str]):
                 return self._run_tools(action, parsed.calls, parsed.errors)
             answer, problem = self.parse_final(action)
             if problem is None:
-                return self._finish(action, answer)
+                return self._on_answer(action, answer)
         return self._reject(action, problem)
 
     def render(self) -> str | None:
@@ -388,6 +388,10 @@ class AffectEnv(gym.Env[str, str]):
         reward = float(sum(components.values()))
         self._paid += reward
         return observation, reward, False, False, self._info(components)
+
+    def _on_answer(self, action: str, answer: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """A valid answer ends the episode; multi-step envs override this to go on."""
+        return self._finish(action, answer)
 
     def _finish(self, action: str | None, answer: Any, observation: str | None = None) -> tuple[str, float, bool, bool, dict[str, Any]]:
         truncated = action is None

@@ -359,19 +359,11 @@ class EmotionStateTextEnv(AffectEnv):
         self._control_steps = 0
         return super()._begin(scenario)
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        """Read one JSON action and advance the state; invalid text gets the base's error and penalty."""
-        if self._done:
-            return self._after_end()
-        self._turn += 1
-        problem = self._check_action(action)
-        if problem is None:
-            answer, problem = self.parse_final(action)
-            if problem is None:
-                if self._control_steps + 1 >= self.steps:
-                    return self._finish(action, answer)
-                return self._control_step(action, answer)
-        return self._reject(action, problem)
+    def _on_answer(self, action: str, answer: np.ndarray) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """A valid JSON action advances the state; the last control step ends the episode."""
+        if self._control_steps + 1 >= self.steps:
+            return self._finish(action, answer)
+        return self._control_step(action, answer)
 
     def _control_step(
         self, action: str, intensities: np.ndarray
