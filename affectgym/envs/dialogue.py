@@ -678,7 +678,7 @@ class DialogueEnv(AffectEnv):
         """One turn's evaluation record; ``answer`` is the reply text (``None`` if unanswered).
 
         Holds the ids, the required and the written tags, whether the reply parsed, its
-        question kind and words, the turn reward, and :func:`~affectgym.envs.dialogue_metrics.turn_metrics`
+        question kind and words, the turn reward and its components, and :func:`~affectgym.envs.dialogue_metrics.turn_metrics`
         (BLEU-4, ROUGE-1/2/L against the reference, per-slot tag correctness).
         """
         reply = answer if isinstance(answer, str) else None
@@ -695,6 +695,7 @@ class DialogueEnv(AffectEnv):
             "reply": reply,
             "reference": scenario.reference,
             "reward": result.total,
+            "reward_components": dict(result.components),
             **turn_metrics(reply, scenario.reference, scenario.required_tags),
         }
 

@@ -134,8 +134,9 @@ def dialogue_summary(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         ``turns`` (rows read), ``turns_with_reference``, ``bleu4`` (mean sentence BLEU-4),
         ``corpus_bleu4``, ``rouge1``, ``rouge2``, ``rougeL`` (means, ``None`` without any
         reference), ``tag_accuracy`` (share of slots right), ``tag_accuracy_<slot>`` for the
-        three slots, ``all_tags_correct`` (share of turns with all three right), and
-        ``mean_turn_reward`` where rows carry a ``reward``.
+        three slots, ``all_tags_correct`` (share of turns with all three right),
+        ``mean_turn_reward`` where rows carry a ``reward``, and ``turn_<component>``, the
+        mean of each per-turn reward component where rows carry ``reward_components``.
     """
     rows = _turn_rows(records)
     scored = [r for r in rows if r.get("bleu4") is not None]
@@ -159,6 +160,13 @@ def dialogue_summary(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     rewards = [float(r["reward"]) for r in rows if isinstance(r.get("reward"), (int, float))]
     if rewards:
         summary["mean_turn_reward"] = _mean(rewards)
+    components: dict[str, list[float]] = {}
+    for row in rows:
+        for name, value in (row.get("reward_components") or {}).items():
+            if isinstance(value, (int, float)):
+                components.setdefault(name, []).append(float(value))
+    for name, values in sorted(components.items()):
+        summary[f"turn_{name}"] = _mean(values)
     return summary
 
 
