@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import xxhash
 
 from affectgym.features.audio import DEFAULT_SAMPLE_RATE_HZ, Audio, load_audio
 from affectgym.features.prosody import Prosody, ProsodyParams, extract_prosody
@@ -202,7 +203,7 @@ def _decode_entry(raw: bytes) -> Prosody | None:
     try:
         payload: dict[str, Any] = json.loads(body)
         for name in ("contour_times_s", "contour_f0_hz"):
-            payload[name] = np.frombuffer(base64.b64decode(payload[name]), dtype="<f8").tolist()
+            payload[name] = np.frombuffer(base64.b64decode(payload[name]), dtype="<f8")
         return Prosody.from_dict(payload)
     except (ValueError, KeyError, TypeError):
         return None
@@ -212,16 +213,16 @@ _FILE_DIGESTS: dict[tuple[str, int, int], str] = {}
 
 
 def _file_digest(path: Path) -> str:
-    """SHA-256 of a file's bytes, memoised on (path, size, mtime)."""
+    """XXH3-128 of a file's bytes (a content address, not a security hash), memoised on (path, size, mtime)."""
     stat = path.stat()
     memo_key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     digest = _FILE_DIGESTS.get(memo_key)
     if digest is None:
-        hasher = hashlib.sha256()
+        hasher = xxhash.xxh3_128()
         with open(path, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 hasher.update(block)
-        digest = "file:" + hasher.hexdigest()
+        digest = "file-xxh3:" + hasher.hexdigest()
         if len(_FILE_DIGESTS) > 4096:
             _FILE_DIGESTS.clear()
         _FILE_DIGESTS[memo_key] = digest
