@@ -18,7 +18,6 @@ unchanged file (same path, size and mtime) costs a ``stat`` and a dict lookup.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
@@ -34,7 +33,7 @@ import xxhash
 from affectgym.features.audio import DEFAULT_SAMPLE_RATE_HZ, Audio, load_audio
 from affectgym.features.prosody import Prosody, ProsodyParams, extract_prosody
 
-CACHE_FORMAT = 1  # bump when the entry layout changes
+CACHE_FORMAT = 2  # bump when the entry layout changes
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024  # 512 MiB of entries, ~10 KB-100 KB each
 _MEMO_ENTRIES = 1024  # in-process results kept in front of the disk
 
@@ -186,26 +185,33 @@ class ProsodyCache:
         return deleted
 
 
+_CONTOUR_FIELDS = ("contour_times_s", "contour_f0_hz")
+
+
 def _encode_entry(prosody: Prosody) -> bytes:
+    """``<xxh3 of body>\\n<body>``; body = 8-byte header length, JSON of the scalar fields,
+    then the contour as raw little-endian float64 (times, then F0): exact and fast to read."""
     payload = prosody.to_dict()
-    # the contour is most of the entry: store it as raw float64 (exact round trip, fast)
-    for name in ("contour_times_s", "contour_f0_hz"):
-        array = np.asarray(payload[name], dtype="<f8")
-        payload[name] = base64.b64encode(array.tobytes()).decode("ascii")
-    body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
-    return hashlib.sha256(body).hexdigest().encode("ascii") + b"\n" + body
+    contour = np.concatenate([np.asarray(payload.pop(name), dtype="<f8") for name in _CONTOUR_FIELDS])
+    header = json.dumps(payload, separators=(",", ":")).encode("utf-8")
+    body = len(header).to_bytes(8, "little") + header + contour.tobytes()
+    return xxhash.xxh3_128_hexdigest(body).encode("ascii") + b"\n" + body
 
 
 def _decode_entry(raw: bytes) -> Prosody | None:
     digest, _, body = raw.partition(b"\n")
-    if hashlib.sha256(body).hexdigest().encode("ascii") != digest:
+    if len(body) < 8 or xxhash.xxh3_128_hexdigest(body).encode("ascii") != digest:
         return None
+    header_end = 8 + int.from_bytes(body[:8], "little")
     try:
-        payload: dict[str, Any] = json.loads(body)
-        for name in ("contour_times_s", "contour_f0_hz"):
-            payload[name] = np.frombuffer(base64.b64decode(payload[name]), dtype="<f8")
+        payload: dict[str, Any] = json.loads(body[8:header_end])
+        contour = np.frombuffer(body[header_end:], dtype="<f8")
+        if contour.size % 2:
+            return None
+        half = contour.size // 2
+        payload[_CONTOUR_FIELDS[0]], payload[_CONTOUR_FIELDS[1]] = contour[:half], contour[half:]
         return Prosody.from_dict(payload)
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
         return None
 
 
