@@ -9,6 +9,7 @@ from pathlib import Path
 
 import gymnasium
 import pytest
+from judge_answers import ratings
 
 from affectgym.data.instructions import (
     InstructionDataError,
@@ -46,18 +47,6 @@ def constant_classifier(calls: list[int] | None = None, label: str = "anger"):
         return [{label: 1.0} for _ in texts]
 
     return score
-
-
-def ratings(**overrides: object) -> dict[str, object]:
-    best = {
-        "emotion_match": "high",
-        "implicitness": True,
-        "intensity": True,
-        "authenticity": True,
-        "response_only": True,
-        "quality": "high",
-    }
-    return best | overrides
 
 
 def dummy_judge(answers: dict[str, dict[str, object]]):

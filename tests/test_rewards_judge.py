@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from judge_answers import ratings
 from openai_server import OpenAIServer, Reply, last_user_text
 
 from affectgym.rewards.judge import (
@@ -22,19 +23,6 @@ from dspy.utils import DummyLM  # noqa: E402
 from dspy.utils.exceptions import LMAuthError, LMRateLimitError, LMServerError  # noqa: E402
 
 FAST = {"backoff_s": 0.001, "max_backoff_s": 0.01}
-
-
-def ratings(**overrides: object) -> dict[str, object]:
-    """The judge's six answers, all at their best unless overridden."""
-    best = {
-        "emotion_match": "high",
-        "implicitness": True,
-        "intensity": True,
-        "authenticity": True,
-        "response_only": True,
-        "quality": "high",
-    }
-    return best | overrides
 
 
 @pytest.fixture(autouse=True)
