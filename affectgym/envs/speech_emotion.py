@@ -360,7 +360,10 @@ class SpeechEmotionEnv(AffectEnv):
     def _prosody(self, clip: SpeechClip) -> Any:
         if clip.audio_path is None:
             return None
-        return _cached_prosody(clip.audio_path, self.prosody_backend)
+        from affectgym.features.cache import cached_prosody
+
+        # cached on disk by content, and memoised in the process by the cache itself
+        return cached_prosody(clip.audio_path, backend=self.prosody_backend)
 
     def _norms(self, clip: SpeechClip) -> Any:
         from affectgym.features.render import ProsodyNorms
@@ -465,19 +468,6 @@ class SpeechEmotionEnv(AffectEnv):
             f'<final>{{"label": "{label}", "confidence": 0.6}}</final>',
             f'I think so. {{"label": "{label}", "confidence": 0.3}}',
         ]
-
-
-_PROSODY_MEMO: dict[tuple[str, str], Any] = {}
-
-
-def _cached_prosody(audio_path: str, backend: str) -> Any:
-    """Prosody of a file: memoised in the process, and cached on disk by content."""
-    key = (audio_path, backend)
-    if key not in _PROSODY_MEMO:
-        from affectgym.features.cache import cached_prosody
-
-        _PROSODY_MEMO[key] = cached_prosody(audio_path, backend=backend)
-    return _PROSODY_MEMO[key]
 
 
 __all__ = [
