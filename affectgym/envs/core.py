@@ -251,13 +251,15 @@ class AffectEnv(gym.Env[str, str]):
         unknown = sorted(set(options) - {"scenario_id", "scenario"})
         if unknown:
             raise ValueError(f"unknown reset options {unknown}; accepted: 'scenario_id', 'scenario'")
+        return self._begin(self._starting_scenario(options))
+
+    def _starting_scenario(self, options: Mapping[str, Any]) -> Any:
+        """The scenario an episode starts on, from validated reset options (a hook for subclasses)."""
         if "scenario" in options:
-            scenario = options["scenario"]
-        elif "scenario_id" in options:
-            scenario = self.get_scenario(options["scenario_id"])
-        else:
-            scenario = self.scenarios[int(self.np_random.integers(len(self.scenarios)))]
-        return self._begin(scenario)
+            return options["scenario"]
+        if "scenario_id" in options:
+            return self.get_scenario(options["scenario_id"])
+        return self.scenarios[int(self.np_random.integers(len(self.scenarios)))]
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Read one agent message and answer it (see the module docstring). Never raises on ``action``."""

@@ -700,21 +700,8 @@ class DialogueEnv(AffectEnv):
         }
 
     # ------------------------------------------------------------------ episodes
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-        """Start a dialogue (see Starting State in the class docstring).
-
-        Args:
-            seed: Seeds ``self.np_random``; the same seed picks the same dialogue.
-            options: ``{"scenario_id": turn id or dialogue id}`` or ``{"scenario": DialogueTurn | Dialogue}``.
-
-        Returns:
-            The first observation and ``info`` (``messages``, ``required_tags``, ``dialogue_id``...).
-        """
-        super(AffectEnv, self).reset(seed=seed)
-        options = dict(options or {})
-        unknown = sorted(set(options) - {"scenario_id", "scenario"})
-        if unknown:
-            raise ValueError(f"unknown reset options {unknown}; accepted: 'scenario_id', 'scenario'")
+    def _starting_scenario(self, options: Mapping[str, Any]) -> DialogueTurn:
+        """A turn id starts there (history pre-filled); a dialogue id, a Dialogue or no option starts at turn 0."""
         if "scenario" in options:
             start = options["scenario"]
             if isinstance(start, Dialogue):
@@ -723,15 +710,13 @@ class DialogueEnv(AffectEnv):
                 raise ValueError(
                     f"options['scenario'] must be a DialogueTurn or a Dialogue, got {type(start).__name__}"
                 )
-        elif "scenario_id" in options:
+            return start
+        if "scenario_id" in options:
             scenario_id = options["scenario_id"]
             if scenario_id in self._dialogue_ids:
-                start = self._all_by_id[scenario_id].turns[0]
-            else:
-                start = self.get_scenario(scenario_id)
-        else:
-            start = self.dialogues[int(self.np_random.integers(len(self.dialogues)))].turns[0]
-        return self._begin(start)
+                return self._all_by_id[scenario_id].turns[0]
+            return self.get_scenario(scenario_id)
+        return self.dialogues[int(self.np_random.integers(len(self.dialogues)))].turns[0]
 
     def _begin(self, scenario: DialogueTurn) -> tuple[str, dict[str, Any]]:
         dialogue = self._all_by_id.get(scenario.dialogue_id)
