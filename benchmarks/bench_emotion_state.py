@@ -6,7 +6,10 @@ Prints three ratios (higher is better for EmotionState):
    (target >= 1.0);
 2. the native batched vector env (``vectorization_mode="vector_entry_point"``) at 1,024 envs:
    env-steps per second (target >= 1,000,000), and its ratio to the ``sync`` vector env;
-3. for reference, the raw (unwrapped) step times.
+3. for reference, the raw (unwrapped) step times;
+4. why the envs step through the packed kernels (``emotion_state/packed.py``): one step of
+   the plain equations (``emotion_state/dynamics.py``: transition and reward, no env around
+   them) for one row and for 1,024 rows, against the same two targets.
 
 The machines these run on are shared, so each measurement is the best of several short
 rounds, and the two envs alternate within a round so a load spike hits both.
@@ -22,16 +25,11 @@ import time
 import gymnasium as gym
 import numpy as np
 
+import affectgym  # noqa: F401  (registers affectgym/EmotionState-v0)
+from affectgym.envs.emotion_state import EmotionStateCore
+from affectgym.envs.emotion_state.dynamics import next_state, reward_components, step_reward
+
 ENV_ID = "affectgym/EmotionState-v0"
-
-
-def _register() -> None:
-    if ENV_ID not in gym.registry:
-        gym.register(
-            id=ENV_ID,
-            entry_point="affectgym.envs.emotion_state:EmotionStateEnv",
-            vector_entry_point="affectgym.envs.emotion_state_vector:EmotionStateVectorEnv",
-        )
 
 
 def _time_single(env: gym.Env, actions: list[np.ndarray], steps: int) -> float:
@@ -57,6 +55,21 @@ def _time_vector(env: gym.vector.VectorEnv, actions: list[np.ndarray], steps: in
     return (time.perf_counter() - start) / steps
 
 
+def _time_plain(core: EmotionStateCore, actions: list[np.ndarray], steps: int) -> float:
+    """Seconds per step of the plain equations over ``actions[0].shape[0]`` rows (no env)."""
+    n = actions[0].shape[0]
+    state = np.repeat(core.schedules[:1, 0], n, axis=0).astype(np.float64)
+    target = state.copy()
+    multipliers, alpha = core.multipliers, core.alpha
+    scale, weights = core.config.smoothness_scale, core.reward_weights.as_array()
+    start = time.perf_counter()
+    for i in range(steps):
+        new = next_state(state, actions[i % len(actions)], multipliers, alpha)
+        step_reward(reward_components(new, state, target, scale), weights)
+        state = new
+    return (time.perf_counter() - start) / steps
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the ratios.
 
@@ -72,7 +85,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num-envs", type=int, default=1024, help="vector env batch size")
     parser.add_argument("--vector-steps", type=int, default=300, help="batched steps per round")
     args = parser.parse_args(argv)
-    _register()
 
     rng = np.random.default_rng(0)
     emotion = gym.make(ENV_ID)
@@ -104,6 +116,13 @@ def main(argv: list[str] | None = None) -> int:
             sync_best, _time_vector(sync, batch_actions, max(3, args.vector_steps // 100))
         )
 
+    core = EmotionStateCore()
+    row_actions = [action[None].astype(np.float64) for action in emotion_actions]
+    plain_row_best = plain_batch_best = np.inf
+    for _ in range(args.rounds):
+        plain_row_best = min(plain_row_best, _time_plain(core, row_actions, args.steps // 4))
+        plain_batch_best = min(plain_batch_best, _time_plain(core, batch_actions, args.vector_steps))
+
     print(
         f"single env via gym.make: Pendulum-v1 {best['pendulum'] * 1e6:.2f} us/step, "
         f"EmotionState-v0 {best['emotion'] * 1e6:.2f} us/step, "
@@ -117,6 +136,11 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"vector env, {n} envs:     native {n / native_best:,.0f} env-steps/s, "
         f"sync {n / sync_best:,.0f} env-steps/s, ratio native/sync {sync_best / native_best:.1f}"
+    )
+    print(
+        f"plain equations, no env: 1 row {plain_row_best * 1e6:.2f} us/step "
+        f"(ratio Pendulum-v1 via gym.make / this {best['pendulum'] / plain_row_best:.2f}), "
+        f"{n} rows {n / plain_batch_best:,.0f} env-steps/s"
     )
     native.close()
     sync.close()

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
+import affectgym  # noqa: F401  (registers affectgym/EmotionState-v0)
 from affectgym.envs.emotion_state import (
     ANGER,
     DISGUST,
@@ -15,7 +16,11 @@ from affectgym.envs.emotion_state import (
     NEUTRAL,
     SADNESS,
     EmotionBatch,
+    EmotionRewardWeights,
+    EmotionStateConfig,
     EmotionStateEnv,
+    EmotionStateVectorEnv,
+    clip_actions,
     compile_reward_table,
     compile_rise_table,
     constrain_emotions,
@@ -24,18 +29,9 @@ from affectgym.envs.emotion_state import (
     load_arcs,
     load_transition_prior,
 )
-from affectgym.envs.emotion_state_vector import EmotionStateVectorEnv
+from affectgym.envs.emotion_state.dynamics import next_state, reward_components, step_reward
 
 ENV_ID = "affectgym/EmotionState-v0"
-
-
-def _register() -> None:
-    if ENV_ID not in gym.registry:
-        gym.register(
-            id=ENV_ID,
-            entry_point="affectgym.envs.emotion_state:EmotionStateEnv",
-            vector_entry_point="affectgym.envs.emotion_state_vector:EmotionStateVectorEnv",
-        )
 
 
 def _episode_return(env: EmotionStateEnv, policy, seed: int, arc: str | None = None) -> float:
@@ -71,7 +67,6 @@ def test_env_passes_gymnasium_check_env_including_determinism():
 
 
 def test_gym_make_and_make_vec_with_sixteen_envs_run():
-    _register()
     env = gym.make(ENV_ID)
     obs, info = env.reset(seed=1)
     assert env.observation_space.contains(obs)
@@ -84,6 +79,16 @@ def test_gym_make_and_make_vec_with_sixteen_envs_run():
             assert envs.observation_space.contains(obs)
             assert np.all((reward >= 0) & (reward <= 1))
         envs.close()
+
+
+def test_gym_make_keywords_and_a_config_build_the_same_single_and_vector_env():
+    options = {"alpha": 0.3, "reward_weights": {"diversity": 0.1}, "arc_names": ["argument"]}
+    config = EmotionStateConfig(**options)
+    made = gym.make(ENV_ID, **options).unwrapped
+    assert made.core.config == EmotionStateEnv(config).core.config == config
+    assert EmotionStateVectorEnv(2, config).core.config == config
+    with pytest.raises(TypeError, match="accepted: alpha"):
+        gym.make(ENV_ID, alhpa=0.3)
 
 
 def test_observation_layout_is_state_target_previous_state_time():
@@ -215,6 +220,30 @@ def test_still_state_on_target_scores_one_and_components_match_their_definitions
     assert reward[0] == pytest.approx(0.3 * match + 0.3 * smooth + 0.4 * intensity, abs=1e-6)
     still = EmotionBatch.from_arrays(target, target=target)
     assert emotion_reward(still, table)[0][0] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_packed_kernels_equal_the_plain_dynamics_on_random_inputs():
+    rng = np.random.default_rng(0)
+    n = 4096
+    # Random priors with alpha * max multiplier <= 1, and states spread so both exclusion
+    # rules fire in some rows (anger + sadness > 1.2, anger > 0.8).
+    multipliers = rng.uniform(0, 2, (7, 7))
+    weights = EmotionRewardWeights(target_match=0.2, smoothness=0.3, intensity=0.4, diversity=0.1)
+    state = rng.uniform(0, 1, (n, 7)).astype(np.float32)
+    target = rng.uniform(0, 1, (n, 7)).astype(np.float32)
+    action = rng.uniform(-0.5, 1.5, (n, 7)).astype(np.float32)
+    batch = EmotionBatch.from_arrays(state, target=target)
+    clip_actions(action, batch.action)
+    emotion_transition(batch, compile_rise_table(multipliers, 0.4))
+    reward, components = emotion_reward(batch, compile_reward_table(weights, 0.07))
+    plain_state = next_state(state.astype(float), action.astype(float), multipliers, 0.4)
+    plain_components = reward_components(plain_state, state.astype(float), target, 0.07)
+    np.testing.assert_allclose(batch.prev, state)
+    np.testing.assert_allclose(batch.state, plain_state, atol=1e-6)
+    np.testing.assert_allclose(components, plain_components, atol=1e-6)
+    np.testing.assert_allclose(reward, step_reward(plain_components, weights.as_array()), atol=1e-6)
+    assert np.mean(state[:, ANGER] + state[:, SADNESS] > 1.2) > 0.1
+    assert np.mean(state[:, ANGER] > 0.8) > 0.1
 
 
 @pytest.mark.parametrize("arc", ["good_news", "argument", "spoiled_meal", "betrayal", None])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from affectgym.envs.emotion_state import EmotionStateEnv
-from affectgym.envs.emotion_state_plot import plot_episode, rollout
+from affectgym.envs.emotion_state.plot import plot_episode, rollout
 from affectgym.train.sb3 import add_sb3_arguments, read_monitor_logs, run_sb3_from_args, train_sb3
 
 

@@ -18,9 +18,6 @@ import numpy as np
 
 from affectgym.envs.core import AffectEnv, Trace
 from affectgym.envs.emotion_state import (
-    _DATA_DIR,
-    _DATA_PACKAGE,
-    ARCS_FILE,
     COMPONENT_NAMES,
     EMOTIONS,
     NUM_EMOTIONS,
@@ -30,6 +27,7 @@ from affectgym.envs.emotion_state import (
     emotion_reward,
     emotion_transition,
 )
+from affectgym.envs.emotion_state.data import ARCS_FILE, DATA_DIR, DATA_PACKAGE
 from affectgym.rewards.rubric import Criterion, Rubric
 
 NARRATIVES_FILE = "narratives.json"
@@ -143,7 +141,7 @@ def parse_emotion_action(text: str) -> tuple[np.ndarray | None, str | None]:
 
 
 def _scaled_arcs(step_scale: float) -> dict[str, Any]:
-    ref = resources.files(_DATA_PACKAGE).joinpath(*_DATA_DIR, ARCS_FILE)
+    ref = resources.files(DATA_PACKAGE).joinpath(*DATA_DIR, ARCS_FILE)
     data = json.loads(ref.read_text(encoding="utf-8"))
     for arc in data["arcs"].values():
         arc["segments"] = [
@@ -153,7 +151,7 @@ def _scaled_arcs(step_scale: float) -> dict[str, Any]:
 
 
 def _load_narratives() -> dict[str, list[str]]:
-    ref = resources.files(_DATA_PACKAGE).joinpath(*_DATA_DIR, NARRATIVES_FILE)
+    ref = resources.files(DATA_PACKAGE).joinpath(*DATA_DIR, NARRATIVES_FILE)
     return json.loads(ref.read_text(encoding="utf-8"))["lines"]
 
 

@@ -46,8 +46,8 @@ BUILTIN_ENVS: dict[str, BuiltinEnv] = {
     "affectgym/EmotionStyle-v0": BuiltinEnv("affectgym.envs.emotion_style:EmotionStyleEnv"),
     "affectgym/EmpatheticDialogue-v0": BuiltinEnv("affectgym.envs.dialogue:DialogueEnv"),
     "affectgym/EmotionState-v0": BuiltinEnv(
-        "affectgym.envs.emotion_state:EmotionStateEnv",
-        vector_entry_point="affectgym.envs.emotion_state_vector:EmotionStateVectorEnv",
+        "affectgym.envs.emotion_state.env:EmotionStateEnv",
+        vector_entry_point="affectgym.envs.emotion_state.vector:EmotionStateVectorEnv",
     ),
     "affectgym/EmotionStateText-v0": BuiltinEnv("affectgym.envs.emotion_state_text:EmotionStateTextEnv"),
 }

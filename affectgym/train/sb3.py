@@ -89,10 +89,7 @@ class SB3Result:
 
 
 def ensure_registered(env_id: str) -> None:
-    """Make ``env_id`` available to ``gym.make``.
-
-    Importing :mod:`affectgym` registers the built-in envs; until the registration table
-    lists EmotionState-v0 this registers it directly.
+    """Make ``env_id`` available to ``gym.make``: importing :mod:`affectgym` registers the built-in envs.
 
     Args:
         env_id: The environment id.
@@ -102,13 +99,6 @@ def ensure_registered(env_id: str) -> None:
     if env_id in gym.registry:
         return
     import affectgym  # noqa: F401  (registers the built-in envs)
-
-    if env_id not in gym.registry and env_id == EMOTION_STATE_ID:
-        gym.register(
-            id=EMOTION_STATE_ID,
-            entry_point="affectgym.envs.emotion_state:EmotionStateEnv",
-            vector_entry_point="affectgym.envs.emotion_state_vector:EmotionStateVectorEnv",
-        )
 
 
 def evaluate_returns(

@@ -1,16 +1,15 @@
 """Native batched vector env for affectgym/EmotionState-v0.
 
 The single env's dynamics and reward are already batched numpy kernels
-(:mod:`affectgym.envs.emotion_state`); this class runs them over ``num_envs`` rows at once,
-like Gymnasium's ``CartPoleVectorEnv``, with next-step autoreset. Use it through
+(:mod:`affectgym.envs.emotion_state.packed`); this class runs them over ``num_envs`` rows at
+once, like Gymnasium's ``CartPoleVectorEnv``, with next-step autoreset. Use it through
 ``gymnasium.make_vec("affectgym/EmotionState-v0", num_envs=N,
 vectorization_mode="vector_entry_point")``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from os import PathLike
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -19,15 +18,10 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from affectgym.envs.emotion_state import (
-    DEFAULT_ALPHA,
-    DEFAULT_MAX_EPISODE_STEPS,
-    DEFAULT_SMOOTHNESS_SCALE,
-    DEFAULT_START_NOISE,
-    NUM_EMOTIONS,
+from affectgym.envs.emotion_state.config import EmotionStateConfig, EmotionStateCore
+from affectgym.envs.emotion_state.dynamics import NUM_EMOTIONS
+from affectgym.envs.emotion_state.packed import (
     EmotionBatch,
-    EmotionRewardWeights,
-    EmotionStateCore,
     clip_actions,
     emotion_reward,
     emotion_transition,
@@ -52,16 +46,10 @@ class EmotionStateVectorEnv(VectorEnv):
 
     Args:
         num_envs: Number of rows.
-        alpha: Weight of the new action in the moving average.
-        max_episode_steps: Step limit of each row.
-        include_time: Append the remaining-steps fraction to each observation.
-        reward_weights: Component weights.
-        smoothness_scale: Mean change per step at which smoothness is 0.5.
-        start_noise: Half-width of the uniform noise on starting states.
-        transition_prior: Prior JSON (path or mapping); None for the shipped file.
-        arcs: Arcs JSON (path or mapping); None for the shipped file.
-        arc_names: Restrict the arcs to these names.
+        config: The options (None for the defaults); see :class:`EmotionStateConfig`.
         render_mode: Accepted for compatibility; nothing is rendered.
+        **options: Fields of :class:`EmotionStateConfig` (override ``config``'s), the same
+            keywords as the single env's.
 
     >>> env = EmotionStateVectorEnv(num_envs=4)
     >>> obs, info = env.reset(seed=0)
@@ -77,34 +65,17 @@ class EmotionStateVectorEnv(VectorEnv):
     def __init__(
         self,
         num_envs: int = 1,
+        config: EmotionStateConfig | None = None,
         *,
-        alpha: float = DEFAULT_ALPHA,
-        max_episode_steps: int = DEFAULT_MAX_EPISODE_STEPS,
-        include_time: bool = True,
-        reward_weights: EmotionRewardWeights | Mapping[str, float] | None = None,
-        smoothness_scale: float = DEFAULT_SMOOTHNESS_SCALE,
-        start_noise: float = DEFAULT_START_NOISE,
-        transition_prior: str | PathLike[str] | Mapping[str, Any] | None = None,
-        arcs: str | PathLike[str] | Mapping[str, Any] | None = None,
-        arc_names: Sequence[str] | None = None,
         render_mode: str | None = None,
+        **options: Any,
     ):
         if render_mode is not None:
             gym.logger.warn(
                 f"render_mode {render_mode!r} is not supported by the vector env; nothing is rendered"
             )
         self.render_mode = render_mode
-        self.core = core = EmotionStateCore(
-            alpha=alpha,
-            max_episode_steps=max_episode_steps,
-            include_time=include_time,
-            reward_weights=reward_weights,
-            smoothness_scale=smoothness_scale,
-            start_noise=start_noise,
-            transition_prior=transition_prior,
-            arcs=arcs,
-            arc_names=arc_names,
-        )
+        self.core = core = EmotionStateCore(config, **options)
         self.num_envs = n = int(num_envs)
         self.single_observation_space = spaces.Box(0.0, 1.0, (core.obs_size,), dtype=np.float32)
         self.single_action_space = spaces.Box(0.0, 1.0, (NUM_EMOTIONS,), dtype=np.float32)

@@ -1,0 +1,91 @@
+"""affectgym/EmotionState-v0 (numeric) and its native vector env: steer a 7-dim emotion state.
+
+The subpackage, bottom up:
+
+- :mod:`~affectgym.envs.emotion_state.dynamics`: the transition and reward as their
+  equations, in plain batched numpy (the specification);
+- :mod:`~affectgym.envs.emotion_state.data`: the transition prior and target arcs (JSON);
+- :mod:`~affectgym.envs.emotion_state.packed`: the same equations fused into matrix products,
+  what the environments step through (a test checks it against the specification);
+- :mod:`~affectgym.envs.emotion_state.config`: :class:`EmotionStateConfig`, the one set of
+  options, and :class:`EmotionStateCore`, those options compiled;
+- :mod:`~affectgym.envs.emotion_state.env`: :class:`EmotionStateEnv` (EmotionState-v0);
+- :mod:`~affectgym.envs.emotion_state.vector`: :class:`EmotionStateVectorEnv`;
+- :mod:`~affectgym.envs.emotion_state.plot`: play an episode and plot it.
+
+The text form for language models, EmotionStateText-v0, is
+:mod:`affectgym.envs.emotion_state_text`.
+"""
+
+from __future__ import annotations
+
+from affectgym.envs.emotion_state.config import (
+    DEFAULT_MAX_EPISODE_STEPS,
+    DEFAULT_START_NOISE,
+    EmotionStateConfig,
+    EmotionStateCore,
+)
+from affectgym.envs.emotion_state.data import EmotionArc, load_arcs, load_transition_prior
+from affectgym.envs.emotion_state.dynamics import (
+    ANGER,
+    COMPONENT_NAMES,
+    DEFAULT_ALPHA,
+    DEFAULT_SMOOTHNESS_SCALE,
+    DISGUST,
+    EMOTIONS,
+    FEAR,
+    JOY,
+    NEUTRAL,
+    NUM_EMOTIONS,
+    SADNESS,
+    SURPRISE,
+    EmotionRewardWeights,
+)
+from affectgym.envs.emotion_state.env import EmotionStateEnv, describe_state
+from affectgym.envs.emotion_state.packed import (
+    EmotionBatch,
+    RewardTable,
+    RiseTable,
+    clip_actions,
+    compile_reward_table,
+    compile_rise_table,
+    constrain_emotions,
+    emotion_reward,
+    emotion_transition,
+)
+from affectgym.envs.emotion_state.vector import EmotionStateVectorEnv
+
+__all__ = [
+    "ANGER",
+    "COMPONENT_NAMES",
+    "DEFAULT_ALPHA",
+    "DEFAULT_MAX_EPISODE_STEPS",
+    "DEFAULT_SMOOTHNESS_SCALE",
+    "DEFAULT_START_NOISE",
+    "DISGUST",
+    "EMOTIONS",
+    "FEAR",
+    "JOY",
+    "NEUTRAL",
+    "NUM_EMOTIONS",
+    "SADNESS",
+    "SURPRISE",
+    "EmotionArc",
+    "EmotionBatch",
+    "EmotionRewardWeights",
+    "EmotionStateConfig",
+    "EmotionStateCore",
+    "EmotionStateEnv",
+    "EmotionStateVectorEnv",
+    "RewardTable",
+    "RiseTable",
+    "clip_actions",
+    "compile_reward_table",
+    "compile_rise_table",
+    "constrain_emotions",
+    "describe_state",
+    "emotion_reward",
+    "emotion_transition",
+    "load_arcs",
+    "load_transition_prior",
+]

@@ -1,0 +1,215 @@
+"""The options of the emotion-state environments, and what they compile to.
+
+:class:`EmotionStateConfig` is what a user sets (every field is a keyword argument of
+``gym.make("affectgym/EmotionState-v0", ...)`` and of the vector env); :class:`EmotionStateCore`
+loads the data it names and compiles it once for the single, vector and text environments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from os import PathLike
+from typing import Any
+
+import numpy as np
+
+from affectgym.envs.emotion_state.data import EmotionArc, load_arcs, load_transition_prior
+from affectgym.envs.emotion_state.dynamics import (
+    COMPONENT_NAMES,
+    DEFAULT_ALPHA,
+    DEFAULT_SMOOTHNESS_SCALE,
+    EmotionRewardWeights,
+)
+from affectgym.envs.emotion_state.packed import (
+    DTYPE,
+    OBS_SIZE,
+    EmotionBatch,
+    compile_reward_table,
+    compile_rise_table,
+    constrain_emotions,
+)
+
+DEFAULT_MAX_EPISODE_STEPS = 60
+# Half-width of the uniform noise on the starting state, in intensity units.
+DEFAULT_START_NOISE = 0.05
+
+
+@dataclass(frozen=True)
+class EmotionStateConfig:
+    """Options of the emotion-state environments; each field is also a ``gym.make`` keyword.
+
+    ``reward_weights`` accepts a mapping of component weights (or None for the defaults) and
+    is stored as :class:`EmotionRewardWeights`; ``arc_names`` is stored as a tuple.
+
+    >>> config = EmotionStateConfig.build(alpha=0.5, reward_weights={"diversity": 0.1})
+    >>> config.alpha, config.max_episode_steps, config.reward_weights.diversity
+    (0.5, 60, 0.1)
+    >>> EmotionStateConfig.build(config, steps=5)
+    Traceback (most recent call last):
+    ...
+    TypeError: unknown emotion-state option(s) ['steps']; accepted: alpha, max_episode_steps, include_time, reward_weights, smoothness_scale, start_noise, transition_prior, arcs, arc_names
+    """
+
+    alpha: float = field(
+        default=DEFAULT_ALPHA,
+        metadata={"help": "weight of the new action in the moving average, in (0, 1]"},
+    )
+    max_episode_steps: int = field(
+        default=DEFAULT_MAX_EPISODE_STEPS, metadata={"help": "step limit, >= 1"}
+    )
+    include_time: bool = field(
+        default=True, metadata={"help": "append the remaining-steps fraction to the observation"}
+    )
+    reward_weights: EmotionRewardWeights = field(
+        default_factory=EmotionRewardWeights,
+        metadata={"help": "component weights (EmotionRewardWeights or a mapping of them)"},
+    )
+    smoothness_scale: float = field(
+        default=DEFAULT_SMOOTHNESS_SCALE,
+        metadata={"help": "mean change per step at which smoothness is 0.5, > 0"},
+    )
+    start_noise: float = field(
+        default=DEFAULT_START_NOISE,
+        metadata={"help": "half-width of the uniform noise on the starting state, in [0, 0.5]"},
+    )
+    transition_prior: str | PathLike[str] | Mapping[str, Any] | None = field(
+        default=None, metadata={"help": "prior JSON (path or mapping); None for the shipped file"}
+    )
+    arcs: str | PathLike[str] | Mapping[str, Any] | None = field(
+        default=None, metadata={"help": "arcs JSON (path or mapping); None for the shipped file"}
+    )
+    arc_names: tuple[str, ...] | None = field(
+        default=None, metadata={"help": "restrict the arcs drawn at reset to these names, in order"}
+    )
+
+    def __post_init__(self) -> None:
+        if int(self.max_episode_steps) < 1:
+            raise ValueError(f"max_episode_steps must be >= 1, got {self.max_episode_steps!r}")
+        if not 0.0 <= self.start_noise <= 0.5:
+            raise ValueError(f"start_noise must be in [0, 0.5], got {self.start_noise!r}")
+        # Frozen: normalise the two fields that accept several forms, once, here.
+        object.__setattr__(self, "reward_weights", EmotionRewardWeights.coerce(self.reward_weights))
+        if self.arc_names is not None:
+            object.__setattr__(self, "arc_names", tuple(self.arc_names))
+
+    @classmethod
+    def build(cls, config: EmotionStateConfig | None = None, **options: Any) -> EmotionStateConfig:
+        """Return ``config`` (the defaults when None) with the given fields replaced.
+
+        Args:
+            config: A starting configuration, or None.
+            **options: Field values (the keyword arguments of ``gym.make``).
+
+        Returns:
+            The configuration.
+        """
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(options) - set(names))
+        if unknown:
+            raise TypeError(
+                f"unknown emotion-state option(s) {unknown}; accepted: {', '.join(names)}"
+            )
+        return dataclasses.replace(config or cls(), **options)
+
+
+class EmotionStateCore:
+    """An :class:`EmotionStateConfig` compiled for the single, vector and text environments.
+
+    It loads the prior and arcs, compiles the dynamics and reward tables and precomputes each
+    arc's target schedule; it owns no episode state.
+
+    Args:
+        config: The options (None for the defaults).
+        **options: Fields of :class:`EmotionStateConfig` that override ``config``'s.
+    """
+
+    def __init__(self, config: EmotionStateConfig | None = None, **options: Any):
+        config = self.config = EmotionStateConfig.build(config, **options)
+        self.alpha = float(config.alpha)
+        self.max_episode_steps = int(config.max_episode_steps)
+        # Remaining-steps fraction shown after k steps, k = 0 .. max_episode_steps.
+        self.time_left = (
+            1.0 - np.arange(self.max_episode_steps + 1) / self.max_episode_steps
+        ).astype(DTYPE)
+        self.time_left.setflags(write=False)
+        self.include_time = bool(config.include_time)
+        self.obs_size = OBS_SIZE if self.include_time else OBS_SIZE - 1
+        self.start_noise = float(config.start_noise)
+        self.multipliers = load_transition_prior(config.transition_prior)
+        self.rise = compile_rise_table(self.multipliers, self.alpha)
+        self.reward_weights = config.reward_weights
+        self.reward_table = compile_reward_table(self.reward_weights, config.smoothness_scale)
+        self.component_names = tuple(
+            name
+            for name, w in zip(COMPONENT_NAMES, self.reward_table.weights, strict=True)
+            if name != "diversity" or w > 0
+        )
+        all_arcs = load_arcs(config.arcs)
+        arc_names = config.arc_names
+        if arc_names is not None:
+            missing = [name for name in arc_names if name not in all_arcs]
+            if missing or not arc_names:
+                raise ValueError(
+                    f"arc_names {list(arc_names)!r}: unknown {missing}; available: {list(all_arcs)}"
+                )
+            all_arcs = {name: all_arcs[name] for name in arc_names}
+        self.arcs: tuple[EmotionArc, ...] = tuple(all_arcs.values())
+        self.arc_ids = {arc.name: i for i, arc in enumerate(self.arcs)}
+        self.schedules = np.stack(
+            [arc.schedule(self.max_episode_steps) for arc in self.arcs]
+        ).astype(DTYPE)
+        self.schedules.setflags(write=False)
+        # Per arc: the schedule's rows as a list (indexing a list is cheaper than an array)
+        # and whether row k differs from row k - 1 (the env copies a target only then).
+        self.schedule_rows = [list(schedule) for schedule in self.schedules]
+        self.schedule_changes = [
+            [True] + [bool(np.any(schedule[i] != schedule[i - 1])) for i in range(1, len(schedule))]
+            for schedule in self.schedules
+        ]
+        self.target_names = {
+            arc.name: arc.segment_names(self.max_episode_steps) for arc in self.arcs
+        }
+
+    def arc_index(self, options: Mapping[str, Any] | None, rng: np.random.Generator) -> int:
+        """Pick an arc: ``options["arc"]`` if given, else uniformly with ``rng``.
+
+        Args:
+            options: Reset options, possibly with ``"arc"``.
+            rng: The env's random generator.
+
+        Returns:
+            The arc's index in :attr:`arcs`.
+        """
+        if options and options.get("arc") is not None:
+            name = options["arc"]
+            if name not in self.arc_ids:
+                raise ValueError(
+                    f"options['arc'] = {name!r} is not an arc; available: {list(self.arc_ids)}"
+                )
+            return self.arc_ids[name]
+        return int(rng.integers(len(self.arcs)))
+
+    def start_states(
+        self, first_targets: np.ndarray, rng: np.random.Generator, scratch: EmotionBatch
+    ) -> np.ndarray:
+        """Draw starting states near the arcs' first targets.
+
+        Each start is the target plus uniform noise in ``[-start_noise, start_noise]``,
+        clipped to [0, 1] and constrained.
+
+        Args:
+            first_targets: ``(k, 7)`` first targets.
+            rng: The env's random generator (the only source of randomness).
+            scratch: A batch with at least ``k`` rows to compute in (its states are overwritten).
+
+        Returns:
+            ``(k, 7)`` starting states: a view into ``scratch``, valid until its next use.
+        """
+        start = scratch.state[: len(first_targets)]
+        noise = rng.uniform(-self.start_noise, self.start_noise, first_targets.shape)
+        np.add(first_targets, noise, out=start, casting="same_kind")
+        np.clip(start, 0.0, 1.0, out=start)
+        constrain_emotions(scratch)
+        return start
