@@ -46,10 +46,10 @@ class EmotionStateConfig:
     >>> config = EmotionStateConfig.build(alpha=0.5, reward_weights={"diversity": 0.1})
     >>> config.alpha, config.max_episode_steps, config.reward_weights.diversity
     (0.5, 60, 0.1)
-    >>> EmotionStateConfig.build(config, steps=5)
+    >>> EmotionStateConfig.build(config, steps=5)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    TypeError: unknown emotion-state option(s) ['steps']; accepted: alpha, max_episode_steps, include_time, reward_weights, smoothness_scale, start_noise, transition_prior, arcs, arc_names
+    TypeError: unknown emotion-state option(s) ['steps']; accepted: alpha, max_episode_steps, ...
     """
 
     alpha: float = field(

@@ -57,7 +57,8 @@ def exclusion_rules(state: np.ndarray) -> np.ndarray:
     Returns:
         The constrained ``(batch, 7)`` intensities.
 
-    >>> exclusion_rules(np.array([[0.9, 0, 0, 0.9, 0, 0.5, 0], [0.95, 0, 0, 0.9, 0, 0, 0]])).round(2).tolist()
+    >>> state = np.array([[0.9, 0, 0, 0.9, 0, 0.5, 0], [0.95, 0, 0, 0.9, 0, 0, 0]])
+    >>> exclusion_rules(state).round(2).tolist()
     [[0.63, 0.0, 0.0, 0.5, 0.0, 0.35, 0.0], [0.95, 0.0, 0.0, 0.25, 0.0, 0.0, 0.0]]
     """
     anger = state[:, ANGER]

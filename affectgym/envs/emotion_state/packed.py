@@ -236,13 +236,8 @@ class EmotionBatch:
 def constrain_emotions(batch: EmotionBatch) -> None:
     """Apply the mutual-exclusion rules to ``batch.state``, in place.
 
-    Both rules read the state as it was before either applies:
-
-    1. if anger + sadness > 1.2, both are multiplied by 0.7 (the article's rule, once per
-       step: an agent cannot hold both high);
-    2. joy is capped at ``(1 - anger) / (1 - 0.8)``: no effect while anger <= 0.8, then the
-       cap falls linearly to 0 at anger = 1. The article only says anger > 0.8 "suppresses"
-       joy; a cap that starts at 1 avoids a jump at the threshold.
+    The rules are :func:`~affectgym.envs.emotion_state.dynamics.exclusion_rules`
+    (anger + sadness > 1.2 scales both by 0.7; joy is capped at ``(1 - anger) / 0.2``).
 
     Args:
         batch: The batch; its ``state`` is modified (entries must be in [0, 1]).
@@ -280,11 +275,8 @@ def emotion_transition(batch: EmotionBatch, rise: RiseTable) -> None:
     """Advance every state in the batch one step toward its commanded action, in place.
 
     The caller writes the actions into ``batch.action`` first (:func:`clip_actions`).
-    Then ``prev <- state`` and ``state <- constrain(prev + rate * (action - prev))`` where,
-    per emotion ``j``, ``rate_j = alpha`` when the emotion falls and, when it rises,
-    ``rate_j = alpha * sum_i w_i * multiplier[i, j]`` with ``w`` the state's composition
-    (``prev / prev.sum()``, mixed with a 1 % uniform floor). With all multipliers 1 this is
-    the exponential moving average ``(1 - alpha) * prev + alpha * action``.
+    Then ``prev <- state`` and ``state <- next_state(prev, action)``, the equations of
+    :func:`~affectgym.envs.emotion_state.dynamics.next_state`.
 
     Args:
         batch: The batch; ``state`` and ``prev`` are updated.
@@ -384,16 +376,9 @@ def compile_reward_table(
 def emotion_reward(batch: EmotionBatch, table: RewardTable) -> tuple[np.ndarray, np.ndarray]:
     """Score the step that led to ``batch.state``; every component is in [0, 1].
 
-    With ``s`` the new state, ``p`` the state before the step and ``t`` the target the agent
-    was shown (all in ``batch``):
-
-    - target_match = ``1 - mean_j |s_j - t_j|``;
-    - smoothness = ``1 / (1 + mean_j |s_j - p_j| / smoothness_scale)``: 1 for a still state,
-      0.5 at a mean change of ``smoothness_scale`` per step;
-    - intensity = ``sum_j min(s_j, t_j) / sum_j t_j``: the share of the target's intensity
-      the state expresses (1 when every emotion is at least as strong as asked); the target
-      must have a positive total;
-    - diversity = ``4 var_j(s_j)``, computed only when its weight is > 0 (else 0).
+    The components are :func:`~affectgym.envs.emotion_state.dynamics.reward_components` of
+    the new state, the previous state and the target in ``batch``, except that diversity is
+    computed only when its weight is > 0 (else 0); the reward is their weighted sum.
 
     Args:
         batch: The batch after :func:`emotion_transition`.
