@@ -110,7 +110,7 @@ def test_train_and_eval_splits_are_disjoint_stable_and_class_balanced():
 def test_unknown_arguments_fail_with_the_accepted_values():
     with pytest.raises(ValueError, match="accepted: 'train', 'eval', 'all', 'fold-k'"):
         SarcasmEnv(split="validation")
-    with pytest.raises(ValueError, match="reward must be 'multi' or 'single'"):
+    with pytest.raises(ValueError, match="reward must be one of multi, single, label"):
         SarcasmEnv(reward="dense")
     with pytest.raises(DatasetError, match="data_dir"):
         SarcasmEnv(dataset="mustard")

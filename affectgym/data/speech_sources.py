@@ -1,8 +1,8 @@
 """Labelled speech clips from the three kinds of source: embedded, local folder, hub.
 
 Every loader returns :class:`SpeechClip` records. Clip ids never encode the label (a
-folder dataset's ``angry/take1.wav`` gets an id hashed from its path), because an agent
-sees the id.
+folder dataset's ``angry/take01.wav`` gets an id hashed from its audio bytes, not from its
+label or file name), because an agent sees the id.
 
 * :func:`load_embedded` -- the espeak-ng corpora shipped in the package (offline).
 * :func:`load_audio_folder` -- ``DIR/<label>/<clip>.<ext>`` with an optional ``<clip>.txt``
@@ -11,12 +11,17 @@ sees the id.
   audio from ``DIR/audio/<id>.<ext>`` or the original ``DIR/utterances_final/<id>.mp4``.
 * :func:`load_mustard_hub` -- the authors' JSON and the audio dataset from the Hugging Face
   hub; with no network it fails with one line naming the ``data_dir`` alternative.
+
+:func:`clip_groups` gives each clip the group key its train/eval split keeps together.
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +29,9 @@ AUDIO_EXTENSIONS = (".wav", ".flac", ".ogg", ".mp3", ".m4a", ".aac", ".mp4")
 MUSTARD_LABELS = ("sarcastic", "sincere")
 MUSTARD_HUB_AUDIO = "DynamicSuperb/SarcasmDetection_Mustard"
 MUSTARD_JSON_URL = "https://raw.githubusercontent.com/soujanyaporia/MUStARD/master/data/sarcasm_data.json"
+#: Named ways of grouping clips for a split; a path to a JSON or CSV mapping file works too.
+GROUP_KEYS = ("transcript", "speaker", "clip")
+_SPACES = re.compile(r"\s+")
 
 
 class DatasetError(ValueError):
@@ -84,12 +92,14 @@ def load_audio_folder(data_dir: str | Path) -> list[SpeechClip]:
     if not root.is_dir():
         raise DatasetError(f"data_dir {str(root)!r} is not a folder; expected DIR/<label>/<clip>.wav")
     clips = []
+    copies: dict[str, int] = {}
     for label_dir in sorted(p for p in root.iterdir() if p.is_dir()):
         for audio in sorted(p for p in label_dir.iterdir() if p.suffix.lower() in AUDIO_EXTENSIONS):
             transcript_file = audio.with_suffix(".txt")
             transcript = transcript_file.read_text(encoding="utf-8").strip() if transcript_file.exists() else ""
-            relative = audio.relative_to(root).as_posix()
-            clip_id = "clip-" + hashlib.sha256(relative.encode()).hexdigest()[:12]
+            digest = "clip-" + hashlib.sha256(audio.read_bytes()).hexdigest()[:12]
+            copies[digest] = copies.get(digest, 0) + 1  # byte-identical files: -2, -3, ... in path order
+            clip_id = digest if copies[digest] == 1 else f"{digest}-{copies[digest]}"
             clips.append(SpeechClip(id=clip_id, transcript=transcript, label=label_dir.name, audio_path=str(audio)))
     if not clips:
         raise DatasetError(
@@ -97,6 +107,79 @@ def load_audio_folder(data_dir: str | Path) -> list[SpeechClip]:
             f"{', '.join(AUDIO_EXTENSIONS)}"
         )
     return clips
+
+
+def clip_groups(
+    clips: Sequence[SpeechClip], group_by: str | None = None, data_dir: str | Path | None = None
+) -> dict[str, str]:
+    """The split group of each clip: clips of one group always land in the same split.
+
+    Args:
+        clips: The clips of a dataset.
+        group_by: ``"transcript"`` (the default, used when ``None``: every clip of the same
+            line, whatever voice or delivery, shares a group; clips with no transcript are
+            groups of their own), ``"speaker"`` (all clips of a speaker; clips with no speaker
+            are their own group), ``"clip"`` (no grouping: a line recorded twice can then sit
+            on both sides), or the path of a JSON object or a two-column CSV (``clip,group``)
+            mapping each clip, by file path relative to ``data_dir`` or by id, to a group.
+        data_dir: The dataset folder, for paths in a mapping file.
+
+    Returns:
+        Clip id -> group key.
+
+    Raises:
+        DatasetError: An unknown ``group_by``, an unreadable mapping file, or clips it misses.
+
+    >>> clips = [SpeechClip("a", "Oh, great.", "sarcastic"), SpeechClip("b", "oh,  GREAT.", "sincere")]
+    >>> clip_groups(clips) == {"a": "line:oh, great.", "b": "line:oh, great."}
+    True
+    """
+    mode = group_by or "transcript"
+    if mode == "transcript":
+        return {c.id: f"line:{_SPACES.sub(' ', c.transcript).strip().lower()}" if c.transcript.strip() else c.id for c in clips}
+    if mode == "speaker":
+        return {c.id: f"speaker:{c.speaker}" if c.speaker else c.id for c in clips}
+    if mode == "clip":
+        return {c.id: c.id for c in clips}
+    path = Path(mode)
+    if not path.is_file():
+        raise DatasetError(
+            f"group_by={group_by!r} is neither one of {', '.join(GROUP_KEYS)} nor an existing JSON/CSV file "
+            "mapping clips to groups"
+        )
+    mapping = _read_group_file(path)
+    root = Path(data_dir) if data_dir is not None else None
+    groups, missing = {}, []
+    for clip in clips:
+        keys = [clip.id]
+        if root is not None and clip.audio_path:
+            keys.append(Path(clip.audio_path).resolve().relative_to(root.resolve()).as_posix())
+        group = next((mapping[k] for k in keys if k in mapping), None)
+        if group is None:
+            missing.append(keys[-1])
+        else:
+            groups[clip.id] = f"group:{group}"
+    if missing:
+        raise DatasetError(f"{str(path)!r} gives no group for {len(missing)} clip(s), e.g. {', '.join(missing[:3])}")
+    return groups
+
+
+def _read_group_file(path: Path) -> Mapping[str, str]:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{str(path)!r} is not valid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise DatasetError(f"{str(path)!r} must be a JSON object mapping clip -> group")
+        return {str(k): str(v) for k, v in data.items()}
+    rows = [row for row in csv.reader(text.splitlines()) if row]
+    if rows and [cell.strip().lower() for cell in rows[0]] == ["clip", "group"]:
+        rows = rows[1:]
+    if any(len(row) != 2 for row in rows):
+        raise DatasetError(f"{str(path)!r}: every CSV row must be 'clip,group' (a .json file may map them instead)")
+    return {row[0].strip(): row[1].strip() for row in rows}
 
 
 def load_mustard(data_dir: str | Path) -> list[SpeechClip]:
@@ -198,7 +281,9 @@ def load_mustard_hub(cache_dir: str | Path | None = None) -> list[SpeechClip]:
 
 
 __all__ = [
+    "GROUP_KEYS",
     "DatasetError",
+    "clip_groups",
     "SpeechClip",
     "load_audio_folder",
     "load_embedded",

@@ -11,7 +11,10 @@ determinism), an affectgym text environment must:
 3. not leak its gold label: with only the label changed, everything an agent can see
    (observations, tool outputs, messages, tool schemas, the flat prompt) is identical,
    and no scenario id contains a label word;
-4. score each of its reward-hacking canaries below its reference answer.
+4. score each of its reward-hacking canaries below its reference answer;
+5. hold its eval split out: a text-only memoriser fitted on the train split must stay at
+   chance on eval (:mod:`affectgym.envs.leakage`; run for envs made by ``gym.make`` whose
+   scenarios carry labels and that define ``scenario_text``).
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ class CheckReport:
         fuzzed_episodes: Episodes the fuzzer ran.
         label_flip_scenarios: Scenarios whose label was flipped (0 when the env hides none).
         canaries_checked: (scenario, canary) pairs scored against the reference answer.
+        leakage: The leakage check's result, or why it was skipped.
         problems: Every failure, one line each.
     """
 
@@ -74,6 +78,7 @@ class CheckReport:
     fuzzed_episodes: int = 0
     label_flip_scenarios: int = 0
     canaries_checked: int = 0
+    leakage: str = "not run"
     problems: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
@@ -83,6 +88,7 @@ class CheckReport:
             f"  fuzz: {self.fuzzed_actions} actions in {self.fuzzed_episodes} episodes",
             f"  label flip: {self.label_flip_scenarios} scenarios",
             f"  canaries: {self.canaries_checked} checked",
+            f"  leakage: {self.leakage}",
         ]
         lines += [f"  - {p}" for p in self.problems]
         return "\n".join(lines)
@@ -118,9 +124,42 @@ def check_env(
         _run(report, "fuzz", lambda: _fuzz(base, report, fuzz_actions, seed))
         _run(report, "label flip", lambda: _check_label_flip(base, scenarios, report))
         _run(report, "canaries", lambda: _check_canaries(base, scenarios, report))
+        _run(report, "leakage", lambda: _check_split_leakage(env, report))
     if report.problems and raise_on_problem:
         raise EnvCheckError(str(report))
     return report
+
+
+def _check_split_leakage(env: gym.Env, report: CheckReport) -> None:
+    from affectgym.envs.leakage import check_leakage
+
+    base = env.unwrapped
+    spec = env.spec or base.spec
+    if not base.label_set or getattr(base, "scenario_text", None) is None:
+        report.leakage = "skipped: the env hides no label or has no scenario_text(scenario)"
+        return
+    if spec is None:
+        report.leakage = (
+            "skipped: not made by gym.make, so its splits cannot be remade; "
+            "run affectgym.envs.leakage.check_leakage(train_env, eval_env)"
+        )
+        return
+    try:
+        splits = [gym.make(spec.id, **{**spec.kwargs, "split": split}) for split in ("train", "eval")]
+    except (ValueError, TypeError, KeyError) as exc:
+        report.leakage = f"skipped: its train and eval splits could not be made ({exc})"
+        return
+    try:
+        result = check_leakage(*splits)
+    except ImportError:
+        report.leakage = "skipped: needs scikit-learn (pip install 'affectgym[eval]')"
+        return
+    finally:
+        for made in splits:
+            made.close()
+    report.leakage = str(result)
+    if not result.passed:
+        report.problems.append(f"leakage: {result}")
 
 
 def _run(report: CheckReport, what: str, check: Callable[[], None]) -> None:

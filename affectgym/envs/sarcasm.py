@@ -13,7 +13,6 @@ from affectgym.data.speech_sources import (
     load_mustard_hub,
     mustard_folds,
 )
-from affectgym.data.splits import select_split
 from affectgym.envs.speech_emotion import SpeechEmotionEnv
 
 SPEAKER_INDEPENDENT_TEST_SHOW = "FRIENDS"  # MUStARD's speaker-independent setup tests on FRIENDS
@@ -60,7 +59,9 @@ class SarcasmEnv(SpeechEmotionEnv):
     ``DIR/sarcasm_data.json`` in MUStARD's format (audio from ``DIR/audio/<id>.<ext>`` or
     ``DIR/utterances_final/<id>.mp4`` when present), or ``"hub"`` (downloads MUStARD; fails
     with one line naming ``data_dir`` when offline).
-    ``split``: ``"train"`` / ``"eval"`` / ``"all"`` (stable class-balanced 80/20 hash split),
+    ``split``: ``"train"`` / ``"eval"`` / ``"all"`` (stable 80/20 hash split by line: both
+    deliveries of a pivot line are held out together, so eval keeps its pivot pairs and no
+    eval line is heard in train; ``group_by`` changes the grouping),
     ``"fold-k"`` or ``"fold-k/train"`` (MUStARD's speaker-dependent fold k = 1..5, its test
     part by default; needs ``DIR/split_indices.json``), ``"speaker-independent"`` or
     ``"speaker-independent/train"`` (test on FRIENDS, train on the other shows).
@@ -105,9 +106,7 @@ class SarcasmEnv(SpeechEmotionEnv):
                 f"unknown split {self.split!r}; accepted: 'train', 'eval', 'all', 'fold-k' or 'fold-k/train' "
                 "(k = 1..5), 'speaker-independent' or 'speaker-independent/train'"
             )
-        items = [(c.id, c.label) for c in self.all_clips]
-        chosen = set(select_split(items, self.split, self.eval_fraction))
-        return [c for c in self.all_clips if c.id in chosen]
+        return self._split_clips(self.all_clips)
 
     def _fold_clips(self, k: int, part: str) -> list[SpeechClip]:
         if self.data_dir is None:

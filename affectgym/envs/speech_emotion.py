@@ -5,15 +5,18 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
-from affectgym.data.speech_sources import SpeechClip, load_audio_folder, load_embedded
+from affectgym.data.speech_sources import GROUP_KEYS, SpeechClip, clip_groups, load_audio_folder, load_embedded
 from affectgym.data.splits import select_split
 from affectgym.envs.core import AffectEnv, Trace, tool
 from affectgym.envs.parsing import last_json_object
 from affectgym.rewards.rubric import Criterion, Rubric, RubricResult
 
 AUDIO_TOOLS = ("get_prosody_features", "get_pitch_contour")
+ANSWER_FORMATS = ("json", "word")  # <final>{"label", "confidence"}</final>, or the label word alone
+FLAT_PROMPTS = ("full", "compact")  # every tool output, or the transcript and a one-line delivery summary
+REWARD_MODES = ("multi", "single", "label")
 NO_AUDIO = "No audio for this clip: {what} cannot be measured. Decide from the transcript alone."
 REASONING_WORDS_FULL_CREDIT = (50, 150)  # words of reasoning that earn full single-shot credit
 PARSIMONY_BY_CALLS = ((3, 1.0), (5, 0.6))  # (at most this many calls, credit); more calls earn 0
@@ -48,6 +51,36 @@ def parse_label_answer(text: str | None, labels: Sequence[str]) -> tuple[dict[st
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
         return None, f"confidence must be a number between 0 and 1, got {confidence!r}"
     return {"label": label.strip().lower(), "confidence": float(confidence)}, None
+
+
+def parse_label_word(text: str | None, labels: Sequence[str]) -> tuple[dict[str, Any] | None, str | None]:
+    """Read a one-word answer: the first label of ``labels`` the reply names, as a whole word.
+
+    A one-word answer commits fully, so its confidence is 1.0.
+
+    Returns:
+        ``(answer, None)`` with the label lower-cased, or ``(None, what is accepted)``.
+
+    >>> parse_label_word("Sarcastic.", ["sarcastic", "sincere"])
+    ({'label': 'sarcastic', 'confidence': 1.0}, None)
+    >>> parse_label_word("insincere", ["sarcastic", "sincere"])[1]
+    "no label found; accepted: one word of ['sarcastic', 'sincere']"
+    """
+    if text:
+        pattern = r"\b(" + "|".join(re.escape(label) for label in labels) + r")\b"
+        found = re.search(pattern, text, re.IGNORECASE)
+        if found:
+            return {"label": found.group(1).lower(), "confidence": 1.0}, None
+    return None, f"no label found; accepted: one word of {list(labels)}"
+
+
+def is_single_label_word(text: str | None, labels: Sequence[str]) -> bool:
+    """Whether ``text`` is exactly one label (case and a trailing full stop aside).
+
+    >>> is_single_label_word(" Sincere. ", ["sarcastic", "sincere"]), is_single_label_word("sincere, I think", ["sincere"])
+    (True, False)
+    """
+    return bool(text) and text.strip().rstrip(".!").strip().lower() in labels
 
 
 def reasoning_words(reply: str | None) -> int:
@@ -88,6 +121,27 @@ def confidence_weighted_correctness(scenario: SpeechClip, reply: str | None, tra
         return 0.0
     right = answer["label"] == scenario.label
     return 0.5 + 0.5 * answer["confidence"] if right else 0.5 - 0.5 * answer["confidence"]
+
+
+def label_correctness(scenario: SpeechClip, reply: str | None, trace: Trace, parse: Any) -> float:
+    """1 when the answer read by ``parse`` names the gold label, else 0 (unreadable counts as wrong).
+
+    >>> clip = SpeechClip(id="c1", transcript="Oh great.", label="sarcastic")
+    >>> reader = functools.partial(parse_label_word, labels=["sarcastic", "sincere"])
+    >>> label_correctness(clip, "sarcastic", [], reader), label_correctness(clip, "hmm", [], reader)
+    (1.0, 0.0)
+    """
+    answer, _ = parse(reply)
+    return float(answer is not None and answer["label"] == scenario.label)
+
+
+def one_word_format(scenario: SpeechClip, reply: str | None, trace: Trace, labels: Sequence[str]) -> float:
+    """1 when the reply is exactly one label word (:func:`is_single_label_word`).
+
+    >>> one_word_format(None, "sincere", [], ["sarcastic", "sincere"])
+    1.0
+    """
+    return float(is_single_label_word(reply, labels))
 
 
 def prosody_grounding(scenario: SpeechClip, reply: str | None, trace: Trace) -> float:
@@ -167,14 +221,16 @@ class SpeechEmotionEnv(AffectEnv):
     ## Action Space
     Text (``TextSpace``): a tool call ``<tool_call>{"name": ..., "arguments": {}}</tool_call>``
     or a final answer ``<final>{"label": ..., "confidence": 0..1}</final>`` (the last JSON
-    object of the message is accepted too).
+    object of the message is accepted too); with ``answer="word"``, the label word alone
+    (the first label the message names is read; its confidence is 1).
 
     ## Observation Space
     Text: the task, then each tool's output.
 
     ## Tools
-    ``get_transcript()``, ``get_prosody_features()`` (pitch, loudness, voice quality, pauses,
-    rate, banded against the corpus norms), ``get_pitch_contour()`` (a sparkline of F0).
+    ``get_transcript()``, ``get_prosody_features(detail="full")`` (pitch, loudness, voice
+    quality, pauses, rate, banded against the corpus norms; ``detail="summary"``: one line
+    saying on which side of the norm five cues lie), ``get_pitch_contour()`` (a sparkline of F0).
     At most ``max_tool_calls`` successful calls; further calls are rejected.
 
     ## Rewards
@@ -182,7 +238,9 @@ class SpeechEmotionEnv(AffectEnv):
     + 0.25 prosody grounding (1 with an audio tool; else 0.4, or 0 on pivot clips)
     + 0.15 tool parsimony (1 for ≤ 3 calls, 0.6 for 4-5, else 0) + 0.10 format.
     ``reward="single"`` (single-shot): 0.70 correctness + 0.15 reasoning length (full at
-    50-150 words) + 0.15 format. Invalid messages cost ``invalid_action_penalty`` each.
+    50-150 words) + 0.15 format. ``reward="label"`` (short answers): 0.85 label correctness
+    (1 right, 0 wrong or unreadable) + 0.15 format (the reply is exactly the label word with
+    ``answer="word"``; a parseable answer otherwise). Invalid messages cost ``invalid_action_penalty`` each.
     Step rewards: an invalid message or a tool call that lowers parsimony is paid at its
     step; the final step carries the rest, so the steps sum to the rubric total.
 
@@ -195,8 +253,14 @@ class SpeechEmotionEnv(AffectEnv):
 
     ## Arguments
     ``dataset`` ("embedded" or "folder"), ``data_dir``, ``split`` ("train", "eval", "all";
-    a stable, class-balanced hash split), ``eval_fraction`` (0.2), ``reward`` ("multi" |
-    "single"), ``reward_weights`` (overrides by component name), ``max_tool_calls`` (6),
+    a stable hash split by group: every clip of a group lands on one side, and groups whose
+    clips carry the same labels are held out in the same proportion), ``group_by`` (what a
+    group is: ``"transcript"``, the default when ``None``: every clip of one line, whatever
+    the voice or delivery; ``"speaker"``; ``"clip"``: no grouping; or a JSON/CSV file mapping
+    each clip, by path under ``data_dir`` or by id, to a group), ``eval_fraction`` (0.2),
+    ``reward`` ("multi" | "single" | "label"), ``answer`` ("json" | "word"), ``flat_prompt``
+    ("full": every tool output; "compact": the transcript and the one-line delivery summary,
+    a ~100-token prompt for CPU training), ``reward_weights`` (overrides by component name), ``max_tool_calls`` (6),
     ``prosody_backend`` ("praat" | "librosa"), ``norms`` ("corpus" | "speaker" | "default"),
     ``max_turns`` (8), ``invalid_action_penalty`` (0.05), ``render_mode`` (None | "ansi").
 
@@ -218,8 +282,11 @@ class SpeechEmotionEnv(AffectEnv):
         dataset: str = "embedded",
         data_dir: str | None = None,
         split: str = "train",
+        group_by: str | None = None,
         eval_fraction: float = 0.2,
         reward: str = "multi",
+        answer: str = "json",
+        flat_prompt: str = "full",
         reward_weights: Mapping[str, float] | None = None,
         max_tool_calls: int = 6,
         prosody_backend: str = "praat",
@@ -228,8 +295,18 @@ class SpeechEmotionEnv(AffectEnv):
         invalid_action_penalty: float = 0.05,
         render_mode: str | None = None,
     ):
-        if reward not in ("multi", "single"):
-            raise ValueError(f"reward must be 'multi' or 'single', got {reward!r}")
+        if reward not in REWARD_MODES:
+            raise ValueError(f"reward must be one of {', '.join(REWARD_MODES)}, got {reward!r}")
+        if answer not in ANSWER_FORMATS:
+            raise ValueError(f"answer must be one of {', '.join(ANSWER_FORMATS)}, got {answer!r}")
+        if flat_prompt not in FLAT_PROMPTS:
+            raise ValueError(f"flat_prompt must be one of {', '.join(FLAT_PROMPTS)}, got {flat_prompt!r}")
+        if answer == "word" and reward != "label":
+            raise ValueError(f"answer='word' (no confidence) is scored by reward='label', got reward={reward!r}")
+        if group_by is not None and not isinstance(group_by, str):
+            raise ValueError(
+                f"group_by must be None, one of {', '.join(GROUP_KEYS)} or a path to a JSON/CSV mapping file, got {group_by!r}"
+            )
         if norms not in ("corpus", "speaker", "default"):
             raise ValueError(f"norms must be 'corpus', 'speaker' or 'default', got {norms!r}")
         if prosody_backend not in ("praat", "librosa"):
@@ -238,8 +315,11 @@ class SpeechEmotionEnv(AffectEnv):
             raise ValueError(f"max_tool_calls must be an integer >= 0, got {max_tool_calls!r}")
         self.dataset = dataset
         self.data_dir = data_dir
+        self.group_by = group_by
         self.eval_fraction = eval_fraction
         self.reward_mode = reward
+        self.answer_format = answer
+        self.flat_prompt_form = flat_prompt
         self.reward_weights = dict(reward_weights or {})
         self.max_tool_calls = max_tool_calls
         self.prosody_backend = prosody_backend
@@ -272,9 +352,14 @@ class SpeechEmotionEnv(AffectEnv):
         )
 
     def _load_scenarios(self) -> list[SpeechClip]:
-        items = [(c.id, c.label) for c in self.all_clips]
-        chosen = set(select_split(items, self.split, self.eval_fraction))
-        return [c for c in self.all_clips if c.id in chosen]
+        return self._split_clips(self.all_clips)
+
+    def _split_clips(self, clips: Sequence[SpeechClip]) -> list[SpeechClip]:
+        """The clips of ``self.split`` among ``clips``, split by ``group_by`` groups."""
+        items = [(c.id, c.label) for c in clips]
+        groups = clip_groups(clips, self.group_by, self.data_dir)
+        chosen = set(select_split(items, self.split, self.eval_fraction, groups=groups))
+        return [c for c in clips if c.id in chosen]
 
     # ------------------------------------------------------------------ prompts
     def system_prompt(self, scenario: SpeechClip) -> str:
@@ -294,10 +379,16 @@ class SpeechEmotionEnv(AffectEnv):
 
     def flat_system_prompt(self, scenario: SpeechClip) -> str:
         labels = ", ".join(f'"{label}"' for label in self.label_set)
+        measured = (
+            "a summary of the delivery compared with typical speech"
+            if self.flat_prompt_form == "compact"
+            else "measurements of the delivery (prosody features and pitch contour)"
+        )
+        intro = f"{self.task} Labels: {labels}.\nYou get the transcript and {measured}. "
+        if self.answer_format == "word":
+            return intro + f"Answer with one word: {' or '.join(self.label_set)}."
         return (
-            f"{self.task} Labels: {labels}.\n"
-            "You get the transcript and measurements of the delivery (prosody features and pitch contour). "
-            "The delivery often matters more than the words.\n"
+            intro + "The delivery often matters more than the words.\n"
             "Reason in 50-150 words over the words and the prosody, then end with exactly one JSON object: "
             f"{{\"label\": {labels.split(', ')[0]}, \"confidence\": 0.0-1.0}}."
         )
@@ -307,8 +398,21 @@ class SpeechEmotionEnv(AffectEnv):
         return f"A new spoken line{who} is ready. Use the tools to examine it, then give your final answer."
 
     def parse_final(self, text: str) -> tuple[dict[str, Any] | None, str | None]:
-        """See :func:`parse_label_answer`."""
+        """See :func:`parse_label_answer` (``answer="json"``) and :func:`parse_label_word` (``"word"``)."""
+        if self.answer_format == "word":
+            return parse_label_word(text, self.label_set)
         return parse_label_answer(text, self.label_set)
+
+    def scenario_text(self, scenario: SpeechClip) -> str:
+        """What a text-only reader sees of a clip: the context and the line (for the leakage check)."""
+        with self._viewing(scenario):
+            return self.get_transcript()
+
+    def flat_tool_calls(self, scenario: SpeechClip) -> list[tuple[str, dict[str, Any]]]:
+        """Every argument-free tool (``flat_prompt="full"``), or the transcript and the delivery summary."""
+        if self.flat_prompt_form == "compact":
+            return [("get_transcript", {}), ("get_prosody_features", {"detail": "summary"})]
+        return super().flat_tool_calls(scenario)
 
     # ------------------------------------------------------------------ tools
     @tool
@@ -324,17 +428,23 @@ class SpeechEmotionEnv(AffectEnv):
         return "\n".join(lines)
 
     @tool
-    def get_prosody_features(self) -> str:
-        """Measure the delivery: pitch, loudness, voice quality, pauses and speaking rate."""
-        from affectgym.features.render import render_prosody
+    def get_prosody_features(self, detail: Literal["full", "summary"] = "full") -> str:
+        """Measure the delivery: pitch, loudness, voice quality, pauses and speaking rate.
 
-        key = ("prosody", self.scenario)
+        Args:
+            detail: "full" (every feature, with its band) or "summary" (one line: pitch range,
+                pitch movement, loudness, tempo and pauses, each above or below typical speech).
+        """
+        from affectgym.features.render import render_delivery_summary, render_prosody
+
+        key = (f"prosody-{detail}", self.scenario)
         if key not in self._rendered:
             prosody = self._prosody(self.scenario)
+            render = render_prosody if detail == "full" else render_delivery_summary
             self._rendered[key] = (
                 NO_AUDIO.format(what="prosody features")
                 if prosody is None
-                else render_prosody(prosody, self._norms(self.scenario))
+                else render(prosody, self._norms(self.scenario))
             )
         return self._rendered[key]
 
@@ -387,6 +497,11 @@ class SpeechEmotionEnv(AffectEnv):
         labels = self.label_set
         correctness = functools.partial(confidence_weighted_correctness, labels=labels)
         fmt = functools.partial(answer_format, labels=labels)
+        if self.reward_mode == "label":
+            right = functools.partial(label_correctness, parse=self.parse_final)
+            short = functools.partial(one_word_format, labels=labels) if self.answer_format == "word" else fmt
+            criteria = [Criterion("correctness", right, 0.85), Criterion("format", short, 0.15)]
+            return Rubric(criteria).with_weights(self.reward_weights)
         if self.reward_mode == "multi":
             criteria = [
                 Criterion("correctness", correctness, 0.50),

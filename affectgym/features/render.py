@@ -207,6 +207,42 @@ def render_prosody(prosody: Prosody, norms: ProsodyNorms | None = None) -> str:
     return "\n".join(lines)
 
 
+#: The cues of :func:`render_delivery_summary`: feature -> (name, word below the norm, word above).
+DELIVERY_CUES: dict[str, tuple[str, str, str]] = {
+    "f0_range_st": ("pitch range", "narrow", "wide"),
+    "f0_sd_st": ("pitch movement", "flat", "lively"),
+    "intensity_mean_db": ("loudness", "soft", "loud"),
+    "speaking_rate_syl_per_s": ("tempo", "slow", "fast"),
+    "pause_fraction": ("pauses", "few", "many"),
+}
+
+
+def render_delivery_summary(prosody: Prosody, norms: ProsodyNorms | None = None) -> str:
+    """Render the delivery as one short line: each cue above or below the norm, in words.
+
+    The compact view of :func:`render_prosody` for short prompts (single-shot training on a
+    CPU): five cues, each named by the side of the norm mean its value lies on. A cue with
+    no value or no norm is left out.
+
+    Args:
+        prosody: The measured prosody.
+        norms: Reference for the sides; built-in adult-speech defaults if ``None``.
+
+    Returns:
+        One line, e.g. ``"Delivery vs corpus: pitch range wide, ..., pauses many."``.
+    """
+    norms = norms or ProsodyNorms()
+    values = _feature_values(prosody)
+    cues = []
+    for feature, (name, below, above) in DELIVERY_CUES.items():
+        value = values.get(feature)
+        if value is None or feature not in norms.stats:
+            continue
+        mean, _ = norms.stats[feature]
+        cues.append(f"{name} {above if value > mean else below}")
+    return f"Delivery vs {norms.name}: " + (", ".join(cues) if cues else "no cue measured") + "."
+
+
 def render_contour(prosody: Prosody, points: int = 30, flat_st: float = 2.0) -> str:
     """Render the F0 contour as a Unicode sparkline with unvoiced gaps.
 
