@@ -57,6 +57,16 @@ def dialogue_turn_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any
     return dialogue_summary(records)
 
 
+#: Keys every summary has; no outcome summary may take one of them.
+_BASE_KEYS = frozenset(
+    {
+        "episodes", "scenarios", "errors", "reward", "reward_components", "tool_use", "turns_mean", "truncated_rate",
+        "timings", "pass_at_k", "outcome_summaries", "status", "planned_episodes", "episodes_this_session",
+        "elapsed_s_this_session", "episodes_per_s_this_session",
+    }
+)
+
+
 _SUMMARIES: dict[str, OutcomeSummary] = {
     "classification": classification_summary,
     "reward_by_target": reward_by_target,
@@ -158,16 +168,6 @@ def summarize(
     for name in outcome_summaries:
         summary[name] = _SUMMARIES[name](ok)
     return summary
-
-
-#: Keys every summary has; no outcome summary may take one of them.
-_BASE_KEYS = frozenset(
-    {
-        "episodes", "scenarios", "errors", "reward", "reward_components", "tool_use", "turns_mean", "truncated_rate",
-        "timings", "pass_at_k", "outcome_summaries", "status", "planned_episodes", "episodes_this_session",
-        "elapsed_s_this_session", "episodes_per_s_this_session",
-    }
-)
 
 
 def _success(record: Mapping[str, Any], threshold: float = 0.5) -> bool:
