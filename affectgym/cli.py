@@ -15,7 +15,7 @@ from collections.abc import Sequence
 #: Modules that add subcommands, in the order ``--help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
     "affectgym.commands",
-    "affectgym.agents.commands",
+    "affectgym.eval.commands",
     "affectgym.train.commands",
     "affectgym.features.commands",
 )

@@ -62,7 +62,7 @@ def run_demo(args: argparse.Namespace) -> int:
         return 0
     from pathlib import Path
 
-    from affectgym.agents.report import write_report
+    from affectgym.eval.report import write_report
     from affectgym.train.demo import run_demo as run_training_demo
 
     print("\n=== GRPO training demo ===\n")

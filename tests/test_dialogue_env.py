@@ -8,7 +8,7 @@ import pytest
 from affectgym.data.dialogues import Dialogue, DialogueTurn
 from affectgym.envs.checker import check_env
 from affectgym.envs.dialogue import DialogueEnv, EmpathyJudge
-from affectgym.envs.dialogue_metrics import dialogue_summary
+from affectgym.eval.dialogue_metrics import dialogue_summary, turn_metrics
 
 ENV_ID = "affectgym/EmpatheticDialogue-v0"
 
@@ -98,50 +98,45 @@ def test_scenarios_are_turns_and_flat_prompt_renders_the_history(env):
     assert env.flat_trace(turn) == []
 
 
-def test_outcome_carries_reference_metrics_and_dialogue_summary_aggregates_them(env):
+def test_outcome_carries_what_the_reference_metrics_need_and_dialogue_summary_aggregates_them(env):
     dialogue = env.all_dialogues[1]
     env.reset(options={"scenario_id": dialogue.id})
     for turn in dialogue.turns:
         *_, info = env.step(turn.reference)
     turns = info["outcome"]["dialogue_turns"]
-    assert [t["bleu4"] for t in turns] == [100.0] * len(dialogue.turns)
+    assert [t["reply"] for t in turns] == [t["reference"] for t in turns] == [t.reference for t in dialogue.turns]
+    assert [turn_metrics(t["reply"], t["reference"], t["required_tags"])["bleu4"] for t in turns] == [100.0] * len(dialogue.turns)
     summary = dialogue_summary([{"outcome": info["outcome"]}])
     assert summary["turns"] == len(dialogue.turns) and summary["rougeL"] == pytest.approx(100.0)
+    assert summary["bleu4"] == 100.0
     assert summary["tag_accuracy"] == 1.0 and summary["corpus_bleu4"] == pytest.approx(100.0)
-    runner_record = {"scenario_id": dialogue.turns[0].id, "turns": len(dialogue.turns), **info["outcome"]}
+    runner_record = {"scenario_id": dialogue.turns[0].id, "turns": len(dialogue.turns), "outcome": info["outcome"]}
     assert dialogue_summary([runner_record]) == summary
 
 
-def test_a_callable_user_plays_the_later_turns_with_the_dialogues_emotion_arc():
+def test_a_callable_user_simulator_plays_the_later_turns_with_the_dialogues_emotion_arc():
     seen = []
 
-    def user(history, emotion):
-        seen.append((len(history), emotion))
+    def user_simulator(messages):
+        seen.append(messages)
         return "(HAPPINESS) Honestly I am not sure what to think."
 
-    env = DialogueEnv(split="all", classifier=constant_classifier, user=user)
+    env = DialogueEnv(split="all", classifier=constant_classifier, user_simulator=user_simulator)
     dialogue = env.all_dialogues[0]
     env.reset(options={"scenario_id": dialogue.id})
     observation, *_, info = env.step(dialogue.turns[0].reference)
-    assert seen == [(1, dialogue.turns[1].user_emotion)]
-    assert observation.startswith(f"({dialogue.turns[1].user_emotion}) Honestly I am not sure")
+    [(message,)] = seen  # called once, with a one-message chat
+    emotion = dialogue.turns[1].user_emotion
+    assert message["role"] == "user" and f"sound {emotion.lower()}," in message["content"]
+    transcript = message["content"].split("\n\n", 1)[1]
+    assert transcript == f"Human: {dialogue.turns[0].user_line}\nChatbot: {dialogue.turns[0].reference}"  # one exchange so far
+    assert observation.startswith(f"({emotion}) Honestly I am not sure")
     assert info["scenario_id"].endswith("/sim")
 
 
-def test_an_agent_spec_user_is_resolved_through_the_agents_registry():
-    try:
-        from affectgym.agents.base import FunctionAgent
-        from affectgym.agents.registry import register_agent
-    except ImportError:
-        with pytest.raises(ValueError, match="callable"):
-            DialogueEnv(classifier=constant_classifier, user="some-agent")
-        return
-    register_agent("test-dialogue-user", lambda **kw: FunctionAgent(lambda o, i: "Well, it went fine.", name="u"))
-    env = DialogueEnv(split="all", classifier=constant_classifier, user="test-dialogue-user")
-    dialogue = env.all_dialogues[0]
-    env.reset(options={"scenario_id": dialogue.id})
-    observation, *_ = env.step(dialogue.turns[0].reference)
-    assert observation.startswith(f"({dialogue.turns[1].user_emotion}) Well, it went fine.")
+def test_a_user_simulator_that_is_not_callable_is_rejected_with_the_accepted_forms():
+    with pytest.raises(ValueError, match="callable messages -> str.*--user-simulator SPEC"):
+        DialogueEnv(classifier=constant_classifier, user_simulator="some-agent")
 
 
 def test_custom_scenario_objects_run_as_one_turn_or_a_whole_dialogue(env):

@@ -1,1 +1,1 @@
-"""Agents that act through the env contract, and the evaluation runner."""
+"""Agents that act through the env contract (the eval runner is :mod:`affectgym.eval`)."""

@@ -107,6 +107,25 @@ class FunctionAgent(Agent):
         return self.fn(observation, info)
 
 
+def chat_function(agent: Agent) -> Callable[[list[dict[str, Any]]], str]:
+    """The agent as a function of a chat: messages in, the agent's next message out.
+
+    What an env takes where it wants text written by some model, such as the user simulator
+    of ``EmpatheticDialogue-v0``: the last message is the observation, the whole chat is
+    ``info["messages"]``, and there are no tools.
+
+    >>> shout = chat_function(FunctionAgent(lambda observation, info: observation.upper()))
+    >>> shout([{"role": "user", "content": "how was your day?"}])
+    'HOW WAS YOUR DAY?'
+    """
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        observation = (messages[-1].get("content") or "") if messages else ""
+        return agent.act(observation, {"messages": list(messages), "tools": []})
+
+    return reply
+
+
 def tool_call_text(name: str, arguments: Any) -> str:
     """A tool call in the env's text format: ``<tool_call>{"name": ..., "arguments": ...}</tool_call>``.
 
@@ -158,4 +177,4 @@ def raw_text_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, A
     return out
 
 
-__all__ = ["Agent", "FunctionAgent", "StepFn", "raw_text_messages", "text_without_tool_calls", "tool_call_text"]
+__all__ = ["Agent", "FunctionAgent", "StepFn", "chat_function", "raw_text_messages", "text_without_tool_calls", "tool_call_text"]

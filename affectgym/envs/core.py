@@ -138,6 +138,12 @@ class AffectEnv(gym.Env[str, str]):
         """
         return {}
 
+    #: How evaluation summarises the outcomes of this env's episodes: names of summaries of
+    #: :mod:`affectgym.eval.summary` (``"classification"``, ``"reward_by_target"``,
+    #: ``"dialogue"``, or one a plug-in registers), each written to ``summary.json`` under its
+    #: name. Names rather than functions, because envs never import the eval layer above them.
+    outcome_summaries: ClassVar[tuple[str, ...]] = ()
+
     def reference_answer(self, scenario: Any) -> tuple[str, Trace]:
         """A good final answer and trace for ``scenario``; canaries must score below it."""
         raise NotImplementedError

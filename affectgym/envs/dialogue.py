@@ -25,7 +25,6 @@ from affectgym.data.dialogues import (
     split_tagged,
 )
 from affectgym.envs.core import AffectEnv, Trace
-from affectgym.envs.dialogue_metrics import turn_metrics
 from affectgym.rewards.classifier import EmotionClassifier
 from affectgym.rewards.rubric import Cap, Criterion, Rubric, RubricResult
 from affectgym.rewards.rules import names_emotion, states_feeling, strip_think
@@ -425,7 +424,25 @@ _NAMED: Mapping[str, str] = {
 
 
 # ----------------------------------------------------------------------------- the env
-UserSimulator = Callable[[list[tuple[str, str]], str], str]
+#: Plays the user: the chat of :func:`user_simulator_messages` in, the user's next line out.
+UserSimulator = Callable[[list[dict[str, str]]], str]
+
+
+def user_simulator_messages(history: Sequence[tuple[str, str]], emotion: str) -> list[dict[str, str]]:
+    """The chat a user simulator answers: one user message asking for the human's next line.
+
+    Args:
+        history: The (user line, chatbot reply) pairs so far.
+        emotion: The emotion the dialogue's arc gives the user's next turn, e.g. ``"SADNESS"``.
+
+    >>> user_simulator_messages([("(FEAR) A storm is coming.", "(FEAR) Stay inside.")], "SADNESS")[0]["content"].splitlines()[-2:]
+    ['Human: (FEAR) A storm is coming.', 'Chatbot: (FEAR) Stay inside.']
+    """
+    prompt = (
+        "You play the human in a conversation with a chatbot. Write only your next line: one or two "
+        f"sentences that sound {emotion.lower()}, continuing the conversation naturally.\n\n{render_history(history)}"
+    )
+    return [{"role": "user", "content": prompt}]
 
 
 class DialogueEnv(AffectEnv):
@@ -466,8 +483,10 @@ class DialogueEnv(AffectEnv):
     The step reward of turn k is exactly its score; an invalid message costs
     ``invalid_action_penalty``; the last step adds ``completion_bonus`` (dialogue finished)
     or subtracts ``truncation_penalty`` (turn limit first). The return is their sum.
-    ``info["reward_components"]`` holds the turn's components. BLEU-4, ROUGE and tag
-    accuracy against the reference reply are in ``info["outcome"]`` (evaluation only).
+    ``info["reward_components"]`` holds the turn's components. Each turn's reply, reference
+    reply and required tags are in ``info["outcome"]["dialogue_turns"]``; ``affectgym eval``
+    computes BLEU-4, ROUGE-1/2/L and per-slot tag accuracy from them (evaluation only, see
+    :mod:`affectgym.eval.dialogue_metrics`).
 
     ## Starting State
     ``env.scenarios`` are the *turns* of the split's dialogues (id ``"<dialogue>/t<k>"``):
@@ -486,10 +505,13 @@ class DialogueEnv(AffectEnv):
     ## Arguments
     ``dataset`` ("embedded" | "file" | "hub"), ``data_file`` (a LLaMA-Factory JSON/JSONL
     file; implies "file"), ``hub_name``, ``split`` ("train" | "eval" | "all"; a stable hash
-    split by dialogue id), ``eval_fraction`` (0.2), ``user`` ("scripted": the dataset's
-    turns; a callable ``(history, emotion) -> str`` that plays the user from the second
-    turn on, following the dialogue's emotion arc; or an agent spec string resolved with
-    ``affectgym.agents.registry.make_agent``), ``classifier`` ("nade" | "transformers" | an
+    split by dialogue id), ``eval_fraction`` (0.2), ``user_simulator`` (``None``: the
+    dataset's scripted user turns; or any callable ``messages -> str`` that plays the user
+    from the second turn on: it receives a one-message chat, :func:`user_simulator_messages`,
+    asking for the user's next line in the emotion the dialogue's arc gives that turn, over
+    the conversation so far, and returns that line; an LLM chat-completion function or an
+    agent fits, and ``affectgym eval --user-simulator SPEC`` passes the agent ``SPEC``
+    names), ``classifier`` ("nade" | "transformers" | an
     :class:`~affectgym.rewards.classifier.EmotionClassifier` | a callable),
     ``reward_weights``, ``judge`` (a ``dspy.LM`` or :class:`EmpathyJudge`; off by default),
     ``judge_weight`` (0.2), ``completion_bonus`` (0.0), ``truncation_penalty`` (0.0),
@@ -515,7 +537,7 @@ class DialogueEnv(AffectEnv):
         hub_name: str = HUB_DATASET,
         split: str = "train",
         eval_fraction: float = 0.2,
-        user: str | UserSimulator = "scripted",
+        user_simulator: UserSimulator | None = None,
         classifier: str | EmotionClassifier | Callable[..., Any] = "nade",
         reward_weights: Mapping[str, float] | None = None,
         judge: Any = None,
@@ -540,8 +562,12 @@ class DialogueEnv(AffectEnv):
         self.completion_bonus = float(completion_bonus)
         self.truncation_penalty = float(truncation_penalty)
         self.classifier = classifier if isinstance(classifier, EmotionClassifier) else EmotionClassifier(classifier)
-        self.user = user
-        self._user_fn = _resolve_user(user)
+        if user_simulator is not None and not callable(user_simulator):
+            raise ValueError(
+                f"user_simulator must be None (the dataset's scripted user turns) or a callable messages -> str, "
+                f"got {user_simulator!r}; to let an agent play the user, run affectgym eval --user-simulator SPEC"
+            )
+        self.user_simulator = user_simulator
         self._emotion_cache: dict[str, dict[str, float]] = {}
         self.all_dialogues: list[Dialogue] = self._load_dialogues()
         self._all_by_id = {d.id: d for d in self.all_dialogues}
@@ -678,8 +704,9 @@ class DialogueEnv(AffectEnv):
         """One turn's evaluation record; ``answer`` is the reply text (``None`` if unanswered).
 
         Holds the ids, the required and the written tags, whether the reply parsed, its
-        question kind and words, the turn reward and its components, and :func:`~affectgym.envs.dialogue_metrics.turn_metrics`
-        (BLEU-4, ROUGE-1/2/L against the reference, per-slot tag correctness).
+        question kind and words, the reply and the reference reply, and the turn reward and its
+        components; evaluation computes BLEU-4, ROUGE and tag accuracy from them
+        (:func:`affectgym.eval.dialogue_metrics.dialogue_summary`).
         """
         reply = answer if isinstance(answer, str) else None
         parsed, error = parse_chatbot_turn(reply)
@@ -696,8 +723,10 @@ class DialogueEnv(AffectEnv):
             "reference": scenario.reference,
             "reward": result.total,
             "reward_components": dict(result.components),
-            **turn_metrics(reply, scenario.reference, scenario.required_tags),
         }
+
+    #: BLEU-4, ROUGE-1/2/L and per-slot tag accuracy of the replies against the references.
+    outcome_summaries = ("dialogue",)
 
     # ------------------------------------------------------------------ episodes
     def _starting_scenario(self, options: Mapping[str, Any]) -> DialogueTurn:
@@ -763,12 +792,13 @@ class DialogueEnv(AffectEnv):
             return None
         scripted = self._arc[turn.index + 1]
         history = (*turn.history, (turn.user_line, reply))
-        if self._user_fn is None:
+        if self.user_simulator is None:
             return dataclasses.replace(scripted, history=history)
-        pairs = [tuple(pair) for pair in history]
-        text = self._user_fn(pairs, scripted.user_emotion)  # type: ignore[arg-type]
+        text = self.user_simulator(user_simulator_messages(history, scripted.user_emotion))
         if not isinstance(text, str) or not text.strip():
-            raise RuntimeError(f"the user simulator {self.user!r} returned {text!r}; it must return the user's next line as text")
+            raise RuntimeError(
+                f"the user simulator {self.user_simulator!r} returned {text!r}; it must return the user's next line as text"
+            )
         lead, segments = split_tagged(text)
         if not lead and segments:  # drop a tag the simulator wrote itself; the arc decides the emotion
             text = " ".join(s.text for s in segments)
@@ -884,39 +914,12 @@ class DialogueEnv(AffectEnv):
         ]
 
 
-def _resolve_user(user: str | UserSimulator) -> UserSimulator | None:
-    """``None`` for the scripted user; a callable as is; a spec string through the agents registry."""
-    if callable(user):
-        return user
-    if user == "scripted":
-        return None
-    if not isinstance(user, str):
-        raise ValueError(f"user must be 'scripted', a callable (history, emotion) -> str, or an agent spec, got {user!r}")
-    try:
-        from affectgym.agents.registry import make_agent  # envs never import agents at module level
-    except ImportError:
-        raise ValueError(
-            f"user={user!r} needs affectgym.agents.registry.make_agent, which is not available; "
-            "pass user='scripted' or a callable (history, emotion) -> str"
-        ) from None
-    agent = make_agent(user)
-
-    def simulated_user(history: list[tuple[str, str]], emotion: str) -> str:
-        transcript = render_history(history)
-        prompt = (
-            "You play the human in a conversation with a chatbot. Write only your next line: one or two "
-            f"sentences that sound {emotion.lower()}, continuing the conversation naturally.\n\n{transcript}"
-        )
-        return agent.act(prompt, {"messages": [{"role": "user", "content": prompt}], "tools": []})
-
-    return simulated_user
-
-
 __all__ = [
     "DEFAULT_REWARD_WEIGHTS",
     "ChatbotTurn",
     "DialogueEnv",
     "EmpathyJudge",
+    "UserSimulator",
     "count_words",
     "length_credit",
     "open_question",
@@ -928,4 +931,5 @@ __all__ = [
     "structure",
     "tag_correctness",
     "tells_emotion",
+    "user_simulator_messages",
 ]

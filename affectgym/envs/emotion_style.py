@@ -841,6 +841,9 @@ class EmotionStyleEnv(AffectEnv):
             "capped": bool(components.get("cap:core_rule")),
         }
 
+    #: The mean reward per requested emotion (the outcome's ``target``).
+    outcome_summaries = ("reward_by_target",)
+
     # ------------------------------------------------------------------ checker
     def reference_answer(self, scenario: StyleScenario) -> tuple[str, Trace]:
         """See :func:`reference_reply`."""

@@ -538,6 +538,9 @@ class SpeechEmotionEnv(AffectEnv):
             "has_audio": scenario.audio_path is not None,
         }
 
+    #: Accuracy, P/R/F1, confusion matrix, calibration and subsets (``pivot``) of the outcomes.
+    outcome_summaries = ("classification",)
+
     # ------------------------------------------------------------------ checker
     def reference_answer(self, scenario: SpeechClip) -> tuple[str, Trace]:
         """Reasoning over words and delivery, then the gold label at confidence 0.9."""

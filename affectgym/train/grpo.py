@@ -306,7 +306,7 @@ def evaluate_base_and_trained(
     """Held-out evaluation of the base model and the trained adapter, side by side.
 
     Both play ``config.eval_episodes`` scenarios of the env's ``eval`` split through the eval
-    runner (:func:`affectgym.agents.runner.run_eval`) with greedy decoding: flat-mode runs
+    runner (:func:`affectgym.eval.runner.run_eval`) with greedy decoding: flat-mode runs
     from the flat prompt (:func:`~affectgym.train.flatten.flat_episode_env`), multi-turn runs
     as interactive episodes with the tools. Writes ``out_dir/base/``, ``out_dir/trained/``
     (the runner's ``results.jsonl``, ``metadata.json``, ``summary.json``),
@@ -323,8 +323,8 @@ def evaluate_base_and_trained(
         reward, its 95% interval, components, accuracy (when the env reports one) and folder.
     """
     import affectgym
-    from affectgym.agents.runner import EvalConfig, run_eval
     from affectgym.agents.transformers_agent import TransformersAgent
+    from affectgym.eval.runner import EvalConfig, run_eval
     from affectgym.train.flatten import flat_episode_env
     from affectgym.train.plots import plot_eval_comparison
 

@@ -21,13 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from affectgym.agents.runner import (
+from affectgym.eval.results import (
     METADATA_FILE,
     RESULTS_FILE,
     SUMMARY_FILE,
+    read_json,
     read_results,
-    summarize,
 )
+from affectgym.eval.summary import format_number, summarize
 
 
 @dataclass
@@ -69,7 +70,11 @@ def register_report_plot(env_prefix: str, fn: ReportPlot) -> None:
 
 
 def load_run(path: str | Path, label: str | None = None) -> Run:
-    """Load a run folder.
+    """Load a run folder (results files of the older flat format are converted as they are read).
+
+    Without ``summary.json`` the summary is recomputed from the results, with the outcome
+    summaries the metadata records (for runs older than that record: those the env, if
+    registered, declares now).
 
     Raises:
         FileNotFoundError: The folder has no ``results.jsonl``.
@@ -79,8 +84,13 @@ def load_run(path: str | Path, label: str | None = None) -> Run:
     if not results.is_file():
         raise FileNotFoundError(f"{path} is not an eval run folder: it has no {RESULTS_FILE} (write one with `affectgym eval`)")
     records, _ = read_results(results)
-    metadata = _read_json(path / METADATA_FILE)
-    summary = _read_json(path / SUMMARY_FILE) or summarize(records, int(metadata.get("rollouts", 1)))
+    metadata = read_json(path / METADATA_FILE)
+    summary = read_json(path / SUMMARY_FILE)
+    if not summary:
+        outcome_summaries = metadata.get("outcome_summaries")
+        if outcome_summaries is None:
+            outcome_summaries = _declared_outcome_summaries(str(metadata.get("env_id", "")))
+        summary = summarize(records, int(metadata.get("rollouts", 1)), outcome_summaries)
     return Run(path=path, label=label or path.name, metadata=metadata, summary=summary, records=records)
 
 
@@ -122,12 +132,12 @@ def comparison_table(runs: Sequence[Run]) -> list[str]:
 
     def add(name: str, values: list[Any]) -> None:
         if any(v is not None for v in values):
-            rows.append((name, [_fmt(v) for v in values]))
+            rows.append((name, [format_number(v) for v in values]))
 
     summaries = [run.summary for run in runs]
     add("episodes", [s.get("episodes") for s in summaries])
     rewards = [s.get("reward") or {} for s in summaries]
-    rows.append(("mean reward ± 95% CI", [f"{_fmt(r.get('mean'))} ± {_fmt(r.get('ci95'))}" for r in rewards]))
+    rows.append(("mean reward ± 95% CI", [f"{format_number(r.get('mean'))} ± {format_number(r.get('ci95'))}" for r in rewards]))
     for name in _union(s.get("reward_components") or {} for s in summaries):
         add(f"reward: {name}", [(s.get("reward_components") or {}).get(name) for s in summaries])
     classifications = [s.get("classification") or {} for s in summaries]
@@ -266,6 +276,20 @@ def _run_header(run: Run) -> list[str]:
     ]
 
 
+def _declared_outcome_summaries(env_id: str) -> list[str]:
+    """The ``outcome_summaries`` of a registered env's class, without building the env."""
+    import gymnasium as gym
+    from gymnasium.envs.registration import load_env_creator
+
+    import affectgym  # noqa: F401  (registers the built-in envs and plugins)
+
+    if env_id not in gym.registry:
+        return []
+    entry_point = gym.spec(env_id).entry_point
+    creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
+    return list(getattr(creator, "outcome_summaries", ()))
+
+
 def _unique_labels(paths: Sequence[Path]) -> list[str]:
     names = [path.name or str(path) for path in paths]
     if len(set(names)) == len(names):
@@ -286,16 +310,6 @@ def _union(mappings: Any) -> list[str]:
 
 def _number(value: Any) -> float:
     return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else 0.0
-
-
-def _fmt(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    return f"{value:.3f}" if isinstance(value, float) else str(value)
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text()) if path.is_file() else {}
 
 
 __all__ = ["Run", "comparison_table", "load_run", "register_report_plot", "write_report"]

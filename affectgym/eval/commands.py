@@ -33,6 +33,11 @@ def register(subparsers: Any) -> None:
     evaluate.add_argument("--agent-kwargs", type=_json_object, default={}, metavar="JSON", help='agent arguments, e.g. \'{"temperature": 0.7}\'')
     evaluate.add_argument("--adapter", default=None, metavar="PATH", help="PEFT (LoRA) adapter folder for a local model agent")
     evaluate.add_argument(
+        "--user-simulator", default=None, metavar="SPEC",
+        help="agent spec (same forms as --agent) that plays the user, for envs with a simulated user "
+        "such as affectgym/EmpatheticDialogue-v0 (default: the dataset's scripted user turns)",
+    )
+    evaluate.add_argument(
         "--max-fail-fraction", type=float, default=0.5, metavar="F",
         help="stop when more than this fraction of the episodes fail (default 0.5)",
     )
@@ -52,7 +57,7 @@ def register(subparsers: Any) -> None:
 def run_eval_command(args: argparse.Namespace) -> int:
     """Handler of ``affectgym eval``."""
     import affectgym  # noqa: F401  (registers the built-in envs and plugins)
-    from affectgym.agents.runner import EvalConfig, run_eval
+    from affectgym.eval.runner import EvalConfig, run_eval
 
     agent_kwargs = dict(args.agent_kwargs)
     if args.adapter is not None:
@@ -71,6 +76,7 @@ def run_eval_command(args: argparse.Namespace) -> int:
         retry_errors=args.retry_errors,
         env_kwargs=args.env_kwargs,
         agent_kwargs=agent_kwargs,
+        user_simulator=args.user_simulator,
         max_fail_fraction=args.max_fail_fraction,
         progress=not args.no_progress,
     )
@@ -81,7 +87,7 @@ def run_eval_command(args: argparse.Namespace) -> int:
 
 def run_report_command(args: argparse.Namespace) -> int:
     """Handler of ``affectgym report``."""
-    from affectgym.agents.report import write_report
+    from affectgym.eval.report import write_report
 
     out = args.out or (args.run_dirs[0] / "report" if len(args.run_dirs) == 1 else Path("report"))
     print(f"wrote {write_report(args.run_dirs, out)}")

@@ -7,9 +7,11 @@ dataset's reference reply, both as written (tags included, after NFKC normalisat
 F-measure of ``rouge-score`` (Porter stemming). Tag accuracy compares the reply's tags, slot
 by slot, with the three the turn requires (user's emotion, requested emotion, NEUTRAL).
 
-:func:`dialogue_summary` aggregates per-turn records (or episode outcomes holding them under
-``"dialogue_turns"``) into the numbers an eval report prints: the mean of sentence BLEU-4 (as
+:func:`dialogue_summary` aggregates per-turn rows (or episode outcomes holding them under
+``"dialogue_turns"``, as ``EmpatheticDialogue-v0`` reports each turn's reply, reference and
+required tags) into the numbers an eval report prints: the mean of sentence BLEU-4 (as
 LLaMA-Factory reports it), corpus BLEU-4, mean ROUGE-1/2/L, tag accuracy per slot and overall.
+The env only reports what was said; the metrics are computed here, at evaluation time.
 
 >>> required = ("SADNESS", "HAPPINESS", "NEUTRAL")
 >>> slot_tag_accuracy("(sadness) Oh no. (SURPRISE) Wow. (NEUTRAL) What next?", required)
@@ -21,6 +23,10 @@ LLaMA-Factory reports it), corpus BLEU-4, mean ROUGE-1/2/L, tag accuracy per slo
 >>> summary = dialogue_summary([{"dialogue_turns": [row]}])
 >>> summary["turns"], summary["bleu4"], summary["tag_accuracy"]
 (1, 100.0, 1.0)
+>>> said = {"reply": "(SADNESS) Oh no. (HAPPINESS) Well done. (NEUTRAL) What next?",
+...         "reference": "(SADNESS) Oh no. (HAPPINESS) Well done. (NEUTRAL) What next?", "required_tags": required}
+>>> dialogue_summary([{"outcome": {"dialogue_turns": [said]}}]) == {**summary, "corpus_bleu4": 100.0}
+True
 """
 
 from __future__ import annotations
@@ -100,21 +106,27 @@ def turn_metrics(reply: str | None, reference: str | None, required_tags: Sequen
     return row
 
 
-#: Keys under which an episode outcome (or an eval record) holds its per-turn rows: the env's
-#: ``dialogue_turns``, and the names the eval runner may give it (``outcome_turns``) or a user.
-TURN_LIST_KEYS = ("dialogue_turns", "outcome_dialogue_turns", "turns", "outcome_turns")
+#: Keys under which an episode outcome holds its per-turn rows (the env's ``dialogue_turns``, or ``turns``).
+TURN_LIST_KEYS = ("dialogue_turns", "turns")
 
 
 def _turn_rows(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The per-turn rows of the records, each with its metrics (computed unless it carries them)."""
     rows: list[Mapping[str, Any]] = []
     for record in records:
         nested = record.get("outcome") if isinstance(record.get("outcome"), Mapping) else record
         lists = [nested[key] for key in TURN_LIST_KEYS if isinstance(nested.get(key), list)]
         if lists:
             rows += [t for t in lists[0] if isinstance(t, Mapping)]
-        elif "tag_correct" in nested:
+        elif "tag_correct" in nested or "required_tags" in nested:
             rows.append(nested)
-    return rows
+    return [_with_metrics(row) for row in rows]
+
+
+def _with_metrics(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    if "tag_correct" in row or not isinstance(row.get("required_tags"), (list, tuple)):
+        return row
+    return {**row, **turn_metrics(row.get("reply"), row.get("reference"), row["required_tags"])}
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -125,10 +137,11 @@ def dialogue_summary(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Aggregate reference metrics over many turns.
 
     Args:
-        records: Per-turn rows (as :func:`turn_metrics` or the env's ``outcome()`` give them),
+        records: Per-turn rows (as :func:`turn_metrics` gives them, or the env's rows of
+            ``reply``, ``reference`` and ``required_tags``, whose metrics are computed here),
             episode outcomes holding them under ``"dialogue_turns"`` (``info["outcome"]`` of
-            the env), eval records with that outcome under ``"outcome"`` or copied to their top
-            level (the eval runner's records); other records are ignored.
+            the env), or eval records with that outcome under ``"outcome"``; other records
+            are ignored.
 
     Returns:
         ``turns`` (rows read), ``turns_with_reference``, ``bleu4`` (mean sentence BLEU-4),
@@ -170,4 +183,4 @@ def dialogue_summary(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return summary
 
 
-__all__ = ["SLOTS", "bleu4", "dialogue_summary", "rouge", "slot_tag_accuracy", "turn_metrics"]
+__all__ = ["SLOTS", "TURN_LIST_KEYS", "bleu4", "dialogue_summary", "rouge", "slot_tag_accuracy", "turn_metrics"]

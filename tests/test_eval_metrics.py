@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from affectgym.envs.metrics import (
+from affectgym.eval.metrics import (
     brier_score,
     classification_metrics,
     expected_calibration_error,

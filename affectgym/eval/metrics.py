@@ -2,8 +2,9 @@
 
 A classification env reveals ``prediction``, ``label``, ``correct`` and ``confidence`` (and
 boolean subset flags such as ``pivot``) in ``info["outcome"]`` once an episode is over; the
-eval runner copies them into each episode record, and :func:`classification_metrics` reads
-them from there. Unanswered episodes (``prediction`` ``None``) count as wrong.
+eval runner keeps that outcome under each episode record's ``"outcome"``, and the env's
+``"classification"`` summary (:mod:`affectgym.eval.summary`) passes those outcomes to
+:func:`classification_metrics`. Unanswered episodes (``prediction`` ``None``) count as wrong.
 
 >>> round(pass_at_k(n=5, c=2, k=2), 4)
 0.7
@@ -151,7 +152,7 @@ def classification_metrics(records: Sequence[Mapping[str, Any]], n_bins: int = 1
     """Accuracy, precision/recall/F1 (macro and weighted), confusion matrix, calibration, subsets.
 
     Args:
-        records: Episode records with ``label`` and ``prediction`` (``None`` = unanswered),
+        records: Episode outcomes with ``label`` and ``prediction`` (``None`` = unanswered),
             optionally ``correct`` (default: prediction equals label), ``confidence`` in
             [0, 1] and boolean subset flags (any other key whose values are all booleans).
         n_bins: Bins of the calibration metrics.

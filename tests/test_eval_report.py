@@ -6,12 +6,12 @@ import argparse
 import json
 
 import pytest
-from test_runner import TOY_ID, happy_reader
+from test_eval_runner import TOY_ID, happy_reader
 
-from affectgym.agents import commands
 from affectgym.agents.base import FunctionAgent
 from affectgym.agents.registry import register_agent
-from affectgym.agents.report import register_report_plot, write_report
+from affectgym.eval import commands
+from affectgym.eval.report import register_report_plot, write_report
 
 
 def cli(*argv):

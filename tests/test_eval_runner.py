@@ -1,4 +1,4 @@
-"""The eval runner: results lines, resume after a kill, failures, pass@k, summary metrics."""
+"""The eval runner: results lines, resume after a kill, failures, pass@k, declared summaries, user simulators."""
 
 from __future__ import annotations
 
@@ -12,14 +12,10 @@ import pytest
 from toy_env import ToyMoodEnv, parse_answer
 
 from affectgym.agents.base import Agent, FunctionAgent
-from affectgym.agents.runner import (
-    EvalConfig,
-    RunAborted,
-    read_results,
-    run_eval,
-    select_scenarios,
-    summarize,
-)
+from affectgym.agents.registry import register_agent
+from affectgym.eval.results import ResultsWriter, read_results
+from affectgym.eval.runner import EvalConfig, RunAborted, run_eval, select_scenarios
+from affectgym.eval.summary import register_outcome_summary, summarize
 
 READ_NOTE = '<tool_call>{"name": "read_note", "arguments": {}}</tool_call>'
 TOY_ID = "affectgym-test/ToyOutcome-v0"
@@ -27,6 +23,8 @@ TOY_ID = "affectgym-test/ToyOutcome-v0"
 
 class ToyOutcomeEnv(ToyMoodEnv):
     """The toy env revealing classification facts: prediction, label, correct, confidence, pivot."""
+
+    outcome_summaries = ("classification",)
 
     def outcome(self, scenario, answer, result):
         return {
@@ -65,7 +63,8 @@ def test_run_writes_one_line_per_episode_with_transcript_outcome_and_metadata(tm
     record = next(r for r in records if r["scenario_id"] == "n02")
     assert [m["role"] for m in record["messages"]] == ["system", "user", "assistant", "tool", "assistant"]
     assert record["tool_calls"] == ["read_note"] and record["final_text"] == "<answer>happy</answer>"
-    assert (record["prediction"], record["label"], record["correct"], record["pivot"]) == ("happy", "sad", False, True)
+    outcome = record["outcome"]
+    assert (outcome["prediction"], outcome["label"], outcome["correct"], outcome["pivot"]) == ("happy", "sad", False, True)
     assert record["reward"] == pytest.approx(sum(record["step_rewards"])) == pytest.approx(0.2)
     assert record["reward_components"]["correct"] == 0.0 and record["error"] is None
     metadata = json.loads((result.out / "metadata.json").read_text())
@@ -157,7 +156,7 @@ def test_pass_at_k_matches_the_hand_computed_value():
     # scenario a: 1 of 4 rollouts correct, b: 2 of 4, c: none.
     flags = {"a": [True, False, False, False], "b": [False, True, True, False], "c": [False] * 4}
     records = [
-        {"scenario_id": sid, "rollout": i, "correct": ok, "reward": float(ok), "error": None,
+        {"scenario_id": sid, "rollout": i, "outcome": {"correct": ok}, "reward": float(ok), "error": None,
          "timings": {"total_s": 0.0, "agent_s": 0.0, "env_s": 0.0}}
         for sid, values in flags.items()
         for i, ok in enumerate(values)
@@ -181,15 +180,13 @@ def test_pass_at_k_of_a_seeded_sampling_agent_matches_its_records(tmp_path):
     records, _ = read_results(result.out / "results.jsonl")
     expected = []
     for sid in {r["scenario_id"] for r in records}:
-        c = sum(r["correct"] for r in records if r["scenario_id"] == sid)
+        c = sum(r["outcome"]["correct"] for r in records if r["scenario_id"] == sid)
         expected.append(1 - math.comb(3 - c, 2) / math.comb(3, 2))
     assert result.summary["pass_at_k"]["pass@2"] == pytest.approx(sum(expected) / len(expected))
-    assert all(parse_answer(r["final_text"]) == r["prediction"] for r in records)
+    assert all(parse_answer(r["final_text"]) == r["outcome"]["prediction"] for r in records)
 
 
 def test_results_writer_keeps_lines_whole_under_concurrent_writes(tmp_path):
-    from affectgym.agents.runner import ResultsWriter
-
     writer = ResultsWriter(tmp_path / "results.jsonl")
 
     def write_many(worker):
@@ -251,14 +248,104 @@ def test_sarcasm_env_records_carry_its_classification_outcome(tmp_path):
         agent=FunctionAgent(transcript_then_sarcastic),
     )
     records, _ = read_results(result.out / "results.jsonl")
-    assert all(r["prediction"] == "sarcastic" and r["confidence"] == 0.7 and isinstance(r["pivot"], bool) for r in records)
+    outcomes = [r["outcome"] for r in records]
+    assert all(o["prediction"] == "sarcastic" and o["confidence"] == 0.7 and isinstance(o["pivot"], bool) for o in outcomes)
     classification = result.summary["classification"]
     assert classification["n"] == 12 and "pivot" in classification["subsets"]
     assert "terminated" not in classification["subsets"]  # only the env's outcome flags are subsets
-    assert classification["accuracy"] == pytest.approx(sum(r["label"] == "sarcastic" for r in records) / 12)
+    assert classification["accuracy"] == pytest.approx(sum(o["label"] == "sarcastic" for o in outcomes) / 12)
 
 
 def test_a_bad_agent_spec_fails_before_anything_is_written(tmp_path):
     with pytest.raises(ValueError, match="unknown agent spec"):
         run_eval(config(tmp_path, agent="no-such-agent"))
     assert not (tmp_path / "run").exists()
+
+
+class ToyTargetEnv(ToyMoodEnv):
+    """The toy env declaring a built-in and a plug-in summary instead of classification."""
+
+    outcome_summaries = ("reward_by_target", "toy-answered")
+
+    def outcome(self, scenario, answer, result):
+        return {"target": scenario.label, "answered": answer is not None}
+
+
+class ToyUnknownSummaryEnv(ToyMoodEnv):
+    outcome_summaries = ("no-such-summary",)
+
+
+for env_id, entry_point in (("affectgym-test/ToyTarget-v0", ToyTargetEnv), ("affectgym-test/ToyUnknown-v0", ToyUnknownSummaryEnv)):
+    if env_id not in gym.registry:
+        gym.register(id=env_id, entry_point=entry_point)
+
+
+def test_the_summary_holds_exactly_the_outcome_summaries_the_env_declares(tmp_path):
+    register_outcome_summary("toy-answered", lambda records: {"rate": sum(r["outcome"]["answered"] for r in records) / len(records)})
+    result = run_eval(config(tmp_path, env_id="affectgym-test/ToyTarget-v0"), agent=FunctionAgent(happy_reader))
+    summary = json.loads((result.out / "summary.json").read_text())
+    assert summary["outcome_summaries"] == ["reward_by_target", "toy-answered"]
+    assert summary["reward_by_target"] == {"happy": pytest.approx(1.0), "sad": pytest.approx(0.2)}
+    assert summary["toy-answered"] == {"rate": 1.0}
+    assert "classification" not in summary
+    metadata = json.loads((result.out / "metadata.json").read_text())
+    assert metadata["outcome_summaries"] == ["reward_by_target", "toy-answered"]
+
+
+def test_an_unknown_outcome_summary_fails_before_anything_is_written(tmp_path):
+    with pytest.raises(ValueError, match=r"\['no-such-summary'\] that do not exist; known: .*classification"):
+        run_eval(config(tmp_path, env_id="affectgym-test/ToyUnknown-v0"), agent=FunctionAgent(happy_reader))
+    assert not (tmp_path / "run").exists()
+    with pytest.raises(ValueError, match="other than"):
+        register_outcome_summary("reward", lambda records: {})
+
+
+def test_the_runner_and_the_summaries_name_no_env():
+    import ast
+    import inspect
+
+    import affectgym
+    from affectgym.eval import runner, summary
+
+    sources = {module.__name__: inspect.getsource(module) for module in (runner, summary)}
+    names = {env_id.split("/", 1)[-1].rsplit("-v", 1)[0] for env_id in affectgym.list_envs()}
+    assert names, "no env is registered"
+    for module, source in sources.items():
+        assert not [name for name in names if name in source], module
+        imported = [
+            node.module if isinstance(node, ast.ImportFrom) else alias.name
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, (ast.Import, ast.ImportFrom))
+            for alias in node.names
+        ]
+        assert not [name for name in imported if name and name.startswith("affectgym.envs")], module
+
+
+def constant_classifier(texts):
+    return [{"neutral": 0.6, "joy": 0.2, "sadness": 0.2} for _ in texts]
+
+
+def test_an_agent_spec_plays_the_user_of_an_env_with_a_user_simulator(tmp_path):
+    import affectgym
+
+    dialogue_id = "affectgym/EmpatheticDialogue-v0"
+    if dialogue_id not in affectgym.list_envs():
+        pytest.skip(f"{dialogue_id} is not registered")
+    register_agent("test-dialogue-user", lambda **kw: FunctionAgent(lambda o, i: "Well, it went fine.", name="user"))
+    reply = "(SADNESS) Oh no. (HAPPINESS) Well done. (NEUTRAL) What comes next for you?"
+    result = run_eval(
+        config(tmp_path, env_id=dialogue_id, user_simulator="test-dialogue-user", env_kwargs={"classifier": constant_classifier}),
+        agent=FunctionAgent(lambda o, i: reply),
+    )
+    records, _ = read_results(result.out / "results.jsonl")
+    simulated = []
+    for record in records:
+        messages = record["messages"]
+        first_reply = next(i for i, m in enumerate(messages) if m["role"] == "assistant" and m["content"] == reply)
+        simulated += [m["content"] for m in messages[first_reply:] if m["role"] == "user"]
+    assert simulated and all(line.split(") ", 1)[1].startswith("Well, it went fine.\n") for line in simulated)
+    assert json.loads((result.out / "metadata.json").read_text())["user_simulator"] == "test-dialogue-user"
+    assert result.summary["dialogue"]["turns"] > len(records)  # the simulated turns were played and summarised
+    with pytest.raises(ValueError, match="default env factory"):
+        run_eval(config(tmp_path / "other", user_simulator="test-dialogue-user"), agent=FunctionAgent(happy_reader),
+                 env_factory=lambda: gym.make(TOY_ID))

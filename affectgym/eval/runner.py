@@ -1,0 +1,613 @@
+"""The evaluation runner: play an agent on an env's scenarios and write what happened.
+
+``run_eval(EvalConfig(...))`` (or ``affectgym eval ENV_ID --agent SPEC``) plays ``rollouts``
+episodes of each of the first ``n`` scenarios of a split (in a stable, seeded order),
+``concurrency`` at a time (threads, one env instance and one agent copy per worker), and
+writes to ``out`` (:mod:`affectgym.eval.results`):
+
+* ``results.jsonl``: one line per episode (scenario id, rollout, seed, the whole message
+  transcript with tool calls and outputs, final answer, reward, its components, per-step
+  rewards, timings, error), with the env's ``info["outcome"]`` under ``"outcome"``
+  (``prediction``, ``label``, ``correct``, ``confidence``, ``pivot``... for classification
+  envs). Lines are only ever written whole (:class:`~affectgym.eval.results.ResultsWriter`),
+  so after a crash or Ctrl-C ``resume=True`` keeps every complete line, drops a
+  half-written last one and plays only the missing (scenario, rollout) episodes.
+* ``metadata.json``: env id and kwargs, agent spec and settings, package versions, seed,
+  start and end times, host and the exact command.
+* ``summary.json``: mean reward with its 95% interval, each reward component, pass@k when
+  rollouts > 1, tool use, timings and errors, and the summaries the env declares in its
+  ``outcome_summaries`` (:mod:`affectgym.eval.summary`): the runner names no env.
+
+An exception inside an episode (a model server down, a timeout) is recorded in that
+episode's line and counted; the run stops only when more than ``max_fail_fraction`` of
+the episodes fail (or the first ten all fail).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import platform
+import shlex
+import socket
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import ExitStack
+from datetime import datetime, timezone
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from affectgym.agents.base import Agent, chat_function
+from affectgym.eval.results import (
+    METADATA_FILE,
+    RESULTS_FILE,
+    SUMMARY_FILE,
+    ResultsWriter,
+    read_results,
+    records_to_resume,
+    write_json,
+)
+from affectgym.eval.summary import check_outcome_summaries, format_number, print_summary, summarize
+
+#: Packages whose versions go into metadata.json (when installed).
+VERSIONED_PACKAGES = (
+    "affectgym", "gymnasium", "numpy", "torch", "transformers", "peft", "trl", "openai", "httpx", "dspy", "scikit-learn",
+)
+
+EpisodeKey = tuple[str, int]
+
+
+class RunAborted(RuntimeError):
+    """More episodes failed than the run allows; what was done is on disk (``--resume`` continues)."""
+
+
+@dataclasses.dataclass
+class EvalConfig:
+    """What to evaluate and where to write it (the fields of ``affectgym eval``).
+
+    Attributes:
+        env_id: A registered env id (``affectgym list``).
+        agent: An agent spec for :func:`~affectgym.agents.registry.make_agent`.
+        out: Output folder.
+        n: Scenarios to play (the first ``n`` of the split in the seeded order); all if ``None``.
+        rollouts: Episodes per scenario.
+        concurrency: Episodes played at the same time.
+        split: Split passed to the env.
+        seed: Seeds the scenario order and each episode's seed.
+        resume: Continue a run in ``out``; otherwise ``out`` must not hold results yet.
+        env_kwargs: Extra keyword arguments of ``affectgym.make``.
+        agent_kwargs: Keyword arguments of ``make_agent``.
+        user_simulator: An agent spec that plays the user, for envs with a simulated user:
+            each env gets ``user_simulator=`` a function of the chat (messages in, the user's
+            next line out) backed by that agent. Only with the default env factory.
+        max_fail_fraction: The run stops once more than this fraction of its episodes fail.
+        retry_errors: With ``resume``, play again the episodes recorded with an error.
+        progress: Show a progress bar.
+        command: The command line recorded in metadata (default ``sys.argv``).
+    """
+
+    env_id: str
+    agent: str
+    out: Path | str
+    n: int | None = None
+    rollouts: int = 1
+    concurrency: int = 1
+    split: str = "eval"
+    seed: int = 0
+    resume: bool = False
+    env_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    agent_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    user_simulator: str | None = None
+    max_fail_fraction: float = 0.5
+    retry_errors: bool = False
+    progress: bool = True
+    command: str | None = None
+
+    def __post_init__(self) -> None:
+        self.out = Path(self.out)
+        if self.n is not None and self.n < 1:
+            raise ValueError(f"n must be a positive number of scenarios or None (all), got {self.n}")
+        if self.rollouts < 1:
+            raise ValueError(f"rollouts must be >= 1, got {self.rollouts}")
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
+        if not 0 <= self.max_fail_fraction <= 1:
+            raise ValueError(f"max_fail_fraction must be in [0, 1], got {self.max_fail_fraction}")
+
+
+@dataclasses.dataclass
+class RunResult:
+    """What :func:`run_eval` did.
+
+    Attributes:
+        out: The output folder.
+        summary: The contents of ``summary.json``.
+        episodes_played: Episodes played in this call (not counting resumed ones).
+        elapsed_s: Wall time of this call's episodes.
+    """
+
+    out: Path
+    summary: dict[str, Any]
+    episodes_played: int
+    elapsed_s: float
+
+
+# --------------------------------------------------------------------------- selection and seeds
+def select_scenarios(scenario_ids: Sequence[str], n: int | None, seed: int) -> list[str]:
+    """The first ``n`` ids in an order that depends only on the seed and each id.
+
+    Adding scenarios to a split never reorders the others, so ``-n 50`` stays a prefix of ``-n 100``.
+
+    >>> select_scenarios(["a", "b", "c", "d"], 2, seed=0) == select_scenarios(["d", "c", "b", "a"], 2, seed=0)
+    True
+    """
+    ordered = sorted(scenario_ids, key=lambda sid: hashlib.sha256(f"{seed}:{sid}".encode()).hexdigest())
+    return ordered if n is None else ordered[:n]
+
+
+def episode_seed(seed: int, scenario_id: str, rollout: int) -> int:
+    """The seed of one episode: a stable function of the run seed, the scenario and the rollout.
+
+    >>> episode_seed(0, "n01", 0) == episode_seed(0, "n01", 0) != episode_seed(0, "n01", 1)
+    True
+    """
+    digest = hashlib.sha256(f"{seed}:{scenario_id}:{rollout}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+# --------------------------------------------------------------------------- one episode
+def play_episode(env: Any, agent: Agent, scenario_id: str, rollout: int, seed: int) -> dict[str, Any]:
+    """Play one episode and return its record; never raises on the agent's failures.
+
+    Args:
+        env: An affectgym env (wrapped or not).
+        agent: The worker's agent.
+        scenario_id: Scenario to play.
+        rollout: Rollout index (recorded).
+        seed: Seed of ``env.reset`` and ``agent.reset``.
+
+    Returns:
+        The record written to ``results.jsonl``, with the env's ``info["outcome"]`` under
+        ``"outcome"`` (empty when the episode failed).
+    """
+    started = time.perf_counter()
+    state: dict[str, Any] = {"done": False, "terminated": False, "truncated": False, "info": None}
+    step_rewards: list[float] = []
+    env_s = 0.0
+    error = None
+
+    def step(action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        nonlocal env_s
+        if state["done"]:
+            raise RuntimeError("the agent stepped after the episode ended")
+        tick = time.perf_counter()
+        result = env.step(action)
+        env_s += time.perf_counter() - tick
+        _, reward, terminated, truncated, info = result
+        step_rewards.append(float(reward))
+        state.update(info=info, terminated=terminated, truncated=truncated, done=terminated or truncated)
+        return result
+
+    try:
+        agent.reset(seed)
+        tick = time.perf_counter()
+        observation, info = env.reset(seed=seed, options={"scenario_id": scenario_id})
+        env_s += time.perf_counter() - tick
+        state["info"] = info
+        agent.play(step, observation, info)
+        if not state["done"]:
+            raise RuntimeError("the agent stopped before the episode ended (no final answer and turns left)")
+    except Exception as exc:  # recorded in the episode's line and counted; the run goes on
+        error = {
+            "type": type(exc).__name__,
+            "message": str(exc)[:2000],
+            "traceback": "".join(traceback.format_exception(exc)[-3:])[-4000:],
+        }
+    total_s = time.perf_counter() - started
+    info = state["info"] or {}
+    messages = info.get("messages", [])
+    return {
+        "scenario_id": scenario_id,
+        "rollout": rollout,
+        "seed": seed,
+        "reward": math.fsum(step_rewards) if error is None else None,
+        "reward_components": dict(info.get("reward_components") or {}) if error is None else {},
+        "step_rewards": step_rewards,
+        "terminated": state["terminated"],
+        "truncated": state["truncated"],
+        "turns": len(step_rewards),
+        "final_answer": info.get("final_answer") if error is None else None,
+        "final_text": _final_text(messages) if state["terminated"] else None,
+        "tool_calls": [c["function"]["name"] for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []],
+        "timings": {"total_s": total_s, "env_s": env_s, "agent_s": max(total_s - env_s, 0.0)},
+        "error": error,
+        "outcome": dict(info.get("outcome") or {}) if error is None else {},
+        "messages": messages,
+    }
+
+
+def _final_text(messages: Sequence[Mapping[str, Any]]) -> str | None:
+    for message in reversed(messages):
+        if message.get("role") == "assistant":
+            return message.get("content")
+    return None
+
+
+# --------------------------------------------------------------------------- the run
+def run_eval(
+    config: EvalConfig,
+    *,
+    agent: Agent | None = None,
+    env_factory: Callable[[], Any] | None = None,
+    fsync: bool = True,
+    console: Any = None,
+) -> RunResult:
+    """Run (or resume) an evaluation; see the module docstring.
+
+    Args:
+        config: What to run.
+        agent: An agent object to use instead of building ``config.agent`` (the spec is
+            still recorded as its name).
+        env_factory: Builds one env instance; default ``affectgym.make(env_id, split=..., **env_kwargs)``.
+        fsync: Force every results line to disk.
+        console: A ``rich.console.Console`` for the progress bar and table; ``None`` prints
+            to stdout when ``config.progress`` is set and stays quiet otherwise.
+
+    Returns:
+        The :class:`RunResult`.
+
+    Raises:
+        FileExistsError: ``out`` already holds results and ``resume`` is not set.
+        ValueError: ``resume`` is set but ``out`` holds a run of another env, agent, split or
+            seed; the env lists an unknown outcome summary; ``user_simulator`` with ``env_factory``.
+        RunAborted: Too many episodes failed; what was done is on disk.
+    """
+    out = Path(config.out)
+    previous_metadata = _check_resumable(config, out)
+    with ExitStack() as cleanup:  # a bad env id or agent spec fails here, before anything is written
+        envs = _EnvPool(_env_factory(config, env_factory, cleanup))
+        cleanup.callback(envs.close)
+        agent = _open_agent(config, agent, cleanup)
+        outcome_summaries = tuple(getattr(envs.probe.unwrapped, "outcome_summaries", ()))
+        check_outcome_summaries(outcome_summaries, config.env_id)
+
+        out.mkdir(parents=True, exist_ok=True)
+        kept = records_to_resume(out / RESULTS_FILE, retry_errors=config.retry_errors)
+        planned = _planned_episodes(config, envs.probe)
+        done = {(r["scenario_id"], r["rollout"]) for r in kept}
+        todo = [key for key in planned if key not in done]
+        metadata = _metadata(config, agent, previous_metadata, outcome_summaries, len(planned), len(kept))
+        write_json(out / METADATA_FILE, metadata)
+
+        writer = ResultsWriter(out / RESULTS_FILE, fsync=fsync)
+        progress = _Progress(config.progress, console, total=len(planned), done=len(kept),
+                             rewards=[r["reward"] for r in kept if r.get("reward") is not None])
+        session = _Session(
+            limit=_FailureLimit(config.max_fail_fraction, len(planned), len(todo), sum(1 for r in kept if r.get("error")))
+        )
+        try:
+            with progress:
+                _play_all(todo, _episode_player(envs, agent, writer, config.seed), config.concurrency, session, progress)
+        finally:
+            session.elapsed_s = time.perf_counter() - session.started
+            writer.close()
+            summary, records = _write_summary(config, out, metadata, planned, outcome_summaries, session)
+    if config.progress or console is not None:
+        print_summary(summary, console=console, title=f"{config.env_id} - {agent.name}")
+    if session.status == "aborted":
+        raise RunAborted(
+            f"{session.failures} of {session.finished} episodes failed in this session "
+            f"(max_fail_fraction {config.max_fail_fraction}); first error: {_first_error(records)}; "
+            f"the {len(records)} episodes done are in {out / RESULTS_FILE}, rerun with --resume to continue"
+        )
+    return RunResult(out=out, summary=summary, episodes_played=session.finished, elapsed_s=session.elapsed_s)
+
+
+# --------------------------------------------------------------------------- its parts
+@dataclasses.dataclass
+class _FailureLimit:
+    """When a run stops: more than ``max_fraction`` of the planned episodes failed (earlier
+    sessions' included), or every one of the first ten episodes of this session failed
+    (with more to play), which means the agent or its server is down, not flaky."""
+
+    max_fraction: float
+    planned: int
+    todo: int
+    earlier_failures: int
+
+    def exceeded(self, finished: int, failures: int) -> bool:
+        if failures + self.earlier_failures > self.max_fraction * self.planned:
+            return True
+        all_failing = 0 < finished == failures and finished >= min(10, self.todo) and self.todo > finished
+        return self.max_fraction < 1 and all_failing
+
+
+@dataclasses.dataclass
+class _Session:
+    """What this call of :func:`run_eval` did so far."""
+
+    limit: _FailureLimit
+    finished: int = 0
+    failures: int = 0
+    status: str = "complete"
+    started: float = dataclasses.field(default_factory=time.perf_counter)
+    elapsed_s: float = 0.0
+
+    def count(self, record: Mapping[str, Any]) -> None:
+        self.finished += 1
+        self.failures += record["error"] is not None
+        if self.limit.exceeded(self.finished, self.failures):
+            self.status = "aborted"
+
+
+class _EnvPool:
+    """One env per worker thread: the probe env (built at once, it fails early), then new ones."""
+
+    def __init__(self, factory: Callable[[], Any]):
+        self._factory = factory
+        self.probe = factory()
+        self._idle = [self.probe]
+        self._all = [self.probe]
+        self._lock = threading.Lock()
+
+    def take(self) -> Any:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+            env = self._factory()
+            self._all.append(env)
+            return env
+
+    def close(self) -> None:
+        for env in self._all:
+            env.close()
+
+
+def _env_factory(config: EvalConfig, env_factory: Callable[[], Any] | None, cleanup: ExitStack) -> Callable[[], Any]:
+    """The given factory, or ``affectgym.make`` with the config's env (and its user simulator)."""
+    if env_factory is not None:
+        if config.user_simulator is not None:
+            raise ValueError(
+                f"user_simulator={config.user_simulator!r} is applied by the default env factory; "
+                "with env_factory=, pass the simulator to your env yourself"
+            )
+        return env_factory
+    user_agent = None
+    if config.user_simulator is not None:
+        from affectgym.agents.registry import make_agent
+
+        user_agent = make_agent(config.user_simulator)
+        cleanup.callback(user_agent.close)
+
+    def make() -> Any:
+        import affectgym
+
+        kwargs = dict(config.env_kwargs)
+        if user_agent is not None:
+            kwargs["user_simulator"] = chat_function(user_agent.for_worker())
+        return affectgym.make(config.env_id, split=config.split, **kwargs)
+
+    return make
+
+
+def _open_agent(config: EvalConfig, agent: Agent | None, cleanup: ExitStack) -> Agent:
+    """The given agent, or the one ``config.agent`` names (closed when the run ends)."""
+    if agent is not None:
+        return agent
+    from affectgym.agents.registry import make_agent
+
+    built = make_agent(config.agent, env_id=config.env_id, env_kwargs=config.env_kwargs, **config.agent_kwargs)
+    cleanup.callback(built.close)
+    return built
+
+
+def _planned_episodes(config: EvalConfig, probe_env: Any) -> list[EpisodeKey]:
+    chosen = select_scenarios(list(probe_env.unwrapped.scenario_ids), config.n, config.seed)
+    return [(scenario_id, rollout) for scenario_id in chosen for rollout in range(config.rollouts)]
+
+
+def _episode_player(envs: _EnvPool, agent: Agent, writer: ResultsWriter, seed: int) -> Callable[[str, int], dict[str, Any]]:
+    """Plays one episode on the calling thread's env and agent copy, and queues its line."""
+    worker = threading.local()
+
+    def play(scenario_id: str, rollout: int) -> dict[str, Any]:
+        if not hasattr(worker, "env"):
+            worker.env = envs.take()
+            worker.agent = agent.for_worker()
+        record = play_episode(worker.env, worker.agent, scenario_id, rollout, episode_seed(seed, scenario_id, rollout))
+        writer.write(record)
+        return record
+
+    return play
+
+
+def _play_all(
+    todo: Iterable[EpisodeKey], play: Callable[[str, int], dict[str, Any]], concurrency: int,
+    session: _Session, progress: _Progress,
+) -> None:
+    """Play ``todo`` on ``concurrency`` threads until done, aborted or interrupted.
+
+    Only a bounded window of episodes (twice the concurrency) is submitted at a time, so an
+    abort or Ctrl-C stops the run quickly and cancels what has not started.
+    """
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="affectgym-eval") as pool:
+        queue = iter(todo)
+        pending: set[Future[dict[str, Any]]] = {pool.submit(play, *key) for key in islice(queue, concurrency * 2)}
+        try:
+            while pending and session.status != "aborted":
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    record = future.result()
+                    session.count(record)
+                    progress.advance(record)
+                    if session.status != "aborted":
+                        pending |= {pool.submit(play, *key) for key in islice(queue, 1)}
+        except KeyboardInterrupt:
+            session.status = "interrupted"
+            raise
+        finally:
+            for future in pending:
+                future.cancel()
+
+
+def _write_summary(
+    config: EvalConfig, out: Path, metadata: dict[str, Any], planned: Sequence[EpisodeKey],
+    outcome_summaries: Sequence[str], session: _Session,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Write ``summary.json`` over the planned episodes on disk and close the session in the metadata."""
+    records, _ = read_results(out / RESULTS_FILE)
+    planned_keys = set(planned)
+    summary = summarize(
+        [r for r in records if (r["scenario_id"], r["rollout"]) in planned_keys], config.rollouts, outcome_summaries
+    )
+    summary.update(
+        status=session.status, planned_episodes=len(planned), episodes_this_session=session.finished,
+        elapsed_s_this_session=session.elapsed_s,
+        episodes_per_s_this_session=session.finished / session.elapsed_s if session.elapsed_s > 0 else None,
+    )
+    write_json(out / SUMMARY_FILE, summary)
+    metadata.update(finished_at=_now(), status=session.status)
+    metadata["sessions"][-1].update(finished_at=metadata["finished_at"], episodes=session.finished, status=session.status)
+    write_json(out / METADATA_FILE, metadata)
+    return summary, records
+
+
+def _check_resumable(config: EvalConfig, out: Path) -> dict[str, Any] | None:
+    metadata_path = out / METADATA_FILE
+    results_path = out / RESULTS_FILE
+    has_results = results_path.exists() and results_path.stat().st_size > 0
+    if not config.resume:
+        if has_results:
+            raise FileExistsError(f"{results_path} already holds results; pass --resume to finish that run, or choose another --out")
+        return None
+    if not metadata_path.exists():
+        return None
+    previous = json.loads(metadata_path.read_text())
+    mine = {
+        "env_id": config.env_id, "agent_spec": config.agent, "split": config.split, "seed": config.seed,
+        "env_kwargs": config.env_kwargs, "user_simulator": config.user_simulator,
+    }
+    clashes = [f"{key}: recorded {previous.get(key)!r}, now {value!r}" for key, value in mine.items() if key in previous and previous[key] != value]
+    if clashes:
+        raise ValueError(f"cannot resume the run in {out}: it differs in " + "; ".join(clashes))
+    return previous
+
+
+def _metadata(
+    config: EvalConfig, agent: Agent, previous: Mapping[str, Any] | None, outcome_summaries: Sequence[str],
+    planned_episodes: int, resumed_records: int,
+) -> dict[str, Any]:
+    from importlib import metadata as importlib_metadata
+
+    versions = {}
+    for package in VERSIONED_PACKAGES:
+        try:
+            versions[package] = importlib_metadata.version(package)
+        except importlib_metadata.PackageNotFoundError:
+            continue
+    session = {
+        "started_at": _now(),
+        "command": config.command if config.command is not None else shlex.join(sys.argv),
+        "resumed_records": resumed_records,
+        "concurrency": config.concurrency,
+        "host": socket.gethostname(),
+    }
+    sessions = list((previous or {}).get("sessions", [])) + [session]
+    return {
+        "env_id": config.env_id,
+        "env_kwargs": config.env_kwargs,
+        "split": config.split,
+        "agent_spec": config.agent,
+        "agent": agent.describe(),
+        "agent_kwargs": config.agent_kwargs,
+        "user_simulator": config.user_simulator,
+        "outcome_summaries": list(outcome_summaries),
+        "seed": config.seed,
+        "n": config.n,
+        "rollouts": config.rollouts,
+        "planned_episodes": planned_episodes,
+        "max_fail_fraction": config.max_fail_fraction,
+        "started_at": (previous or {}).get("started_at", session["started_at"]),
+        "finished_at": None,
+        "status": "running",
+        "host": session["host"],
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "versions": versions,
+        "command": session["command"],
+        "sessions": sessions,
+    }
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _first_error(records: Sequence[Mapping[str, Any]]) -> str:
+    for record in records:
+        if record.get("error"):
+            return f"{record['error']['type']}: {record['error']['message'][:200]}"
+    return "none"
+
+
+class _Progress:
+    """A rich progress bar with the running mean reward (or nothing when disabled)."""
+
+    def __init__(self, enabled: bool, console: Any, total: int, done: int, rewards: list[float]):
+        self.enabled = enabled
+        self.rewards = list(rewards)
+        self.errors = 0
+        self._bar: Any = None
+        if enabled:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+
+            self._bar = Progress(
+                TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+                TimeRemainingColumn(), console=console, refresh_per_second=4,
+            )
+            self._task = self._bar.add_task(self._describe(), total=total, completed=done)
+
+    def __enter__(self) -> _Progress:
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def advance(self, record: Mapping[str, Any]) -> None:
+        if record.get("reward") is not None:
+            self.rewards.append(float(record["reward"]))
+        self.errors += record.get("error") is not None
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1, description=self._describe())
+
+    def _describe(self) -> str:
+        mean = math.fsum(self.rewards) / len(self.rewards) if self.rewards else math.nan
+        return f"mean reward {format_number(mean)}  errors {self.errors}"
+
+
+__all__ = [
+    "VERSIONED_PACKAGES",
+    "EvalConfig",
+    "RunAborted",
+    "RunResult",
+    "episode_seed",
+    "play_episode",
+    "run_eval",
+    "select_scenarios",
+]
