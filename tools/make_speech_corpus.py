@@ -19,8 +19,13 @@ Two sets:
 * ``emotion``: neutral sentences read with angry / sad / happy / fearful / neutral
   delivery settings, for the generic speech-emotion env.
 
+Audio is 16-bit mono FLAC at 8 kHz (``SAMPLE_RATE_HZ``), so that both sets fit the
+package's 10 MB budget for affectgym/data.
+
 Clip ids (``sc0001``, ``em0001``) and file names are assigned in an order shuffled by
-a hash, so neither encodes the label; the label lives only in manifest.jsonl.
+a hash, so neither encodes the label; the label lives only in manifest.jsonl. Sarcasm
+lines come in releases (``SARCASM_RELEASES``): add new lines as a new release, whose
+pairs and clips are numbered after every earlier one, so published ids never move.
 """
 
 from __future__ import annotations
@@ -36,7 +41,10 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
-SAMPLE_RATE_HZ = 16000  # committed audio: FLAC, 16 kHz, 16-bit mono
+# Committed audio: 16-bit mono FLAC at 8 kHz, which keeps both sets inside the package's
+# 10 MB budget; the pitch track is computed at 8 kHz anyway and 4 kHz of bandwidth holds
+# every F0 and the loudness contour.
+SAMPLE_RATE_HZ = 8000
 ID_SALT = "affectgym-speech-v1"  # changes the id shuffle; keep fixed for stable ids
 
 # Speaker name -> espeak-ng voice. Speakers are distinct voices, so a speaker-
@@ -254,6 +262,220 @@ TEXT_CUE_PAIRS: list[tuple[list[str], str, str, str]] = [
     ),
 ]
 
+# Lines added in the second release (after the first release's pivot and non-pivot
+# pairs, so their pair ids and clip ids come after every first-release one).
+PIVOT_LINES_2: list[tuple[list[str], str, str]] = [
+    (
+        ["Wendy: The plumber says he'll come between eight and six."],
+        "Nice and precise.",
+        "nice and precise",
+    ),
+    (["Igor: I taught the parrot a new word."], "I'm sure it's charming.", "charming"),
+    (["Quinn: The boss wants everyone's feedback by tonight."], "No pressure, then.", "no pressure"),
+    (["Bruno: I moved all your books to the attic."], "That frees up some space.", "frees up"),
+    (["Fiona: The hotel moved us to a room above the bar."], "Aren't we fortunate.", "fortunate"),
+    (["Gabe: My aunt knitted you another sweater."], "I'll wear it with pride.", "with pride"),
+    (
+        ["Hester: The city is repaving our street all summer."],
+        "Finally, a bit of calm.",
+        "a bit of calm",
+    ),
+    (
+        ["Alma: I reorganised the spice rack alphabetically."],
+        "That changes everything.",
+        "changes everything",
+    ),
+    (["Dev: The conference call has forty people on it."], "Should be productive.", "productive"),
+    (["Yara: I told the whole family your news."], "That saves me a few phone calls.", "saves me"),
+    (["Cole: The airline lost only one of our bags."], "That's a relief.", "relief"),
+    (
+        ["Petra: The kids want to make breakfast for us tomorrow."],
+        "I'm looking forward to it.",
+        "looking forward",
+    ),
+    (["Rafael: I signed you up for the company talent show."], "You know me so well.", "so well"),
+    (
+        ["Anya: The meeting notes are forty pages this week."],
+        "Light reading for the weekend.",
+        "light reading",
+    ),
+    (["Boris: I'm going to sing at your wedding."], "What an honour.", "what an honour"),
+    (["Celia: The heating will be off until Friday."], "We'll manage just fine.", "just fine"),
+    (
+        ["Dmitri: I painted the fence myself over lunch."],
+        "It looks so professional.",
+        "so professional",
+    ),
+    (
+        ["Esme: They play the same song at the gym every morning."],
+        "Never gets old.",
+        "never gets old",
+    ),
+    (
+        ["Fabio: I booked the place with the singing waiters."],
+        "How romantic.",
+        "romantic",
+    ),
+    (["Greta: The boss wants Steve to present your idea."], "That's generous of her.", "generous"),
+    (["Hamid: My phone battery lasts about an hour now."], "Technology is amazing.", "amazing"),
+    (["Ilse: I invited my ex to the barbecue."], "The more the merrier.", "the more the merrier"),
+    (
+        ["Jasper: They announced a new policy on email signatures."],
+        "At last, some real news.",
+        "real news",
+    ),
+    (
+        ["Kira: The babysitter can only stay until seven."],
+        "That gives us plenty of time.",
+        "plenty of time",
+    ),
+    (["Lars: I'm going to cut my own hair from now on."], "I think it'll suit you.", "suit you"),
+    (["Magda: The new printer needs a special app to work."], "How modern.", "how modern"),
+    (["Nils: I brought extra homework for the holiday."], "The kids will love that.", "love that"),
+    (["Odette: Grandpa wants to tell his war stories again."], "I never tire of them.", "never tire"),
+    (["Pablo: We're getting a second dog."], "Just what we needed.", "what we needed"),
+    (
+        ["Rhea: I cleaned out the fridge, your leftovers too."],
+        "You're too kind.",
+        "too kind",
+    ),
+    (["Stefan: The interview is at six on a Sunday."], "Very reasonable.", "very reasonable"),
+    (["Tessa: I'm taking up the trumpet this winter."], "That's a great hobby.", "great hobby"),
+    (["Ulrich: The delivery window is all day Tuesday."], "That narrows it down.", "narrows it down"),
+    (
+        ["Vera: My sister wants to give a speech at your party."],
+        "That should be interesting.",
+        "interesting",
+    ),
+    (
+        ["Walt: The elevator is out, and we're on the ninth floor."],
+        "Good exercise, I suppose.",
+        "good exercise",
+    ),
+    (
+        ["Xena: I've planned every minute of our holiday."],
+        "You've thought of everything.",
+        "thought of everything",
+    ),
+    (["Yvonne: The seminar has a two-hour lunch break."], "Well, that's civilised.", "civilised"),
+    (
+        ["Zane: I forwarded your email to the whole department."],
+        "Much appreciated.",
+        "much appreciated",
+    ),
+    (
+        ["Abel: My roommate made soup from whatever was in the cupboard."],
+        "Sounds delicious.",
+        "delicious",
+    ),
+    (
+        ["Bianca: I wrote you a poem for every day of the month."],
+        "I feel so special.",
+        "so special",
+    ),
+    (
+        ["Cyrus: Our flight has a layover of nine hours."],
+        "We can see the whole airport.",
+        "the whole airport",
+    ),
+    (
+        ["Delia: The teacher gave the class a project over the break."],
+        "The kids must be overjoyed.",
+        "overjoyed",
+    ),
+    (["Emil: I replaced all the light bulbs with blue ones."], "Very atmospheric.", "atmospheric"),
+    (["Farah: The landlord is raising the rent again."], "Right on schedule.", "on schedule"),
+    (
+        ["Gideon: I've decided to run for the school board."],
+        "They're lucky to have you.",
+        "lucky to have you",
+    ),
+    (
+        ["Helga: The repair shop says the part arrives in six weeks."],
+        "That's not long at all.",
+        "not long at all",
+    ),
+    (
+        ["Ignacio: The kids painted the hallway while you were out."],
+        "What a lovely welcome home.",
+        "welcome home",
+    ),
+    (["Joy: The gym added a spin class at midnight."], "Just in time for me.", "just in time"),
+    (["Kemal: I've memorised every line of the film."], "That's a useful skill.", "useful skill"),
+    (
+        ["Lorna: They gave us a group project with the interns."],
+        "Should be a breeze.",
+        "a breeze",
+    ),
+    (["Milo: I put pineapple on all the pizzas."], "Excellent taste.", "excellent taste"),
+    (["Nell: The school play runs for three hours."], "I wouldn't miss it.", "wouldn't miss it"),
+    (["Orla: My uncle wants to give you driving lessons."], "I'd be in safe hands.", "safe hands"),
+    (
+        ["Piet: The council approved the new roundabout."],
+        "That'll fix the traffic.",
+        "fix the traffic",
+    ),
+    (["Rosalind: I booked us on the overnight bus."], "We'll arrive well rested.", "well rested"),
+    (
+        ["Soren: The office is moving to four days a week, ten hours a day."],
+        "What a deal.",
+        "what a deal",
+    ),
+    (
+        ["Talia: Your mother called, she's coming for the weekend."],
+        "She always brightens the place up.",
+        "brightens the place up",
+    ),
+    (["Umar: I've started a podcast about my lawn."], "I'll subscribe right away.", "right away"),
+    (["Viola: The photocopier only prints in pink now."], "Very festive.", "very festive"),
+    (
+        ["Wes: The wardrobe is assembled.", "Wes: There are a few screws left over."],
+        "It'll hold up fine.",
+        "hold up fine",
+    ),
+    (
+        ["Astrid: I offered to host both families for the holidays.", "Astrid: All twelve of them."],
+        "Sounds like a quiet Christmas.",
+        "quiet Christmas",
+    ),
+    (
+        ["Basil: I labelled every drawer in the kitchen.", "Basil: Even the empty ones."],
+        "Very organised of you.",
+        "very organised",
+    ),
+]
+
+TEXT_CUE_PAIRS_2: list[tuple[list[str], str, str, str]] = [
+    (
+        ["Ursula: I'll only be on the phone for a second."],
+        "Sure, a second, like the three-hour call last week.",
+        "three-hour call",
+        "No problem, I'll wait here.",
+    ),
+    (
+        ["Gus: This shortcut will save us loads of time."],
+        "Oh yes, just like the shortcut that got us lost twice.",
+        "got us lost twice",
+        "Great, let's take it then.",
+    ),
+    (
+        ["Pia: The weather app says it will be sunny all day."],
+        "Sure, and the weather app is never wrong, is it?",
+        "never wrong",
+        "Good, I'll leave my umbrella at home.",
+    ),
+    (
+        ["Ned: I'll pay you back next week, I promise."],
+        "Yeah, I've heard that one before.",
+        "heard that one before",
+        "No rush, whenever it suits you.",
+    ),
+]
+
+# Releases in id order: a later release's clips are numbered after every earlier clip,
+# so adding lines as a new release never renumbers the clips already published.
+SARCASM_RELEASES = ((PIVOT_LINES, TEXT_CUE_PAIRS), (PIVOT_LINES_2, TEXT_CUE_PAIRS_2))
+
 EMOTION_SENTENCES = [
     "The package will arrive on Thursday afternoon.",
     "I put the keys on the kitchen table.",
@@ -328,7 +550,7 @@ def _emotion_ssml(text: str, emotion: str) -> tuple[str, dict]:
 
 
 def _render(ssml: str, voice: str, out_path: Path) -> float:
-    """espeak-ng -> WAV on stdout -> 16 kHz 16-bit FLAC; returns the duration in seconds."""
+    """espeak-ng -> WAV on stdout -> 8 kHz 16-bit FLAC; returns the duration in seconds."""
     import io
 
     import soundfile
@@ -342,7 +564,11 @@ def _render(ssml: str, voice: str, out_path: Path) -> float:
         samples = samples.mean(axis=1)
     samples = soxr.resample(samples, rate, SAMPLE_RATE_HZ)
     samples = np.clip(samples, -1.0, 1.0)
-    soundfile.write(str(out_path), samples, SAMPLE_RATE_HZ, format="FLAC", subtype="PCM_16")
+    # The highest FLAC compression level: lossless, ~3% smaller than the default.
+    soundfile.write(
+        str(out_path), samples, SAMPLE_RATE_HZ, format="FLAC", subtype="PCM_16",
+        compression_level=1.0,
+    )  # fmt: skip
     return round(len(samples) / SAMPLE_RATE_HZ, 3)
 
 
@@ -355,10 +581,17 @@ def _context(lines: list[str]) -> list[str]:
 
 
 def _assign_ids(items: list[dict], prefix: str) -> list[dict]:
-    """Give neutral ids in a hash-shuffled order, so position never hints at the label."""
+    """Give neutral ids in a hash-shuffled order, so position never hints at the label.
+
+    Release by release: a later release's items are numbered after every earlier item,
+    so adding a release keeps the ids of the clips already published.
+    """
     ordered = sorted(
         items,
-        key=lambda item: hashlib.sha256(f"{ID_SALT}|{item['_key']}".encode()).hexdigest(),
+        key=lambda item: (
+            item.get("_release", 0),
+            hashlib.sha256(f"{ID_SALT}|{item['_key']}".encode()).hexdigest(),
+        ),
     )
     for number, item in enumerate(ordered, start=1):
         item["id"] = f"{prefix}{number:04d}"
@@ -372,37 +605,26 @@ def build_items() -> tuple[list[dict], list[dict]]:
         (sarcasm items, emotion items).
     """
     sarcasm = []
-    for number, (context, text, key_phrase) in enumerate(PIVOT_LINES, start=1):
-        speaker = SPEAKERS[number % len(SPEAKERS)]
-        pair_id = f"p{number:03d}"
-        for label in ("sincere", "sarcastic"):
-            key = f"{pair_id}|{label}"
-            if label == "sincere":
-                ssml, settings = _sincere_ssml(text, key)
-            else:
-                ssml, settings = _sarcastic_ssml(text, key_phrase, key)
-            sarcasm.append(
-                {"_key": key, "kind": "sarcasm", "text": text, "context": _context(context),
-                 "speaker": speaker, "voice": SPEAKER_VOICES[speaker], "label": label,
-                 "pivot": True, "pair_id": pair_id, "delivery": settings, "_ssml": ssml}
-            )  # fmt: skip
-    offset = len(PIVOT_LINES)
-    for number, (context, sarcastic_text, key_phrase, sincere_text) in enumerate(
-        TEXT_CUE_PAIRS, start=offset + 1
-    ):
-        speaker = SPEAKERS[number % len(SPEAKERS)]
-        pair_id = f"p{number:03d}"
-        for label, text in (("sincere", sincere_text), ("sarcastic", sarcastic_text)):
-            key = f"{pair_id}|{label}"
-            if label == "sincere":
-                ssml, settings = _sincere_ssml(text, key)
-            else:
-                ssml, settings = _sarcastic_ssml(text, key_phrase, key)
-            sarcasm.append(
-                {"_key": key, "kind": "sarcasm", "text": text, "context": _context(context),
-                 "speaker": speaker, "voice": SPEAKER_VOICES[speaker], "label": label,
-                 "pivot": False, "pair_id": pair_id, "delivery": settings, "_ssml": ssml}
-            )  # fmt: skip
+    number = 0
+    for release, (pivot_lines, text_cue_pairs) in enumerate(SARCASM_RELEASES):
+        pairs = [(context, text, key_phrase, text, True) for context, text, key_phrase in pivot_lines]
+        pairs += [(*pair, False) for pair in text_cue_pairs]
+        for context, sarcastic_text, key_phrase, sincere_text, pivot in pairs:
+            number += 1
+            speaker = SPEAKERS[number % len(SPEAKERS)]
+            pair_id = f"p{number:03d}"
+            for label, text in (("sincere", sincere_text), ("sarcastic", sarcastic_text)):
+                key = f"{pair_id}|{label}"
+                if label == "sincere":
+                    ssml, settings = _sincere_ssml(text, key)
+                else:
+                    ssml, settings = _sarcastic_ssml(text, key_phrase, key)
+                sarcasm.append(
+                    {"_key": key, "_release": release, "kind": "sarcasm", "text": text,
+                     "context": _context(context), "speaker": speaker,
+                     "voice": SPEAKER_VOICES[speaker], "label": label, "pivot": pivot,
+                     "pair_id": pair_id, "delivery": settings, "_ssml": ssml}
+                )  # fmt: skip
     emotion = []
     for number, text in enumerate(EMOTION_SENTENCES, start=1):
         for speaker in EMOTION_SPEAKERS:
@@ -446,6 +668,7 @@ def main(argv: list[str] | None = None) -> int:
         item["audio"] = relative
         item["ssml"] = item.pop("_ssml")
         item.pop("_key")
+        item.pop("_release", None)
         order = ["id", "kind", "audio", "duration_s", "text", "context", "speaker", "voice",
                  "label", "pivot", "pair_id", "delivery", "ssml"]  # fmt: skip
         records.append({name: item[name] for name in order})

@@ -54,7 +54,7 @@ class SarcasmEnv(SpeechEmotionEnv):
     Terminates on a valid final answer; truncates after ``max_turns`` messages.
 
     ## Arguments
-    ``dataset``: ``"embedded"`` (default: 60+ lines rendered sincere and sarcastic with
+    ``dataset``: ``"embedded"`` (default: 120+ lines rendered sincere and sarcastic with
     espeak-ng, shipped in the package), ``"mustard"`` with ``data_dir=DIR`` holding
     ``DIR/sarcasm_data.json`` in MUStARD's format (audio from ``DIR/audio/<id>.<ext>`` or
     ``DIR/utterances_final/<id>.mp4`` when present), or ``"hub"`` (downloads MUStARD; fails
