@@ -7,7 +7,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from affectgym.data.speech_sources import GROUP_KEYS, SpeechClip, clip_groups, load_audio_folder, load_embedded
+from affectgym.data.speech_sources import (
+    GROUP_KEYS,
+    SpeechClip,
+    clip_groups,
+    load_audio_folder,
+    load_embedded,
+)
 from affectgym.data.splits import select_split
 from affectgym.envs.core import AffectEnv, Trace, tool
 from affectgym.envs.parsing import last_json_object
