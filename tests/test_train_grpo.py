@@ -118,3 +118,21 @@ def test_demo_job_trains_evaluates_and_says_where_the_files_are(tiny_model, tmp_
     printed = capsys.readouterr().out
     assert "held-out reward (2 eval episodes)" in printed and str(tmp_path / "demo" / "eval") in printed
     assert summary["eval"]["base"]["episodes"] == 2 and (tmp_path / "demo" / "demo.json").is_file()
+
+
+def test_flat_run_with_last_layer_lora_writes_a_heldout_curve_scored_by_the_env(tiny_model, tmp_path):
+    kwargs = {"reward": "label", "answer": "word", "flat_prompt": "compact"}
+    config = tiny_config(
+        tiny_model, "affectgym/Sarcasm-v0", "flat", tmp_path, max_completion_length=4, lora_layers=1,
+        eval_every_steps=1, env_kwargs=kwargs,
+    )
+    train(config)
+    curve = [json.loads(line) for line in (tmp_path / "heldout.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in curve] == [0, 1, 2]
+    eval_clips = affectgym.make("affectgym/Sarcasm-v0", split="eval", **kwargs).unwrapped.scenarios
+    for row in curve:
+        assert row["episodes"] == len(eval_clips)
+        assert sum(row["predictions"].values()) == len(eval_clips)
+        assert 0.0 <= row["accuracy"] <= row["answered_rate"] <= 1.0 and "pivot_accuracy" in row
+    adapter = json.loads((tmp_path / "adapter" / "adapter_config.json").read_text())
+    assert adapter["layers_to_transform"] == [1]  # the tiny model's last of 2 layers

@@ -69,9 +69,17 @@ class TrainConfig:
         default="auto",
         metadata=_help("comma-separated module names, or auto (q_proj,k_proj,v_proj,o_proj for llama/qwen/mistral)"),
     )
+    lora_layers: int = field(
+        default=0,
+        metadata=_help("adapt only the last N transformer layers (a shorter backward pass on CPU); 0 = every layer"),
+    )
     output_dir: str = field(default="runs/train", metadata=_help("where logs, figures, adapter and eval go"))
     eval_episodes: int = field(
         default=32, metadata=_help("held-out episodes for the base-vs-trained evaluation at the end; 0 skips it")
+    )
+    eval_every_steps: int = field(
+        default=0,
+        metadata=_help("flat mode: greedy held-out evaluation every N steps into heldout.jsonl (the learning curve); 0 = off"),
     )
     use_vllm: bool = field(default=False, metadata=_help("generate with vLLM (GPU only)"))
     vllm_mode: Literal["colocate", "server"] = field(
@@ -111,6 +119,10 @@ class TrainConfig:
             problems.append(f"algo must be 'grpo', 'ppo' or 'sac', got {self.algo!r}")
         if self.lora_r < 0:
             problems.append(f"lora_r must be >= 0 (0 = full fine-tuning), got {self.lora_r}")
+        if self.lora_layers < 0:
+            problems.append(f"lora_layers must be >= 0 (0 = every layer), got {self.lora_layers}")
+        if self.eval_every_steps < 0:
+            problems.append(f"eval_every_steps must be >= 0 (0 = off), got {self.eval_every_steps}")
         if self.eval_episodes < 0:
             problems.append(f"eval_episodes must be >= 0, got {self.eval_episodes}")
         if problems:

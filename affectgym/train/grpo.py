@@ -223,22 +223,34 @@ def build_trainer(config: TrainConfig, *, gpu: bool | None = None, reward_funcs:
         args=grpo_config(config, list(reward_weights), gpu=gpu),
         train_dataset=dataset,
         processing_class=tokenizer,
-        peft_config=peft_config(config, model.config.model_type),
+        peft_config=peft_config(config, model.config.model_type, getattr(model.config, "num_hidden_layers", None)),
         environment_factory=factory,
     )
 
 
-def peft_config(config: TrainConfig, model_type: str) -> Any:
-    """The LoRA config of a run, or ``None`` for full fine-tuning (``lora_r=0``)."""
+def peft_config(config: TrainConfig, model_type: str, num_layers: int | None = None) -> Any:
+    """The LoRA config of a run, or ``None`` for full fine-tuning (``lora_r=0``).
+
+    Args:
+        config: The run's options (``lora_layers > 0`` adapts only the last layers).
+        model_type: ``config.model_type`` of the policy.
+        num_layers: The policy's number of transformer layers (needed with ``lora_layers``).
+    """
     if config.lora_r == 0:
         return None
     from peft import LoraConfig
 
+    layers = None
+    if config.lora_layers:
+        if not num_layers:
+            raise ValueError("lora_layers needs the model's number of layers (config.num_hidden_layers)")
+        layers = list(range(max(0, num_layers - config.lora_layers), num_layers))
     return LoraConfig(
         r=config.lora_r,
         lora_alpha=config.lora_alpha,
         lora_dropout=config.lora_dropout,
         target_modules=lora_target_modules(model_type, config.lora_target_modules),
+        layers_to_transform=layers,
         task_type="CAUSAL_LM",
     )
 
@@ -268,6 +280,13 @@ def train(config: TrainConfig, *, gpu: bool | None = None) -> dict[str, Any]:
         torch.set_num_threads(max(1, min(torch.get_num_threads(), os.cpu_count() or 1)))
     start_s = time.perf_counter()
     trainer = build_trainer(config, gpu=gpu)
+    if config.eval_every_steps and config.mode == "flat":
+        from affectgym.train.heldout import HeldOutEvaluator, heldout_callback
+
+        evaluator = HeldOutEvaluator(
+            config.env_id, config.env_kwargs, trainer.processing_class, max_new_tokens=config.max_completion_length
+        )
+        trainer.add_callback(heldout_callback(evaluator, config.eval_every_steps, output_dir / "heldout.jsonl"))
     trainer.train()
     train_s = time.perf_counter() - start_s
     history = list(trainer.state.log_history)

@@ -1,0 +1,140 @@
+"""Held-out evaluation of a flat-mode policy during and after training.
+
+:class:`HeldOutEvaluator` decodes the flat prompts of an env's eval split greedily, in
+batches, and scores each reply with the env's own ``score`` (the one reward path, the flat
+trace as the trace). It reports accuracy (an unanswered or malformed reply counts as
+wrong), the answered rate, the accuracy on flagged subsets (e.g. pivot clips) and the mean
+reward. :class:`HeldOutCallback` runs it every few optimizer steps of a ``transformers``
+trainer and appends one JSON line per evaluation, which gives the learning curve.
+
+Greedy decoding makes an evaluation a function of the weights alone: the base model scores
+the same on every seed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from affectgym.train.flatten import kwargs_json, scenario_columns, shared_env
+
+#: Prompts decoded at once.
+EVAL_BATCH_SIZE = 32
+
+
+class HeldOutEvaluator:
+    """Greedy decoding and scoring of an env's eval split (see the module docstring).
+
+    Args:
+        env_id: A registered id.
+        env_kwargs: Env keyword arguments (``split`` is set to ``"eval"``).
+        tokenizer: The policy's tokenizer (with a chat template).
+        max_new_tokens: Longest reply decoded.
+        limit: Evaluate only the first ``limit`` eval scenarios (``None`` = all).
+    """
+
+    def __init__(self, env_id: str, env_kwargs: Mapping[str, Any] | None, tokenizer: Any,
+                 max_new_tokens: int = 8, limit: int | None = None):
+        self.env = shared_env(env_id, kwargs_json({**dict(env_kwargs or {}), "split": "eval"}))
+        self.scenarios = list(self.env.scenarios)[:limit]
+        self.tokenizer = tokenizer
+        self.max_new_tokens = max_new_tokens
+        self.prompts = [
+            tokenizer.apply_chat_template(self.env.flat_prompt(s), tokenize=False, add_generation_prompt=True)
+            for s in self.scenarios
+        ]
+        self.traces = [self.env.flat_trace(s) for s in self.scenarios]
+
+    def replies(self, model: Any) -> list[str]:
+        """The model's greedy reply to every eval prompt."""
+        import torch
+
+        was_training = model.training
+        model.eval()
+        side, self.tokenizer.padding_side = self.tokenizer.padding_side, "left"
+        replies: list[str] = []
+        try:
+            for start in range(0, len(self.prompts), EVAL_BATCH_SIZE):
+                batch = self.tokenizer(
+                    self.prompts[start:start + EVAL_BATCH_SIZE], return_tensors="pt", padding=True,
+                    add_special_tokens=False,
+                ).to(model.device)
+                with torch.no_grad():
+                    output = model.generate(
+                        **batch, max_new_tokens=self.max_new_tokens, do_sample=False,
+                        pad_token_id=self.tokenizer.pad_token_id,
+                    )
+                replies += self.tokenizer.batch_decode(output[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)
+        finally:
+            self.tokenizer.padding_side = side
+            model.train(was_training)
+        return replies
+
+    def evaluate(self, model: Any) -> dict[str, Any]:
+        """Accuracy, answered rate, subset accuracies, mean reward and the label counts of ``model``."""
+        replies = self.replies(model)
+        results = self.env.score_batch(self.scenarios, replies, self.traces)
+        rows = []
+        for scenario, reply in zip(self.scenarios, replies, strict=True):
+            answer, _ = self.env.parse_final(reply)
+            prediction = answer.get("label") if isinstance(answer, Mapping) else None
+            rows.append({"scenario": scenario, "prediction": prediction, "correct": prediction == getattr(scenario, "label", None)})
+        n = len(rows)
+        summary: dict[str, Any] = {
+            "episodes": n,
+            "accuracy": sum(r["correct"] for r in rows) / n,
+            "answered_rate": sum(r["prediction"] is not None for r in rows) / n,
+            "reward": sum(result.total for result in results) / n,
+            "predictions": _counts(r["prediction"] for r in rows),
+        }
+        flags = [name for name, value in scenario_columns(self.scenarios[0]).items() if isinstance(value, bool)]
+        for flag in flags:
+            subset = [r for r in rows if getattr(r["scenario"], flag, False) is True]
+            if subset:
+                summary[f"{flag}_accuracy"] = sum(r["correct"] for r in subset) / len(subset)
+        return summary
+
+
+def _counts(values: Any) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for value in values:
+        key = "unanswered" if value is None else str(value)
+        counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def heldout_callback(evaluator: HeldOutEvaluator, every_steps: int, path: str | Path, **fields: Any) -> Any:
+    """A ``transformers.TrainerCallback`` that evaluates every ``every_steps`` steps (and at step 0).
+
+    Each evaluation is appended to ``path`` as one JSON line: ``fields``, ``step``,
+    ``eval_s`` and the :meth:`HeldOutEvaluator.evaluate` summary.
+    """
+    from transformers import TrainerCallback
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+
+    def record(step: int, model: Any) -> None:
+        start_s = time.perf_counter()
+        summary = evaluator.evaluate(model)
+        row = {**fields, "step": step, "eval_s": round(time.perf_counter() - start_s, 2), **summary}
+        with target.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row) + "\n")
+
+    class HeldOutCallback(TrainerCallback):
+        """Held-out accuracy along training (see :func:`heldout_callback`)."""
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+            record(0, model)
+
+        def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+            if state.global_step % every_steps == 0 or state.global_step == state.max_steps:
+                record(state.global_step, model)
+
+    return HeldOutCallback()
+
+
+__all__ = ["EVAL_BATCH_SIZE", "HeldOutEvaluator", "heldout_callback"]

@@ -1,0 +1,292 @@
+"""Does GRPO in affectgym teach? Trained vs base vs a format-only control, on held-out lines.
+
+The embedded SmolLM2-135M-Instruct is trained with GRPO (TRL, flat mode, LoRA on the last
+layers) on ``affectgym/Sarcasm-v0``'s train split, through the env's own reward functions,
+in the short form a 2-core CPU can afford: the compact flat prompt (the line and one
+line of delivery cues, ~110 tokens) and a one-word answer (``reward="label"``: 0.85
+correctness + 0.15 format). Three arms, on the line-grouped eval split (no eval line is
+heard in train; its pivot pairs say the same words both ways, so text alone is at chance):
+
+* ``base``: the untrained model (greedy decoding: the same on every seed);
+* ``control``: the same budget with the correctness weight set to 0, so only the answer
+  format is rewarded; a gain of ``trained`` over it is a gain in hearing sarcasm, not in
+  answering in the right format;
+* ``trained``: the full reward.
+
+Every arm is evaluated greedily every ``--eval-every`` steps (accuracy with unanswered
+counted wrong, answered rate, pivot accuracy, mean reward). Results are written as they
+come to ``benchmarks/results/learning_runs.jsonl`` (one line per evaluation, plus one per
+finished run); a rerun skips finished runs, so the benchmark resumes after an interruption.
+At the end it prints the table, writes ``benchmarks/results/learning.json`` (mean and 95%
+t-interval over seeds per arm, and the paired difference trained - control) and draws
+``docs/img/learning_curve.png``.
+
+Speed: the steps/minute of the recipe are printed beside those of the default flat
+recipe (the full ~600-token prompt, a reasoned JSON answer, LoRA on every layer), both
+measured here with ``--speed-steps`` steps (``--speed-steps 0`` skips the default one).
+
+Usage: ``python benchmarks/bench_learning.py [--seeds 0 1 2] [--steps 60] [--eval-every 10]``
+(about 2.5 hours on 2 CPU cores; run it under ``nohup`` and rerun to resume).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+RUNS_FILE = RESULTS / "learning_runs.jsonl"
+SUMMARY_FILE = RESULTS / "learning.json"
+FIGURE = ROOT / "docs" / "img" / "learning_curve.png"
+ENV_ID = "affectgym/Sarcasm-v0"
+#: The short form of Sarcasm-v0 (public env options, scored by the env's rubric).
+ENV_KWARGS: dict[str, Any] = {"reward": "label", "answer": "word", "flat_prompt": "compact"}
+#: The control: the same env with correctness weighted 0 (only the answer format pays).
+CONTROL_KWARGS: dict[str, Any] = {**ENV_KWARGS, "reward_weights": {"correctness": 0.0}}
+METRICS = ("accuracy", "answered_rate", "pivot_accuracy", "reward")
+
+
+def recipe(arm: str, seed: int, steps: int, eval_every: int, output_dir: Path, **overrides: Any) -> Any:
+    """The training options of one run of the benchmark."""
+    from affectgym.train.config import TrainConfig
+
+    options = {
+        "env_id": ENV_ID,
+        "model": "smollm2-135m",
+        "mode": "flat",
+        "max_steps": steps,
+        "num_generations": 8,
+        "batch_size": 16,
+        "learning_rate": 5e-4,
+        "max_completion_length": 4,
+        "temperature": 0.7,
+        "beta": 0.0,
+        "lora_r": 16,
+        "lora_alpha": 32,
+        "lora_dropout": 0.0,
+        "lora_layers": 6,
+        "n_train": steps * 2,
+        "balance": True,
+        "eval_every_steps": eval_every,
+        "eval_episodes": 0,
+        "env_kwargs": dict(CONTROL_KWARGS if arm == "control" else ENV_KWARGS),
+        "seed": seed,
+        "output_dir": str(output_dir),
+    }
+    options.update(overrides)
+    return TrainConfig(**options)
+
+
+def read_rows() -> list[dict[str, Any]]:
+    """Every line written so far."""
+    if not RUNS_FILE.is_file():
+        return []
+    return [json.loads(line) for line in RUNS_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def append_rows(rows: list[dict[str, Any]]) -> None:
+    RUNS_FILE.parent.mkdir(parents=True, exist_ok=True)
+    with RUNS_FILE.open("a", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row) + "\n")
+
+
+def finished(rows: list[dict[str, Any]], arm: str, seed: int, steps: int) -> bool:
+    return any(r.get("kind") == "run" and r["arm"] == arm and r["seed"] == seed and r["steps"] == steps for r in rows)
+
+
+def run_arm(arm: str, seed: int, steps: int, eval_every: int, work: Path) -> None:
+    """Train one arm on one seed; append its held-out curve and its run line."""
+    from affectgym.train.grpo import train
+
+    out = work / f"{arm}-seed{seed}"
+    shutil.rmtree(out, ignore_errors=True)
+    start_s = time.perf_counter()
+    summary = train(recipe(arm, seed, steps, eval_every, out))
+    curve = [json.loads(line) for line in (out / "heldout.jsonl").read_text(encoding="utf-8").splitlines()]
+    history = json.loads((out / "log_history.json").read_text(encoding="utf-8"))
+    step_s = [row["step_time"] for row in history if "step_time" in row]
+    append_rows([{"kind": "eval", "arm": arm, "seed": seed, "steps": steps, **point} for point in curve] + [{
+        "kind": "run", "arm": arm, "seed": seed, "steps": steps, "wall_s": round(time.perf_counter() - start_s, 1),
+        "train_s": summary["train_s"], "step_s_median": statistics.median(step_s) if step_s else None,
+        "first_reward": summary["first_reward"], "last_reward": summary["last_reward"],
+    }])
+
+
+def measure_default_speed(steps: int, work: Path) -> None:
+    """Steps/minute of the default flat recipe (full prompt, JSON answer, LoRA everywhere)."""
+    from affectgym.train.config import TrainConfig
+    from affectgym.train.grpo import train
+
+    out = work / "speed-default"
+    shutil.rmtree(out, ignore_errors=True)
+    config = TrainConfig(
+        env_id=ENV_ID, model="smollm2-135m", mode="flat", max_steps=steps, num_generations=8, batch_size=8,
+        max_completion_length=8, eval_episodes=0, output_dir=str(out), env_kwargs={"reward": "single"},
+    )
+    train(config)
+    history = json.loads((out / "log_history.json").read_text(encoding="utf-8"))
+    step_s = [row["step_time"] for row in history if "step_time" in row]
+    append_rows([{"kind": "speed", "recipe": "default", "steps": steps, "step_s_median": statistics.median(step_s),
+                  "completions_per_step": 8, "max_completion_length": 8}])
+
+
+def t_interval(values: list[float]) -> tuple[float, float]:
+    """Mean and half-width of the 95% t-interval (0 for a single value)."""
+    from scipy import stats
+
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return mean, 0.0
+    half = stats.t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
+    return mean, float(half)
+
+
+def final_points(rows: list[dict[str, Any]], steps: int) -> dict[str, dict[int, dict[str, Any]]]:
+    """Per arm and seed: the last evaluation (``base`` = the step-0 evaluation of every run)."""
+    points: dict[str, dict[int, dict[str, Any]]] = {"base": {}, "control": {}, "trained": {}}
+    for row in rows:
+        if row.get("kind") != "eval" or row["steps"] != steps:
+            continue
+        if row["step"] == 0:
+            points["base"][row["seed"]] = row
+        if row["step"] == steps:
+            points[row["arm"]][row["seed"]] = row
+    return points
+
+
+def summarise(rows: list[dict[str, Any]], steps: int) -> dict[str, Any]:
+    """The learning.json content: each arm's means and intervals, the paired difference."""
+    points = final_points(rows, steps)
+    summary: dict[str, Any] = {"env_id": ENV_ID, "env_kwargs": ENV_KWARGS, "steps": steps, "split": "eval"}
+    for arm, by_seed in points.items():
+        entry: dict[str, Any] = {"seeds": sorted(by_seed)}
+        for metric in METRICS:
+            values = [p[metric] for p in by_seed.values() if p.get(metric) is not None]
+            if values:
+                entry[f"{metric}_mean"], entry[f"{metric}_ci95"] = t_interval(values)
+        if by_seed:
+            entry["episodes"] = next(iter(by_seed.values()))["episodes"]
+        summary[arm] = entry
+    paired = sorted(set(points["trained"]) & set(points["control"]))
+    if paired:
+        deltas = [points["trained"][s]["accuracy"] - points["control"][s]["accuracy"] for s in paired]
+        mean, half = t_interval(deltas)
+        summary["delta_vs_control"] = {"seeds": paired, "mean": mean, "ci95_low": mean - half, "ci95_high": mean + half}
+    runs = [r for r in rows if r.get("kind") == "run" and r["steps"] == steps and r.get("step_s_median")]
+    speed = [r for r in rows if r.get("kind") == "speed"]
+    if runs:
+        step_s = statistics.median(r["step_s_median"] for r in runs)
+        summary["speed"] = {"recipe_steps_per_min": 60 / step_s, "recipe_step_s": step_s}
+        if speed:
+            summary["speed"]["default_steps_per_min"] = 60 / speed[-1]["step_s_median"]
+            summary["speed"]["default_step_s"] = speed[-1]["step_s_median"]
+            summary["speed"]["speedup"] = speed[-1]["step_s_median"] / step_s
+    return summary
+
+
+def table(summary: dict[str, Any]) -> str:
+    """The side-by-side table of the arms (mean +/- 95% interval over seeds)."""
+
+    def cell(entry: dict[str, Any], metric: str) -> str:
+        if f"{metric}_mean" not in entry:
+            return "n/a"
+        return f"{entry[f'{metric}_mean']:.3f} +/- {entry[f'{metric}_ci95']:.3f}"
+
+    lines = [f"held-out {ENV_ID} ({summary.get('trained', {}).get('episodes', '?')} eval clips, line-grouped split), "
+             f"{summary['steps']} GRPO steps, mean +/- 95% CI over seeds",
+             f"{'arm':9s} {'seeds':>5s}  {'accuracy':>15s}  {'answered':>15s}  {'pivot acc.':>15s}  {'reward':>15s}"]
+    for arm in ("base", "control", "trained"):
+        entry = summary.get(arm, {})
+        lines.append(f"{arm:9s} {len(entry.get('seeds', [])):5d}  " + "  ".join(f"{cell(entry, m):>15s}" for m in METRICS))
+    delta = summary.get("delta_vs_control")
+    if delta:
+        lines.append(f"trained - control accuracy: {delta['mean']:+.3f} (95% CI {delta['ci95_low']:+.3f} to {delta['ci95_high']:+.3f})")
+    speed = summary.get("speed")
+    if speed:
+        line = f"speed: recipe {speed['recipe_steps_per_min']:.2f} steps/min ({speed['recipe_step_s']:.1f} s/step)"
+        if "default_steps_per_min" in speed:
+            line += (f", default flat recipe {speed['default_steps_per_min']:.2f} steps/min "
+                     f"({speed['default_step_s']:.1f} s/step): {speed['speedup']:.1f}x")
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def plot(rows: list[dict[str, Any]], steps: int, path: Path) -> None:
+    """Held-out accuracy vs step: trained and control (mean and min-max band over seeds), base, chance."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
+    colours = {"trained": "tab:blue", "control": "tab:orange"}
+    labels = {"trained": "trained (full reward)", "control": "control (format-only reward)"}
+    base = [r["accuracy"] for r in rows if r.get("kind") == "eval" and r["steps"] == steps and r["step"] == 0]
+    for arm in ("trained", "control"):
+        by_step: dict[int, list[float]] = {}
+        for row in rows:
+            if row.get("kind") == "eval" and row["steps"] == steps and row["arm"] == arm:
+                by_step.setdefault(row["step"], []).append(row["accuracy"])
+        if not by_step:
+            continue
+        xs = sorted(by_step)
+        seeds = max(len(v) for v in by_step.values())
+        ax.plot(xs, [statistics.fmean(by_step[x]) for x in xs], color=colours[arm], marker="o", ms=3,
+                label=f"{labels[arm]}, mean of {seeds} seeds")
+        ax.fill_between(xs, [min(by_step[x]) for x in xs], [max(by_step[x]) for x in xs], color=colours[arm], alpha=0.15)
+    if base:
+        ax.axhline(statistics.fmean(base), color="tab:gray", lw=1.5, label="base model (untrained)")
+    ax.axhline(0.5, color="black", lw=1, ls=":", label="chance (and any text-only reader)")
+    ax.set_xlabel("GRPO step (16 completions per step)")
+    ax.set_ylabel("held-out accuracy (unanswered = wrong)")
+    ax.set_ylim(0, 1.02)
+    ax.set_title("Sarcasm-v0, SmolLM2-135M, held-out lines: accuracy during training", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--steps", type=int, default=60, help="GRPO steps per run")
+    parser.add_argument("--eval-every", type=int, default=10, help="held-out evaluation every N steps")
+    parser.add_argument("--speed-steps", type=int, default=2, help="steps of the default recipe timed (0 = skip)")
+    parser.add_argument("--work", default=str(ROOT / "runs" / "bench-learning"), help="scratch folder of the runs")
+    parser.add_argument("--report-only", action="store_true", help="only summarise what the results file holds")
+    args = parser.parse_args(argv)
+    work = Path(args.work)
+    if not args.report_only:
+        if args.speed_steps and not any(r.get("kind") == "speed" for r in read_rows()):
+            print(f"timing {args.speed_steps} steps of the default flat recipe ...", flush=True)
+            measure_default_speed(args.speed_steps, work)
+        for seed in args.seeds:
+            for arm in ("trained", "control"):
+                if finished(read_rows(), arm, seed, args.steps):
+                    print(f"{arm} seed {seed}: done (in {RUNS_FILE.name})", flush=True)
+                    continue
+                print(f"{arm} seed {seed}: training {args.steps} steps ...", flush=True)
+                run_arm(arm, seed, args.steps, args.eval_every, work)
+    rows = read_rows()
+    summary = summarise(rows, args.steps)
+    SUMMARY_FILE.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    plot(rows, args.steps, FIGURE)
+    print(table(summary))
+    print(f"results: {RUNS_FILE.relative_to(ROOT)}, {SUMMARY_FILE.relative_to(ROOT)}; figure: {FIGURE.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
