@@ -1,8 +1,4 @@
-"""A toy environment for testing the core contract before real environments exist.
-
-The agent reads a short note with its one tool and answers whether its writer is happy or
-sad, as ``<answer>happy</answer>``. Not registered in the package.
-"""
+"""A toy environment for testing the core contract: is the writer of a short note happy or sad?"""
 
 from __future__ import annotations
 
@@ -10,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 from affectgym.envs.core import AffectEnv, tool
-from affectgym.rewards.rubric import Criterion, Rubric
+from affectgym.rewards.rubric import Criterion, Reply, Rubric
 
 
 @dataclass(frozen=True)
@@ -29,35 +25,22 @@ NOTES = [
     Note("n06", "The old dog could not climb the stairs today.", "sad"),
 ]
 
-_ANSWER = re.compile(r"<answer>\s*(happy|sad)\s*</answer>", re.IGNORECASE)
 
 
-def parse_answer(reply: str | None) -> str | None:
-    """The label inside ``<answer>...</answer>``, or None.
-
-    >>> parse_answer("I think <answer>Happy</answer>")
-    'happy'
-    """
-    match = _ANSWER.search(reply or "")
+def parse_answer(text: str | None) -> str | None:
+    """The label inside the first ``<answer>...</answer>``, or None."""
+    match = re.search(r"<answer>\s*(happy|sad)\s*</answer>", text or "", re.IGNORECASE)
     return match.group(1).lower() if match else None
 
 
-def correct(note: Note, reply: str | None, trace) -> float:
-    """1 when the answer names the gold label.
-
-    >>> correct(NOTES[0], "<answer>happy</answer>", [])
-    1.0
-    """
-    return float(parse_answer(reply) == note.label)
+def correct(note: Note, reply: Reply, trace) -> float:
+    """1 when the parsed answer is the gold label."""
+    return float(reply.answer == note.label)
 
 
-def read_first(note: Note, reply: str | None, trace) -> float:
-    """1 when the note was read with the tool before answering.
-
-    >>> read_first(NOTES[0], "<answer>happy</answer>", [{"type": "tool_call", "name": "read_note", "ok": True}])
-    1.0
-    """
-    return float(any(e.get("type") == "tool_call" and e.get("ok") for e in trace))
+def read_first(note: Note, reply: Reply, trace) -> float:
+    """1 when the note was read with the tool before answering."""
+    return float(any(e["type"] == "tool_call" and e["ok"] for e in trace))
 
 
 class ToyMoodEnv(AffectEnv):
@@ -65,25 +48,23 @@ class ToyMoodEnv(AffectEnv):
 
     label_set = ("happy", "sad")
 
-    def __init__(self, split: str = "all", **kwargs):
-        super().__init__(split=split, max_turns=kwargs.pop("max_turns", 4), **kwargs)
+    def __init__(self, split: str = "all", max_turns: int = 4, **kwargs):
+        super().__init__(split=split, max_turns=max_turns, **kwargs)
 
-    def _load_scenarios(self):
+    def load_scenarios(self):
         return NOTES
 
-    def system_prompt(self, scenario: Note) -> str:
+    def system_prompt(self, scenario):
         return "Read the note with read_note, then answer <answer>happy</answer> or <answer>sad</answer>."
 
-    def first_observation(self, scenario: Note) -> str:
+    def first_observation(self, scenario):
         return "A note is waiting for you."
 
-    def parse_final(self, text: str):
+    def parse_final(self, text):
         label = parse_answer(text)
-        if label is None:
-            return None, "write your answer as <answer>happy</answer> or <answer>sad</answer>"
-        return label, None
+        return (label, None) if label else (None, "write your answer as <answer>happy</answer> or <answer>sad</answer>")
 
-    def build_rubric(self) -> Rubric:
+    def build_rubric(self):
         return Rubric([Criterion("correct", correct, 0.8), Criterion("read_first", read_first, 0.2)])
 
     @tool
@@ -91,16 +72,14 @@ class ToyMoodEnv(AffectEnv):
         """Read the note."""
         return self.scenario.text
 
-    def reference_answer(self, scenario: Note):
-        return f"<answer>{scenario.label}</answer>", [
-            {"type": "tool_call", "name": "read_note", "arguments": {}, "output": scenario.text, "ok": True}
-        ]
+    def reference_answer(self, scenario):
+        return f"<answer>{scenario.label}</answer>", self.flat_trace(scenario)
 
-    def canaries(self, scenario: Note):
+    def canaries(self, scenario):
         wrong = "sad" if scenario.label == "happy" else "happy"
         return {
-            "wrong_label": (f"<answer>{wrong}</answer>", self.reference_answer(scenario)[1]),
+            "wrong_label": (f"<answer>{wrong}</answer>", self.flat_trace(scenario)),
             "no_tool": (f"<answer>{scenario.label}</answer>", []),
-            "both_labels": ("<answer>happy</answer><answer>sad</answer>" if scenario.label == "sad" else "<answer>sad</answer> <answer>happy</answer>", []),
+            "both_labels": (f"<answer>{wrong}</answer> <answer>{scenario.label}</answer>", []),
             "unanswered": (None, []),
         }

@@ -92,7 +92,7 @@ class SarcasmEnv(SpeechEmotionEnv):
             return load_mustard_hub()
         raise ValueError(f"unknown dataset {self.dataset!r}; accepted: 'embedded', 'mustard' (with data_dir), 'hub'")
 
-    def _load_scenarios(self) -> list[SpeechClip]:
+    def load_scenarios(self) -> list[SpeechClip]:
         fold = _FOLD.match(self.split)
         if fold:
             return self._fold_clips(int(fold.group(1)), fold.group(2) or "eval")
