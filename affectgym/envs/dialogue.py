@@ -760,10 +760,11 @@ class DialogueEnv(AffectEnv):
         return self.judge.score_batch(scenarios, [r.text for r in replies])
 
     def turn_record(self, turn: DialogueTurn, reply: Reply, result: RubricResult) -> dict[str, Any]:
-        """One turn's evaluation record, from the turn's own score (``score(turn, reply, [])``).
+        """One turn's evaluation record, from the turn's own score.
 
         Holds the ids, the required and the written tags, the parse error, the question
-        kind and words, the turn reward and its per-turn components, and
+        kind and words, the turn reward and its per-turn components (what the reply itself
+        earned: the capped part of the rubric, without the episode's terms), and
         :func:`~affectgym.envs.dialogue_metrics.turn_metrics` (BLEU-4, ROUGE-1/2/L against
         the reference, per-slot tag correctness).
         """
@@ -789,9 +790,9 @@ class DialogueEnv(AffectEnv):
     def outcome(self, scenario: DialogueTurn, answer: ChatbotReply | None, result: RubricResult) -> dict[str, Any]:
         """The dialogue's evaluation record: completion, the return and one :meth:`turn_record` per answered turn.
 
-        ``answer`` is the last reply read (``None`` when the turn limit came first);
-        ``result`` scores the whole episode, so the last turn's own reward is the total
-        without what the earlier steps carried.
+        ``answer`` is the last reply read (``None`` when the turn limit came first; its text
+        is the trace's ``final`` entry); ``result`` scores the whole episode, so the last
+        turn's own reward is its total without the episode's terms.
         """
         records = [entry["record"] for entry in self.trace if entry.get("type") == "reply"]
         if answer is not None:
