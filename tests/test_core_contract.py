@@ -121,7 +121,7 @@ def test_step_rewards_sum_to_the_rubric_score_of_the_episode():
     _, reward, terminated, _, info = env.step("<answer>sad</answer>")
     assert terminated
     rewards.append(reward)
-    trace = [e for e in env._trace]
+    trace = list(env.trace)
     assert sum(rewards) == pytest.approx(env.score(env.scenario, "<answer>sad</answer>", trace).total)
     assert sum(rewards) == pytest.approx(1.0 - 0.05)
 

@@ -19,6 +19,7 @@ from affectgym.data.dialogues import (
 )
 from affectgym.data.speech_sources import DatasetError
 from affectgym.envs.dialogue import (
+    chatbot_reply,
     count_words,
     open_question,
     parse_chatbot_turn,
@@ -109,15 +110,15 @@ def test_the_open_question_rule(question, kind):
 
 
 def test_open_question_credit_uses_the_third_sentence_or_the_replys_end():
-    assert open_question(None, "(FEAR) Eek. (HAPPINESS) Yay. (NEUTRAL) How did it end?", []) == 1.0
-    assert open_question(None, "(FEAR) Eek. (HAPPINESS) Yay. (NEUTRAL) Did it end?", []) == 0.3
-    assert open_question(None, "(FEAR) Eek. (NEUTRAL) How did it end?", []) == 1.0
-    assert open_question(None, "(FEAR). (HAPPINESS). (NEUTRAL)?", []) == 0.0
+    assert open_question(None, chatbot_reply("(FEAR) Eek. (HAPPINESS) Yay. (NEUTRAL) How did it end?"), []) == 1.0
+    assert open_question(None, chatbot_reply("(FEAR) Eek. (HAPPINESS) Yay. (NEUTRAL) Did it end?"), []) == 0.3
+    assert open_question(None, chatbot_reply("(FEAR) Eek. (NEUTRAL) How did it end?"), []) == 1.0
+    assert open_question(None, chatbot_reply("(FEAR). (HAPPINESS). (NEUTRAL)?"), []) == 0.0
 
 
 def test_length_counts_the_words_of_the_sentences_not_the_tags():
     reply = "(SADNESS) " + " ".join(["word"] * 10) + " (HAPPINESS) " + " ".join(["word"] * 8) + " (NEUTRAL) What is it?"
-    assert count_words("What is it?") == 3 and reply_length(None, reply, []) == 1.0
+    assert count_words("What is it?") == 3 and reply_length(None, chatbot_reply(reply), []) == 1.0
 
 
 def test_label_mapping_between_dialogue_tags_and_classifier_labels():

@@ -225,7 +225,7 @@ def test_reference_replies_break_no_rule_and_stay_on_topic() -> None:
     env = EmotionStyleEnv(classifier="nade", split="all", labels="all", judge=dummy_judge({}))
     for scenario in env.scenarios:
         reply = reference_reply(scenario)
-        broken = [rule for rule in (*CORE_RULES, "shouting", "empty", "off_topic") if rule_hit(scenario, reply, [], rule)]
+        broken = [rule for rule in (*CORE_RULES, "shouting", "empty", "off_topic") if rule_hit(scenario, env.parse_reply(reply), [], rule)]
         assert not broken, f"{scenario.id}: {broken} in {reply!r}"
 
 

@@ -125,8 +125,3 @@ def test_compact_flat_prompt_holds_the_line_and_one_delivery_line_and_counts_as_
     }
     assert env.score(clip, other, trace).total == pytest.approx(0.15)
     assert env.score(clip, None, trace).total == 0.0
-
-
-def test_word_answers_need_the_label_reward():
-    with pytest.raises(ValueError, match="scored by reward='label'"):
-        SarcasmEnv(answer="word")

@@ -2,25 +2,50 @@
 
 An :class:`AffectEnv` is a ``gymnasium.Env[str, str]``: the observation is the text the
 agent reads next, the action is the agent's whole message. A message is either one or
-more tool calls (see :mod:`affectgym.envs.parsing`), or a final answer in the env's
-answer format. Anything else (empty text, junk, a malformed call, an unknown tool, wrong
-arguments) is answered with an observation that says what was wrong and what is accepted,
-plus a small penalty; the episode goes on until the turn limit, where it is truncated and
-scored as unanswered. ``step`` never raises on an agent's text.
+more tool calls (see :mod:`affectgym.envs.parsing`), or an answer in the env's answer
+format. Anything else (empty text, junk, a malformed call, an unknown tool, wrong
+arguments, a call over the tool budget) is answered with an observation that says what was
+wrong and what is accepted, plus a small penalty; the episode goes on until the turn
+limit, where it is truncated and scored as unanswered. ``step`` never raises on an
+agent's text.
 
 One reward path: the reward of an episode is ``score(scenario, final_text, trace)``, the
-env's rubric applied to the final answer and the trace of what the agent did. Intermediate
-steps carry their own contribution (for example the penalty of an invalid action) and the
-terminal step carries the rest, so the step rewards of an episode sum to its score.
+env's rubric applied to the final answer (parsed once into a
+:class:`~affectgym.rewards.rubric.Reply`) and the trace of what the agent did. Intermediate
+steps carry their own contribution (the penalty of an invalid action, the reward a
+multi-step env pays for an answer that does not end the episode) and the terminal step
+carries the rest, so the step rewards of an episode sum to its score.
 
-A subclass provides:
+The base class owns the episode's bookkeeping: the messages, the trace (both readable as
+:attr:`AffectEnv.messages` and :attr:`AffectEnv.trace`), the paid reward, the turn limit,
+the tool budget, truncation and steps after the end. A subclass implements public hooks
+only; no subclass overrides a private method.
 
-* ``_load_scenarios()`` -> the scenarios of the chosen split (each with a string ``id``)
+Every env provides:
+
+* ``load_scenarios()`` -> the scenarios of the chosen split (each with a string ``id``)
 * ``system_prompt(scenario)`` and ``first_observation(scenario)``
 * ``parse_final(text)`` -> ``(answer, None)`` or ``(None, error message)``
-* ``build_rubric()`` -> a :class:`~affectgym.rewards.rubric.Rubric`
+* ``build_rubric()`` -> a :class:`~affectgym.rewards.rubric.Rubric` whose criteria receive
+  ``(scenario, reply, trace)``
 * tools: methods decorated with :func:`~affectgym.envs.tools.tool` that read ``self.scenario``
 * for the checker: ``reference_answer(scenario)`` and ``canaries(scenario)``
+
+and may provide:
+
+* ``on_answer(reply)`` -> :class:`Continue` or ``None``: for envs where an answer does not
+  end the episode (dialogue turns, state commands); by default every answer is final
+* ``start_episode(options)``, ``history_messages(scenario)``, ``episode_info(scenario)``:
+  where an episode starts (and any state of its own it starts with), the chat it starts
+  after, extra ``info`` keys
+* ``step_contribution(entry, trace)``: the reward of a tool call or an invalid message
+* ``outcome(scenario, answer, result)``: facts for evaluation records
+* ``flat_tool_calls(scenario)``, ``flat_system_prompt(scenario)``, ``flat_prompt(scenario)``:
+  the single-shot form
+* ``fuzz_actions()`` and ``flip_label(scenario)``: more for the checker
+* class attributes ``score_range``, ``label_set``, ``done_message`` and ``turn_limit_message``
+
+See ``docs/plugins.md`` for a single-answer and a multi-step example.
 """
 
 from __future__ import annotations
@@ -37,9 +62,37 @@ import gymnasium as gym
 from affectgym.envs.parsing import TOOL_CALL_FORMAT, ToolCall, parse_tool_calls
 from affectgym.envs.spaces import TextSpace, clip_text
 from affectgym.envs.tools import ToolArgumentError, ToolSpec, tool, tool_specs
-from affectgym.rewards.rubric import Criterion, Rubric, RubricResult
+from affectgym.rewards.rubric import Criterion, Reply, Rubric, RubricResult
 
 Trace = list[dict[str, Any]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Continue:
+    """What :meth:`AffectEnv.on_answer` returns when an answer does not end the episode.
+
+    The base class then records the answer (``entry`` in the trace, the answer and
+    ``observation`` in the messages), pays ``reward``, moves to ``scenario`` when one is
+    given, and truncates the episode if that was the last turn allowed.
+
+    Attributes:
+        observation: The next user message.
+        reward: The step's reward: the share of the episode's score this answer earned.
+        components: The step's ``info["reward_components"]``.
+        entry: The trace entry that records the answer, for the rubric to read back when
+            it scores the episode (e.g. ``{"type": "control", "action": [...]}``); by
+            default ``{"type": "answer", "text": <the message>}``.
+        scenario: The scenario the episode goes on with (e.g. the next dialogue turn);
+            ``None`` keeps the current one.
+        info: Extra keys of the step's ``info``.
+    """
+
+    observation: str
+    reward: float
+    components: Mapping[str, float | None] = dataclasses.field(default_factory=dict)
+    entry: Mapping[str, Any] | None = None
+    scenario: Any = None
+    info: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 class AffectEnv(gym.Env[str, str]):
@@ -48,8 +101,10 @@ class AffectEnv(gym.Env[str, str]):
     Args:
         split: Which scenarios to serve, e.g. ``"train"``, ``"eval"`` or ``"all"``.
         max_turns: Agent messages allowed before the episode is truncated.
+        max_tool_calls: Successful tool calls allowed per episode (``None``: no budget);
+            further calls are rejected as invalid.
         invalid_action_penalty: Reward subtracted for each message that is neither a valid
-            tool call nor a valid final answer (and for steps after the episode ended).
+            tool call nor a valid answer (and for steps after the episode ended).
         max_action_chars: Longest message read; longer ones are rejected as invalid.
         max_observation_chars: Longest observation returned; longer tool outputs are cut.
         render_mode: ``None`` or ``"ansi"`` (``render()`` returns the transcript).
@@ -60,12 +115,19 @@ class AffectEnv(gym.Env[str, str]):
     score_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
     #: Labels a hidden gold answer can take; used by the checker's label-flip test.
     label_set: ClassVar[tuple[str, ...]] = ()
+    #: The observation after the answer that ends the episode.
+    done_message: ClassVar[str] = "Final answer received. The episode is over."
+    #: Appended to the last observation when the turn limit ends the episode first.
+    turn_limit_message: ClassVar[str] = (
+        "Turn limit of {max_turns} reached without a final answer; the episode is over."
+    )
 
     def __init__(
         self,
         *,
         split: str = "train",
         max_turns: int = 8,
+        max_tool_calls: int | None = None,
         invalid_action_penalty: float = 0.05,
         max_action_chars: int = 32_768,
         max_observation_chars: int = 32_768,
@@ -73,6 +135,8 @@ class AffectEnv(gym.Env[str, str]):
     ):
         if not isinstance(max_turns, int) or max_turns < 1:
             raise ValueError(f"max_turns must be a positive integer, got {max_turns!r}")
+        if max_tool_calls is not None and (not isinstance(max_tool_calls, int) or max_tool_calls < 0):
+            raise ValueError(f"max_tool_calls must be None or an integer >= 0, got {max_tool_calls!r}")
         if not (isinstance(invalid_action_penalty, (int, float)) and 0 <= invalid_action_penalty < math.inf):
             raise ValueError(
                 f"invalid_action_penalty must be a finite number >= 0, got {invalid_action_penalty!r}"
@@ -81,6 +145,7 @@ class AffectEnv(gym.Env[str, str]):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         self.split = split
         self.max_turns = max_turns
+        self.max_tool_calls = max_tool_calls
         self.invalid_action_penalty = float(invalid_action_penalty)
         self.max_action_chars = int(max_action_chars)
         self.render_mode = render_mode
@@ -88,7 +153,7 @@ class AffectEnv(gym.Env[str, str]):
         self.action_space = TextSpace(max_length=max_action_chars)
         low, high = self.score_range
         self.reward_range = (min(low, 0.0) - self.invalid_action_penalty, high)
-        self.scenarios: list[Any] = list(self._load_scenarios())
+        self.scenarios: list[Any] = list(self.load_scenarios())
         if not self.scenarios:
             raise ValueError(f"{type(self).__name__}: split {split!r} has no scenarios")
         self._by_id = {s.id: s for s in self.scenarios}
@@ -104,7 +169,8 @@ class AffectEnv(gym.Env[str, str]):
         self._done = True
 
     # ----------------------------------------------------------------- subclass API
-    def _load_scenarios(self) -> Sequence[Any]:
+    def load_scenarios(self) -> Sequence[Any]:
+        """The scenarios of ``self.split``, each with a unique string ``id`` (called once, in ``__init__``)."""
         raise NotImplementedError
 
     def system_prompt(self, scenario: Any) -> str:
@@ -120,8 +186,46 @@ class AffectEnv(gym.Env[str, str]):
         raise NotImplementedError
 
     def build_rubric(self) -> Rubric:
-        """The rubric that :meth:`score` applies."""
+        """The rubric that :meth:`score` applies; its criteria receive ``(scenario, reply, trace)``."""
         raise NotImplementedError
+
+    def on_answer(self, reply: Reply) -> Continue | None:
+        """What a valid answer does: ``None`` ends the episode, a :class:`Continue` goes on.
+
+        Called for every message that :meth:`parse_final` accepts, before it is recorded;
+        ``self.scenario`` and :attr:`trace` show the episode so far. With ``None`` (the
+        default: every answer is final) the base scores the episode,
+        ``score(scenario, reply.text, trace)``, and pays what the earlier steps did not.
+        A multi-step env returns :class:`Continue` for the answers that do not end it, and
+        its rubric counts what those steps paid (from the entries they left in the trace),
+        so that the step rewards still sum to the score.
+
+        Args:
+            reply: The message and the answer :meth:`parse_final` read from it.
+        """
+        return None
+
+    def start_episode(self, options: Mapping[str, Any]) -> Any:
+        """The scenario an episode starts on, from validated reset options.
+
+        Called once by every ``reset``, after seeding and before the first observation,
+        so an env with state of its own per episode (a simulation) also sets it up here.
+        By default ``options["scenario"]``, else the scenario of ``options["scenario_id"]``,
+        else one drawn with ``self.np_random``.
+        """
+        if "scenario" in options:
+            return options["scenario"]
+        if "scenario_id" in options:
+            return self.get_scenario(options["scenario_id"])
+        return self.scenarios[int(self.np_random.integers(len(self.scenarios)))]
+
+    def history_messages(self, scenario: Any) -> list[dict[str, Any]]:
+        """Chat messages an episode on ``scenario`` starts after (between the system message and the first observation); none by default."""
+        return []
+
+    def episode_info(self, scenario: Any) -> dict[str, Any]:
+        """Extra ``info`` keys about the current scenario, in every step's ``info``; none by default."""
+        return {}
 
     def step_contribution(self, entry: Mapping[str, Any], trace: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         """Named reward of a non-final step (its share of the rubric), e.g. an invalid action's penalty."""
@@ -180,6 +284,16 @@ class AffectEnv(gym.Env[str, str]):
         return [spec.schema for spec in self.tools.values()]
 
     @property
+    def trace(self) -> tuple[dict[str, Any], ...]:
+        """What the agent did so far in this episode (copies of the entries; see ``docs/plugins.md``)."""
+        return tuple(dict(entry) for entry in self._trace)
+
+    @property
+    def messages(self) -> tuple[dict[str, Any], ...]:
+        """The chat of this episode so far, OpenAI style (copies)."""
+        return tuple(_copy_message(m) for m in self._messages)
+
+    @property
     def scenario_ids(self) -> list[str]:
         """Ids of the scenarios of this split, in order."""
         return [s.id for s in self.scenarios]
@@ -199,9 +313,20 @@ class AffectEnv(gym.Env[str, str]):
                 f"({len(self.scenarios)} scenarios, e.g. {sample})"
             ) from None
 
+    def parse_reply(self, text: str | None) -> Reply:
+        """``text`` read once with :meth:`parse_final`, as the criteria receive it.
+
+        ``None`` (unanswered) gives ``Reply(None)``; a text that does not parse keeps its
+        text with ``answer=None``.
+        """
+        if text is None:
+            return Reply(None)
+        answer, problem = self.parse_final(text)
+        return Reply(text, answer if problem is None else None)
+
     def score(self, scenario: Any, final_text: str | None, trace: Sequence[Mapping[str, Any]]) -> RubricResult:
         """Score a final answer (``None`` = unanswered) given what the agent did. Pure."""
-        return self.rubric.score(scenario, final_text, trace)
+        return self.rubric.score(scenario, self.parse_reply(final_text), trace)
 
     def score_batch(
         self,
@@ -210,7 +335,7 @@ class AffectEnv(gym.Env[str, str]):
         traces: Sequence[Sequence[Mapping[str, Any]]],
     ) -> list[RubricResult]:
         """:meth:`score` for a batch; expensive criteria see the whole batch at once."""
-        return self.rubric.score_batch(scenarios, final_texts, traces)
+        return self.rubric.score_batch(scenarios, [self.parse_reply(t) for t in final_texts], traces)
 
     def flat_prompt(self, scenario: Any) -> list[dict[str, str]]:
         """Single-shot messages: system + user with every flat tool's output pre-rendered."""
@@ -257,15 +382,19 @@ class AffectEnv(gym.Env[str, str]):
         unknown = sorted(set(options) - {"scenario_id", "scenario"})
         if unknown:
             raise ValueError(f"unknown reset options {unknown}; accepted: 'scenario_id', 'scenario'")
-        return self._begin(self._starting_scenario(options))
-
-    def _starting_scenario(self, options: Mapping[str, Any]) -> Any:
-        """The scenario an episode starts on, from validated reset options (a hook for subclasses)."""
-        if "scenario" in options:
-            return options["scenario"]
-        if "scenario_id" in options:
-            return self.get_scenario(options["scenario_id"])
-        return self.scenarios[int(self.np_random.integers(len(self.scenarios)))]
+        scenario = self.start_episode(options)
+        self.scenario = scenario
+        self._trace = []
+        self._turn = 0
+        self._paid = 0.0
+        self._done = False
+        observation = self._clip(self.first_observation(scenario))
+        self._messages = [
+            {"role": "system", "content": self.system_prompt(scenario)},
+            *(dict(m) for m in self.history_messages(scenario)),
+            {"role": "user", "content": observation},
+        ]
+        return observation, self._info({})
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Read one agent message and answer it (see the module docstring). Never raises on ``action``."""
@@ -279,7 +408,7 @@ class AffectEnv(gym.Env[str, str]):
                 return self._run_tools(action, parsed.calls, parsed.errors)
             answer, problem = self.parse_final(action)
             if problem is None:
-                return self._on_answer(action, answer)
+                return self._answer(Reply(action, answer))
         return self._reject(action, problem)
 
     def render(self) -> str | None:
@@ -298,19 +427,6 @@ class AffectEnv(gym.Env[str, str]):
         return "\n\n".join(lines) + "\n"
 
     # ----------------------------------------------------------------- internals
-    def _begin(self, scenario: Any) -> tuple[str, dict[str, Any]]:
-        self.scenario = scenario
-        self._trace = []
-        self._turn = 0
-        self._paid = 0.0
-        self._done = False
-        observation = self._clip(self.first_observation(scenario))
-        self._messages = [
-            {"role": "system", "content": self.system_prompt(scenario)},
-            {"role": "user", "content": observation},
-        ]
-        return observation, self._info({})
-
     def _info(self, components: Mapping[str, float | None], **extra: Any) -> dict[str, Any]:
         return {
             "messages": [_copy_message(m) for m in self._messages],
@@ -320,6 +436,7 @@ class AffectEnv(gym.Env[str, str]):
             "turn": self._turn,
             "max_turns": self.max_turns,
             "reward_components": dict(components),
+            **self.episode_info(self.scenario),
             **extra,
         }
 
@@ -375,6 +492,8 @@ class AffectEnv(gym.Env[str, str]):
         spec = self.tools.get(call.name)
         if spec is None:
             return f"Error: unknown tool {call.name!r}; available tools: {', '.join(self.tools)}", False
+        if self.max_tool_calls is not None and successful_tool_calls(self._trace) >= self.max_tool_calls:
+            return f"Error: the tool budget of {self.max_tool_calls} calls is spent; give your final answer now", False
         try:
             arguments = spec.validate(call.arguments)
         except ToolArgumentError as exc:
@@ -390,37 +509,52 @@ class AffectEnv(gym.Env[str, str]):
         self._trace.append(entry)
         return self._intermediate(observation, self.step_contribution(entry, self._trace))
 
-    def _intermediate(self, observation: str, components: Mapping[str, float]) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    def _intermediate(
+        self,
+        observation: str,
+        components: Mapping[str, float | None],
+        reward: float | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """A step that does not end the episode, unless it used the last turn; ``reward`` defaults to the components' sum."""
         if self._turn >= self.max_turns:
-            return self._finish(None, None, observation=observation)
-        reward = float(sum(components.values()))
-        self._paid += reward
-        return observation, reward, False, False, self._info(components)
+            return self._finish(None, observation=observation)
+        paid = float(sum(v for v in components.values() if v is not None)) if reward is None else float(reward)
+        self._paid += paid
+        return observation, paid, False, False, self._info(components, **dict(extra or {}))
 
-    def _on_answer(self, action: str, answer: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        """A valid answer ends the episode; multi-step envs override this to go on."""
-        return self._finish(action, answer)
+    def _answer(self, reply: Reply) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        going_on = self.on_answer(reply)
+        if going_on is None:
+            return self._finish(reply)
+        self._messages.append({"role": "assistant", "content": reply.text})
+        self._trace.append(dict(going_on.entry) if going_on.entry is not None else {"type": "answer", "text": reply.text})
+        if going_on.scenario is not None:
+            self.scenario = going_on.scenario
+        observation = self._clip(going_on.observation)
+        self._messages.append({"role": "user", "content": observation})
+        return self._intermediate(observation, going_on.components, going_on.reward, going_on.info)
 
-    def _finish(self, action: str | None, answer: Any, observation: str | None = None) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        truncated = action is None
-        if not truncated:
-            self._messages.append({"role": "assistant", "content": action})
-            self._trace.append({"type": "final", "text": action})
-            observation = "Final answer received. The episode is over."
+    def _finish(self, reply: Reply | None, observation: str | None = None) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        truncated = reply is None
+        if reply is not None:
+            self._messages.append({"role": "assistant", "content": reply.text})
+            self._trace.append({"type": "final", "text": reply.text})
+            observation = self._clip(self.done_message)
         else:
-            observation = self._clip(
-                f"{observation}\n\nTurn limit of {self.max_turns} reached without a final answer; the episode is over."
-            )
-        result = self.score(self.scenario, action, self._trace)
+            notice = self.turn_limit_message.format(max_turns=self.max_turns)
+            observation = self._clip(f"{observation}\n\n{notice}")
+            reply = Reply(None)
+        result = self.rubric.score(self.scenario, reply, self._trace)
         reward = result.total - self._paid
         self._paid = result.total
         self._done = True
         info = self._info(
             result.components,
             episode_reward=result.total,
-            final_answer=answer,
+            final_answer=reply.answer,
             truncated_unanswered=truncated,
-            outcome=self.outcome(self.scenario, answer, result),
+            outcome=self.outcome(self.scenario, reply.answer, result),
         )
         return observation, float(reward), not truncated, truncated, info
 
@@ -448,13 +582,22 @@ class AffectEnv(gym.Env[str, str]):
         return dataclasses.replace(rubric, criteria=(*rubric.criteria, criterion))
 
 
-def count_invalid_actions(scenario: Any, reply: str | None, trace: Sequence[Mapping[str, Any]]) -> float:
+def count_invalid_actions(scenario: Any, reply: Reply, trace: Sequence[Mapping[str, Any]]) -> float:
     """Number of invalid messages in the trace (each costs the env's ``invalid_action_penalty``).
 
-    >>> count_invalid_actions(None, "x", [{"type": "invalid"}, {"type": "tool_call"}, {"type": "invalid"}])
+    >>> count_invalid_actions(None, Reply("x"), [{"type": "invalid"}, {"type": "tool_call"}, {"type": "invalid"}])
     2.0
     """
     return float(sum(1 for entry in trace if entry.get("type") == "invalid"))
+
+
+def successful_tool_calls(trace: Sequence[Mapping[str, Any]]) -> int:
+    """Tool calls in the trace that ran (the ones the tool budget counts).
+
+    >>> successful_tool_calls([{"type": "tool_call", "ok": True}, {"type": "tool_call", "ok": False}, {"type": "invalid"}])
+    1
+    """
+    return sum(1 for entry in trace if entry.get("type") == "tool_call" and entry.get("ok"))
 
 
 def _copy_message(message: dict[str, Any]) -> dict[str, Any]:
@@ -477,4 +620,4 @@ def _json(value: Any) -> str:
         return json.dumps(repr(value))
 
 
-__all__ = ["AffectEnv", "TextSpace", "Trace", "count_invalid_actions", "tool"]
+__all__ = ["AffectEnv", "Continue", "Reply", "TextSpace", "Trace", "count_invalid_actions", "successful_tool_calls", "tool"]

@@ -17,6 +17,7 @@ from affectgym.data.dialogues import (
     HUB_DATASET,
     Dialogue,
     DialogueTurn,
+    TaggedSegment,
     load_dialogue_file,
     load_embedded_dialogues,
     load_hub_dialogues,
@@ -24,9 +25,9 @@ from affectgym.data.dialogues import (
     split_dialogues,
     split_tagged,
 )
-from affectgym.envs.core import AffectEnv, Trace
+from affectgym.envs.core import AffectEnv, Continue, Trace, count_invalid_actions
 from affectgym.rewards.classifier import EmotionClassifier
-from affectgym.rewards.rubric import Cap, Criterion, Rubric, RubricResult
+from affectgym.rewards.rubric import Cap, Criterion, Reply, Rubric, RubricResult
 from affectgym.rewards.rules import names_emotion, states_feeling, strip_think
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,64 @@ def count_words(text: str) -> int:
     return len(_WORD.findall(text))
 
 
+@dataclasses.dataclass(frozen=True)
+class ChatbotReply:
+    """A chatbot reply read once: its tagged segments, and the turn they form when well formed.
+
+    This is the answer the env's criteria receive (``reply.answer``); those that also
+    score malformed replies (structure, length, question) read its segments.
+
+    Attributes:
+        lead: Visible text before the first tag (``<think>`` blocks removed).
+        segments: The tagged segments (see :func:`~affectgym.data.dialogues.split_tagged`).
+        turn: The three tagged sentences; ``None`` when the reply is malformed.
+        error: What is wrong and what is accepted; ``None`` when the reply is well formed.
+    """
+
+    lead: str
+    segments: tuple[TaggedSegment, ...]
+    turn: ChatbotTurn | None
+    error: str | None
+
+
+def read_chatbot_reply(text: str | None) -> ChatbotReply:
+    """Read a chatbot reply once (see :func:`parse_chatbot_turn` for the accepted form).
+
+    >>> reply = read_chatbot_reply("(ANGER) Ugh. (FEAR) Yikes.")
+    >>> [s.label for s in reply.segments], reply.turn, reply.error[:21]
+    (['ANGER', 'FEAR'], None, 'found 2 tagged senten')
+    """
+    accepted = f"accepted: {FORMAT_HINT}"
+    visible = strip_think(text) if text else ""
+    lead, segments = split_tagged(visible)
+    turn, error = _turn_of(visible, lead, segments, accepted)
+    return ChatbotReply(lead, tuple(segments), turn, error)
+
+
+def _turn_of(
+    visible: str, lead: str, segments: Sequence[TaggedSegment], accepted: str
+) -> tuple[ChatbotTurn | None, str | None]:
+    if not visible.strip():
+        return None, f"the reply is empty; {accepted}"
+    if not segments:
+        return None, f"no emotion tags found; write three tagged sentences, {accepted}"
+    if lead:
+        return None, f"text before the first tag ({lead[:40]!r}); start with the first tag, {accepted}"
+    for segment in segments:
+        if segment.label is None:
+            return None, f"unknown tag ({segment.raw_tag}); tags are {', '.join(DIALOGUE_LABELS)}"
+    if len(segments) != 3:
+        return None, f"found {len(segments)} tagged sentences; exactly three are accepted: {FORMAT_HINT}"
+    sentences = []
+    for number, segment in enumerate(segments, start=1):
+        sentence = " ".join(segment.text.split())
+        if not count_words(sentence):
+            return None, f"sentence {number} after ({segment.label}) is empty; each tag must be followed by a sentence"
+        sentences.append(sentence)
+    tags = tuple(s.label for s in segments)
+    return ChatbotTurn(tags, tuple(sentences)), None  # type: ignore[arg-type]
+
+
 def parse_chatbot_turn(text: str | None) -> tuple[ChatbotTurn | None, str | None]:
     """Read a chatbot reply ``(TAG) sentence. (TAG) sentence. (TAG) sentence``.
 
@@ -103,28 +162,19 @@ def parse_chatbot_turn(text: str | None) -> tuple[ChatbotTurn | None, str | None
     >>> parse_chatbot_turn("(SAD-ISH) Hm. (HAPPINESS) Yes. (NEUTRAL) Why?")[1]
     'unknown tag (SAD-ISH); tags are ANGER, FEAR, SADNESS, DISGUST, HAPPINESS, SURPRISE, NEUTRAL'
     """
-    accepted = f"accepted: {FORMAT_HINT}"
-    visible = strip_think(text) if text else ""
-    if not visible.strip():
-        return None, f"the reply is empty; {accepted}"
-    lead, segments = split_tagged(visible)
-    if not segments:
-        return None, f"no emotion tags found; write three tagged sentences, {accepted}"
-    if lead:
-        return None, f"text before the first tag ({lead[:40]!r}); start with the first tag, {accepted}"
-    for segment in segments:
-        if segment.label is None:
-            return None, f"unknown tag ({segment.raw_tag}); tags are {', '.join(DIALOGUE_LABELS)}"
-    if len(segments) != 3:
-        return None, f"found {len(segments)} tagged sentences; exactly three are accepted: {FORMAT_HINT}"
-    sentences = []
-    for number, segment in enumerate(segments, start=1):
-        sentence = " ".join(segment.text.split())
-        if not count_words(sentence):
-            return None, f"sentence {number} after ({segment.label}) is empty; each tag must be followed by a sentence"
-        sentences.append(sentence)
-    tags = tuple(s.label for s in segments)
-    return ChatbotTurn(tags, tuple(sentences)), None  # type: ignore[arg-type]
+    reply = read_chatbot_reply(text)
+    return reply.turn, reply.error
+
+
+def chatbot_reply(text: str | None) -> Reply:
+    """``text`` as the env's criteria receive it: ``Reply(text, read_chatbot_reply(text))``.
+
+    ``None`` (an unanswered turn) gives ``Reply(None)``.
+
+    >>> chatbot_reply("(FEAR) Oof. (HAPPINESS) Go on. (NEUTRAL) What next?").answer.turn.tags
+    ('FEAR', 'HAPPINESS', 'NEUTRAL')
+    """
+    return Reply(None) if text is None else Reply(text, read_chatbot_reply(text))
 
 
 _WH_WORDS = frozenset("what which who whom whose where when why how whatever whereabouts".split())
@@ -207,31 +257,31 @@ def tells_emotion(sentence: str, tag: str) -> bool:
 
 
 # ----------------------------------------------------------------------------- criteria
-def structure(scenario: DialogueTurn, reply: str | None, trace: Trace) -> float:
+def structure(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
     """1 for exactly three tagged, non-empty sentences; else 0.5 × the share of valid tagged sentences.
 
-    >>> structure(None, "(ANGER) Ugh. (FEAR) Yikes. (NEUTRAL) What now?", [])
+    >>> structure(None, chatbot_reply("(ANGER) Ugh. (FEAR) Yikes. (NEUTRAL) What now?"), [])
     1.0
-    >>> round(structure(None, "(ANGER) Ugh. (FEAR) Yikes.", []), 3), structure(None, "Hello there?", [])
+    >>> round(structure(None, chatbot_reply("(ANGER) Ugh. (FEAR) Yikes."), []), 3), structure(None, chatbot_reply("Hello there?"), [])
     (0.333, 0.0)
     """
-    if reply is None:
+    read = reply.answer
+    if read is None:
         return 0.0
-    if parse_chatbot_turn(reply)[0] is not None:
+    if read.turn is not None:
         return 1.0
-    _, segments = split_tagged(strip_think(reply))
-    valid = sum(1 for s in segments if s.label is not None and count_words(s.text))
+    valid = sum(1 for s in read.segments if s.label is not None and count_words(s.text))
     return MALFORMED_STRUCTURE_CREDIT * min(valid, 3) / 3
 
 
-def tag_correctness(scenario: DialogueTurn, reply: str | None, trace: Trace) -> float:
+def tag_correctness(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
     """Share of slots carrying their required tag (user's emotion, requested emotion, NEUTRAL); 0 unless the reply parses.
 
     >>> turn = DialogueTurn("d/t0", "d", 0, 1, "SADNESS", "It broke.", "HAPPINESS")
-    >>> round(tag_correctness(turn, "(sadness) Oh no. (SURPRISE) Wow. (NEUTRAL) What now?", []), 3)
+    >>> round(tag_correctness(turn, chatbot_reply("(sadness) Oh no. (SURPRISE) Wow. (NEUTRAL) What now?"), []), 3)
     0.667
     """
-    parsed = parse_chatbot_turn(reply)[0] if reply else None
+    parsed = _turn(reply)
     if parsed is None:
         return 0.0
     return sum(a == b for a, b in zip(parsed.tags, scenario.required_tags, strict=True)) / 3
@@ -248,53 +298,66 @@ def length_credit(words: int) -> float:
     return max(0.0, round(1.0 - distance / LENGTH_SLACK_WORDS, 12))
 
 
-def reply_length(scenario: DialogueTurn, reply: str | None, trace: Trace) -> float:
+def reply_length(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
     """:func:`length_credit` of the reply's words, tags excluded; 0 when unanswered.
 
-    >>> reply_length(None, "(SADNESS) That sounds heavy. (HAPPINESS) You still finished it, and that counts. (NEUTRAL) What helped you most along the way?", [])
+    >>> reply_length(None, chatbot_reply("(SADNESS) That sounds heavy. (HAPPINESS) You still finished it, and that counts. (NEUTRAL) What helped you most along the way?"), [])
     0.8
     """
-    if not reply:
+    read = reply.answer
+    if not reply.text or read is None:
         return 0.0
-    parsed = parse_chatbot_turn(reply)[0]
-    if parsed is not None:
-        return length_credit(parsed.words)
-    lead, segments = split_tagged(strip_think(reply))
-    return length_credit(count_words(lead) + sum(count_words(s.text) for s in segments))
+    if read.turn is not None:
+        return length_credit(read.turn.words)
+    return length_credit(count_words(read.lead) + sum(count_words(s.text) for s in read.segments))
 
 
-def open_question(scenario: DialogueTurn, reply: str | None, trace: Trace) -> float:
+def open_question(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
     """1 for an open question, 0.3 for a yes/no one, 0 for none (see :func:`question_kind`).
 
     The question is the third sentence when the reply parses, else the reply's end.
 
-    >>> open_question(None, "(FEAR) Oof. (HAPPINESS) You can do it. (NEUTRAL) Do you feel ready?", [])
+    >>> open_question(None, chatbot_reply("(FEAR) Oof. (HAPPINESS) You can do it. (NEUTRAL) Do you feel ready?"), [])
     0.3
     """
-    if not reply:
+    read = reply.answer
+    if not reply.text or read is None:
         return 0.0
-    parsed = parse_chatbot_turn(reply)[0]
-    if parsed is not None:
-        question = parsed.sentences[2]
+    if read.turn is not None:
+        question = read.turn.sentences[2]
     else:
-        lead, segments = split_tagged(strip_think(reply))
-        question = " ".join([lead, *(s.text for s in segments)])
+        question = " ".join([read.lead, *(s.text for s in read.segments)])
     kind = question_kind(question)
     return {"open": 1.0, "yes_no": YES_NO_QUESTION_CREDIT}.get(kind, 0.0)
 
 
-def shows_not_tells(scenario: DialogueTurn, reply: str | None, trace: Trace) -> float:
+def shows_not_tells(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
     """Share of the three sentences that neither state a feeling nor name their slot's emotion; 0 unless it parses.
 
     >>> turn = DialogueTurn("d/t0", "d", 0, 1, "SADNESS", "It broke.", "HAPPINESS")
-    >>> round(shows_not_tells(turn, "(SADNESS) You must be so sad. (HAPPINESS) I feel happy. (NEUTRAL) What now?", []), 3)
+    >>> round(shows_not_tells(turn, chatbot_reply("(SADNESS) You must be so sad. (HAPPINESS) I feel happy. (NEUTRAL) What now?"), []), 3)
     0.333
     """
-    parsed = parse_chatbot_turn(reply)[0] if reply else None
+    parsed = _turn(reply)
     if parsed is None:
         return 0.0
     shown = [not tells_emotion(s, tag) for s, tag in zip(parsed.sentences, scenario.required_tags, strict=True)]
     return sum(shown) / 3
+
+
+def earlier_turns(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
+    """What the episode's earlier turns earned: the sum of their ``reply`` entries' rewards.
+
+    Not capped by the last turn's rules; 0 for a turn scored on its own (an empty trace).
+
+    >>> earlier_turns(None, Reply(None), [{"type": "reply", "reward": 0.5}, {"type": "invalid"}, {"type": "reply", "reward": 0.25}])
+    0.75
+    """
+    return float(sum(entry["reward"] for entry in trace if entry.get("type") == "reply"))
+
+
+def _turn(reply: Reply) -> ChatbotTurn | None:
+    return reply.answer.turn if reply.answer is not None else None
 
 
 # ----------------------------------------------------------------------------- judge
@@ -482,11 +545,14 @@ class DialogueEnv(AffectEnv):
     length credit is 0. With a judge, ``empathy`` (weight ``judge_weight``, 0.2) is added.
     The step reward of turn k is exactly its score; an invalid message costs
     ``invalid_action_penalty``; the last step adds ``completion_bonus`` (dialogue finished)
-    or subtracts ``truncation_penalty`` (turn limit first). The return is their sum.
-    ``info["reward_components"]`` holds the turn's components. Each turn's reply, reference
-    reply and required tags are in ``info["outcome"]["dialogue_turns"]``; ``affectgym eval``
-    computes BLEU-4, ROUGE-1/2/L and per-slot tag accuracy from them (evaluation only, see
-    :mod:`affectgym.eval.dialogue_metrics`).
+    or subtracts ``truncation_penalty`` (turn limit first). The return is their sum, and
+    it is ``score(last turn, last reply, trace)``: the rubric adds, after the length cap,
+    ``earlier_turns`` (the rewards of the trace's ``reply`` entries), ``invalid_actions``,
+    ``completion_bonus`` and ``truncation_penalty``, all 0 for a turn scored on its own
+    (except the bonus on a dialogue's last turn). ``info["reward_components"]`` holds the
+    step's components. Each turn's reply, reference reply and required tags are in
+    ``info["outcome"]["dialogue_turns"]``; ``affectgym eval`` computes BLEU-4, ROUGE-1/2/L and
+    per-slot tag accuracy from them (evaluation only, see :mod:`affectgym.eval.dialogue_metrics`).
 
     ## Starting State
     ``env.scenarios`` are the *turns* of the split's dialogues (id ``"<dialogue>/t<k>"``):
@@ -500,7 +566,9 @@ class DialogueEnv(AffectEnv):
 
     ## Episode End
     Terminates after the reply to the dialogue's last turn; truncates after ``max_turns``
-    agent messages (unanswered turns earn nothing).
+    agent messages (unanswered turns earn nothing). The trace holds one ``reply`` entry per
+    answered turn but the last (``turn_id``, ``text``, ``reward`` and the turn's ``record``),
+    the invalid messages, and a ``final`` entry when the dialogue was finished.
 
     ## Arguments
     ``dataset`` ("embedded" | "file" | "hub"), ``data_file`` (a LLaMA-Factory JSON/JSONL
@@ -528,6 +596,9 @@ class DialogueEnv(AffectEnv):
     ## Version History
     * v0: initial version.
     """
+
+    done_message = "The dialogue is over."
+    turn_limit_message = "Turn limit of {max_turns} reached before the dialogue ended; the episode is over."
 
     def __init__(
         self,
@@ -580,15 +651,13 @@ class DialogueEnv(AffectEnv):
             max_action_chars=max_action_chars,
             render_mode=render_mode,
         )
-        weights = [c.weight for c in self.rubric.criteria if c.name != "invalid_actions"]
+        weights = [c.weight for c in self.rubric.criteria if c.capped]
         best, worst = sum(w for w in weights if w > 0), sum(w for w in weights if w < 0)
         terminal = (self.completion_bonus, -self.truncation_penalty)
         self.reward_range = (
             min(worst, 0.0) + min(0.0, *terminal) - self.invalid_action_penalty,
             best + max(0.0, *terminal),
         )
-        self._arc: tuple[DialogueTurn, ...] = ()
-        self._records: list[dict[str, Any]] = []
 
     # ------------------------------------------------------------------ data
     def _load_dialogues(self) -> list[Dialogue]:
@@ -605,7 +674,7 @@ class DialogueEnv(AffectEnv):
             "or 'file' with data_file=PATH"
         )
 
-    def _load_scenarios(self) -> list[DialogueTurn]:
+    def load_scenarios(self) -> list[DialogueTurn]:
         return [turn for dialogue in self.dialogues for turn in dialogue.turns]
 
     # ------------------------------------------------------------------ prompts
@@ -642,9 +711,9 @@ class DialogueEnv(AffectEnv):
             {"role": "user", "content": "\n\n".join(parts)},
         ]
 
-    def parse_final(self, text: str) -> tuple[ChatbotTurn | None, str | None]:
-        """Every text is a reply: ``(parsed turn or None, None)``; structure is scored, not rejected."""
-        return parse_chatbot_turn(text)[0], None
+    def parse_final(self, text: str) -> tuple[ChatbotReply, None]:
+        """Every text is a reply, read once (:func:`read_chatbot_reply`); structure is scored, not rejected."""
+        return read_chatbot_reply(text), None
 
     # ------------------------------------------------------------------ reward
     def build_rubric(self) -> Rubric:
@@ -659,10 +728,25 @@ class DialogueEnv(AffectEnv):
         if self.judge is not None:
             criteria.append(Criterion("empathy", self._judged, self.judge_weight, batched=True))
         caps = [Cap("length_far_off", FAR_OFF_LENGTH_CAP, lambda c: c.get("length") == 0.0)]
-        return Rubric(criteria, caps=caps).with_weights(self.reward_weights)
+        per_turn = Rubric(criteria, caps=caps).with_weights(self.reward_weights)
+        episode = [
+            Criterion("earlier_turns", earlier_turns, 1.0, capped=False),
+            Criterion("invalid_actions", count_invalid_actions, -self.invalid_action_penalty, capped=False),
+            Criterion("completion_bonus", self._completion_bonus, 1.0, capped=False),
+            Criterion("truncation_penalty", self._truncation_penalty, 1.0, capped=False),
+        ]
+        return dataclasses.replace(per_turn, criteria=(*per_turn.criteria, *episode))
+
+    def _completion_bonus(self, turn: DialogueTurn, reply: Reply, trace: Trace) -> float:
+        """``completion_bonus`` for a reply to the dialogue's last turn (as the step's info reports it), else 0."""
+        return self.completion_bonus if reply.text is not None and self._is_last(turn) else 0.0
+
+    def _truncation_penalty(self, turn: DialogueTurn, reply: Reply, trace: Trace) -> float:
+        """``-truncation_penalty`` when the episode ended unanswered, else 0."""
+        return -self.truncation_penalty if reply.text is None else 0.0
 
     def expressed_emotion(
-        self, scenarios: Sequence[DialogueTurn], replies: Sequence[str | None], traces: Sequence[Trace]
+        self, scenarios: Sequence[DialogueTurn], replies: Sequence[Reply], traces: Sequence[Trace]
     ) -> list[float]:
         """Batched criterion: mean over the three sentences of ``P(required tag) / max P``.
 
@@ -670,7 +754,7 @@ class DialogueEnv(AffectEnv):
         earns 0; a reply that does not parse earns 0. Sentences are classified once per env
         (cached by text), the whole batch in one classifier call.
         """
-        parsed = [parse_chatbot_turn(r)[0] if r else None for r in replies]
+        parsed = [_turn(r) for r in replies]
         self._classify([s for p in parsed if p is not None for s in p.sentences])
         values = []
         for scenario, turn in zip(scenarios, parsed, strict=True):
@@ -696,40 +780,65 @@ class DialogueEnv(AffectEnv):
                 self._emotion_cache.pop(next(iter(self._emotion_cache)))
             self._emotion_cache[sentence] = distribution
 
-    def _judged(self, scenarios: Sequence[DialogueTurn], replies: Sequence[str | None], traces: Sequence[Trace]) -> list[float | None]:
+    def _judged(self, scenarios: Sequence[DialogueTurn], replies: Sequence[Reply], traces: Sequence[Trace]) -> list[float | None]:
         assert self.judge is not None
-        return self.judge.score_batch(scenarios, replies)
+        return self.judge.score_batch(scenarios, [r.text for r in replies])
 
-    def outcome(self, scenario: DialogueTurn, answer: Any, result: RubricResult) -> dict[str, Any]:
-        """One turn's evaluation record; ``answer`` is the reply text (``None`` if unanswered).
+    def turn_record(self, turn: DialogueTurn, reply: Reply, result: RubricResult) -> dict[str, Any]:
+        """One turn's evaluation record, from the turn's own score.
 
-        Holds the ids, the required and the written tags, whether the reply parsed, its
-        question kind and words, the reply and the reference reply, and the turn reward and its
-        components; evaluation computes BLEU-4, ROUGE and tag accuracy from them
-        (:func:`affectgym.eval.dialogue_metrics.dialogue_summary`).
+        Holds the ids, the required and the written tags, the parse error, the question
+        kind and words, the reply and the reference reply, and the turn reward and its
+        per-turn components (what the reply itself earned: the capped part of the rubric,
+        without the episode's terms); evaluation computes BLEU-4, ROUGE and tag accuracy from
+        them (:func:`affectgym.eval.dialogue_metrics.dialogue_summary`).
         """
-        reply = answer if isinstance(answer, str) else None
-        parsed, error = parse_chatbot_turn(reply)
+        read = reply.answer if reply.answer is not None else read_chatbot_reply(reply.text)
+        parsed = read.turn
+        episode_terms = {c.name for c in self.rubric.criteria if not c.capped}
         return {
-            "turn_id": scenario.id,
-            "dialogue_id": scenario.dialogue_id,
-            "turn_index": scenario.index,
-            "required_tags": list(scenario.required_tags),
+            "turn_id": turn.id,
+            "dialogue_id": turn.dialogue_id,
+            "turn_index": turn.index,
+            "required_tags": list(turn.required_tags),
             "tags": list(parsed.tags) if parsed else None,
-            "parse_error": error,
+            "parse_error": read.error,
             "question": question_kind(parsed.sentences[2]) if parsed else None,
             "words": parsed.words if parsed else None,
-            "reply": reply,
-            "reference": scenario.reference,
+            "reply": reply.text,
+            "reference": turn.reference,
             "reward": result.total,
-            "reward_components": dict(result.components),
+            "reward_components": {k: v for k, v in result.components.items() if k not in episode_terms},
+        }
+
+    def outcome(self, scenario: DialogueTurn, answer: ChatbotReply | None, result: RubricResult) -> dict[str, Any]:
+        """The dialogue's evaluation record: completion, the return and one :meth:`turn_record` per answered turn.
+
+        ``answer`` is the last reply read (``None`` when the turn limit came first; its text
+        is the trace's ``final`` entry); ``result`` scores the whole episode, so the last
+        turn's own reward is its total without the episode's terms.
+        """
+        records = [entry["record"] for entry in self.trace if entry.get("type") == "reply"]
+        if answer is not None:
+            carried = sum(
+                c.weight * (result.components[c.name] or 0.0) for c in self.rubric.criteria if not c.capped
+            )
+            final_text = self.trace[-1]["text"]
+            records.append(self.turn_record(scenario, Reply(final_text, answer), RubricResult(result.total - carried, result.components)))
+        return {
+            "dialogue_id": scenario.dialogue_id,
+            "completed": answer is not None,
+            "turns_answered": len(records),
+            "turns_in_dialogue": scenario.n_turns,
+            "dialogue_turns": records,
+            "return": result.total,
         }
 
     #: BLEU-4, ROUGE-1/2/L and per-slot tag accuracy of the replies against the references.
     outcome_summaries = ("dialogue",)
 
     # ------------------------------------------------------------------ episodes
-    def _starting_scenario(self, options: Mapping[str, Any]) -> DialogueTurn:
+    def start_episode(self, options: Mapping[str, Any]) -> DialogueTurn:
         """A turn id starts there (history pre-filled); a dialogue id, a Dialogue or no option starts at turn 0."""
         if "scenario" in options:
             start = options["scenario"]
@@ -747,50 +856,55 @@ class DialogueEnv(AffectEnv):
             return self.get_scenario(scenario_id)
         return self.dialogues[int(self.np_random.integers(len(self.dialogues)))].turns[0]
 
-    def _begin(self, scenario: DialogueTurn) -> tuple[str, dict[str, Any]]:
-        dialogue = self._all_by_id.get(scenario.dialogue_id)
-        fits = dialogue is not None and scenario.index < len(dialogue.turns)
-        self._arc = dialogue.turns if fits else ()  # type: ignore[union-attr]
-        self._records = []
-        observation, info = super()._begin(scenario)
-        history: list[dict[str, Any]] = []
+    def history_messages(self, scenario: DialogueTurn) -> list[dict[str, Any]]:
+        """The turns before ``scenario``: each user line and the chatbot reply it got."""
+        messages: list[dict[str, Any]] = []
         for user_line, bot_reply in scenario.history:
-            history += [{"role": "user", "content": user_line}, {"role": "assistant", "content": bot_reply}]
-        self._messages[1:1] = history
-        return observation, self._info({})
+            messages += [{"role": "user", "content": user_line}, {"role": "assistant", "content": bot_reply}]
+        return messages
 
-    def _info(self, components: Mapping[str, float | None], **extra: Any) -> dict[str, Any]:
-        turn: DialogueTurn = self.scenario
-        extra.setdefault("dialogue_id", turn.dialogue_id)
-        extra.setdefault("turn_index", turn.index)
-        extra.setdefault("required_tags", list(turn.required_tags))
-        return super()._info(components, **extra)
+    def episode_info(self, scenario: DialogueTurn) -> dict[str, Any]:
+        """``dialogue_id``, ``turn_index`` and ``required_tags`` of the current turn."""
+        return {
+            "dialogue_id": scenario.dialogue_id,
+            "turn_index": scenario.index,
+            "required_tags": list(scenario.required_tags),
+        }
 
-    def _finish(self, action: str | None, answer: Any, observation: str | None = None) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if action is None:  # the turn limit came on an invalid message
-            return self._end(observation or "", truncated=True, components={})
+    def on_answer(self, reply: Reply) -> Continue | None:
+        """A reply to the dialogue's last turn ends the episode; any other is paid its turn score and the next turn follows."""
         turn: DialogueTurn = self.scenario
-        result = self.score(turn, action, [])
-        self._messages.append({"role": "assistant", "content": action})
-        self._trace.append({"type": "reply", "turn_id": turn.id, "text": action, "reward": result.total})
-        self._records.append(self.outcome(turn, action, result))
-        parse_error = parse_chatbot_turn(action)[1]
-        following = self._next_turn(turn, action)
+        following = self._next_turn(turn, reply.text)
         if following is None:
-            return self._end("The dialogue is over.", truncated=False, components=result.components, parse_error=parse_error)
-        if self._turn >= self.max_turns:
-            return self._end("", truncated=True, components=result.components, parse_error=parse_error)
-        self.scenario = following
-        observation = self._clip(self.first_observation(following))
-        self._messages.append({"role": "user", "content": observation})
-        self._paid += result.total
-        info = self._info(result.components, turn_reward=result.total, parse_error=parse_error)
-        return observation, float(result.total), False, False, info
+            return None
+        result = self.rubric.score(turn, reply, [])
+        return Continue(
+            observation=self.first_observation(following),
+            reward=result.total,
+            components=result.components,
+            entry={
+                "type": "reply",
+                "turn_id": turn.id,
+                "text": reply.text,
+                "reward": result.total,
+                "record": self.turn_record(turn, reply, result),
+            },
+            scenario=following,
+            info={"turn_reward": result.total, "parse_error": reply.answer.error},
+        )
+
+    def _arc(self, turn: DialogueTurn) -> tuple[DialogueTurn, ...]:
+        """The scripted turns of ``turn``'s dialogue (none for a turn outside the env's dialogues)."""
+        dialogue = self._all_by_id.get(turn.dialogue_id)
+        return dialogue.turns if dialogue is not None and turn.index < len(dialogue.turns) else ()
+
+    def _is_last(self, turn: DialogueTurn) -> bool:
+        return turn.index + 1 >= len(self._arc(turn))
 
     def _next_turn(self, turn: DialogueTurn, reply: str) -> DialogueTurn | None:
-        if turn.index + 1 >= len(self._arc):
+        if self._is_last(turn):
             return None
-        scripted = self._arc[turn.index + 1]
+        scripted = self._arc(turn)[turn.index + 1]
         history = (*turn.history, (turn.user_line, reply))
         if self.user_simulator is None:
             return dataclasses.replace(scripted, history=history)
@@ -810,42 +924,6 @@ class DialogueEnv(AffectEnv):
             history=history,
             simulated=True,
         )
-
-    def _end(
-        self, message: str, *, truncated: bool, components: Mapping[str, float | None], parse_error: str | None = None
-    ) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        terminal = -self.truncation_penalty if truncated else self.completion_bonus
-        replies = sum(e["reward"] for e in self._trace if e.get("type") == "reply")
-        invalid = sum(1 for e in self._trace if e.get("type") == "invalid")
-        total = replies - self.invalid_action_penalty * invalid + terminal
-        reward = total - self._paid
-        self._paid = total
-        self._done = True
-        if truncated:
-            message = f"{message}\n\nTurn limit of {self.max_turns} reached before the dialogue ended; the episode is over."
-        parts = dict(components)
-        if not components:
-            parts["invalid_actions"] = -self.invalid_action_penalty
-        parts["truncation_penalty" if truncated else "completion_bonus"] = terminal
-        last = self._records[-1] if self._records and self._records[-1]["turn_id"] == self.scenario.id else None
-        last_parsed = parse_chatbot_turn(last["reply"])[0] if last else None
-        outcome = {
-            "dialogue_id": self.scenario.dialogue_id,
-            "completed": not truncated,
-            "turns_answered": len(self._records),
-            "turns_in_dialogue": self.scenario.n_turns,
-            "dialogue_turns": list(self._records),
-            "return": total,
-        }
-        info = self._info(
-            parts,
-            episode_reward=total,
-            final_answer=dataclasses.asdict(last_parsed) if last_parsed else None,
-            truncated_unanswered=truncated,
-            outcome=outcome,
-            parse_error=parse_error,
-        )
-        return self._clip(message.strip()), float(reward), not truncated, truncated, info
 
     # ------------------------------------------------------------------ checker
     def reference_answer(self, scenario: DialogueTurn) -> tuple[str, Trace]:
@@ -916,15 +994,19 @@ class DialogueEnv(AffectEnv):
 
 __all__ = [
     "DEFAULT_REWARD_WEIGHTS",
+    "ChatbotReply",
     "ChatbotTurn",
     "DialogueEnv",
     "EmpathyJudge",
     "UserSimulator",
+    "chatbot_reply",
     "count_words",
+    "earlier_turns",
     "length_credit",
     "open_question",
     "parse_chatbot_turn",
     "question_kind",
+    "read_chatbot_reply",
     "render_history",
     "reply_length",
     "shows_not_tells",

@@ -7,7 +7,6 @@ behind the :class:`~affectgym.envs.core.AffectEnv` text contract.
 from __future__ import annotations
 
 import json
-import re
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from affectgym.envs.core import AffectEnv, Trace
+from affectgym.envs.core import AffectEnv, Continue, Trace
 from affectgym.envs.emotion_state import (
     COMPONENT_NAMES,
     EMOTIONS,
@@ -28,7 +27,8 @@ from affectgym.envs.emotion_state import (
     emotion_transition,
 )
 from affectgym.envs.emotion_state.data import ARCS_FILE, DATA_DIR, DATA_PACKAGE
-from affectgym.rewards.rubric import Criterion, Rubric
+from affectgym.envs.parsing import NO_JSON_OBJECT, last_json_object
+from affectgym.rewards.rubric import Criterion, Reply, Rubric
 
 NARRATIVES_FILE = "narratives.json"
 # Text episodes are shorter than numeric ones (each step is a model call): the shipped arcs'
@@ -46,7 +46,6 @@ _INTENSITY_WORDS = (
     (0.85, "strong"),
     (1.01, "intense"),
 )
-_JSON_OBJECT = re.compile(r"\{.*?\}", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -86,8 +85,9 @@ def render_emotions(values: Sequence[float]) -> str:
 def parse_emotion_action(text: str) -> tuple[np.ndarray | None, str | None]:
     """Read a JSON action ``{"anger": 0.1, ...}`` with all seven emotions in [0, 1].
 
-    The first ``{...}`` object in the text is read (code fences and prose around it are
-    ignored).
+    The last JSON object of the text is read, by the rule every env shares
+    (:func:`~affectgym.envs.parsing.last_json_object`); code fences and prose around it
+    are ignored.
 
     Args:
         text: The agent's message.
@@ -102,18 +102,10 @@ def parse_emotion_action(text: str) -> tuple[np.ndarray | None, str | None]:
     'the JSON object is missing anger, disgus'
     """
     expected = "{" + ", ".join(f'"{name}": <number 0-1>' for name in EMOTIONS) + "}"
-    match = _JSON_OBJECT.search(text)
-    if match is None:
-        return None, f"no JSON object found; accepted: one JSON object {expected}"
-    try:
-        data = json.loads(match.group(0))
-    except json.JSONDecodeError as exc:
-        return (
-            None,
-            f"the JSON object does not parse ({exc.msg} at character {exc.pos}); accepted: {expected}",
-        )
-    if not isinstance(data, dict):
-        return None, f"expected a JSON object; accepted: {expected}"
+    data, problem = last_json_object(text)
+    if data is None:
+        accepted = f"one JSON object {expected}" if problem == NO_JSON_OBJECT else expected
+        return None, f"{problem}; accepted: {accepted}"
     missing = [name for name in EMOTIONS if name not in data]
     extra = sorted(set(data) - set(EMOTIONS))
     problems = []
@@ -194,8 +186,9 @@ class EmotionStateTextEnv(AffectEnv):
 
     ## Episode End
 
-    The ``steps``-th valid action is the final answer (terminated). The episode is
-    truncated after ``steps + 4`` messages.
+    The ``steps``-th valid action is the final answer (terminated); the earlier ones are
+    state commands, each recorded in the trace as ``{"type": "control", "action": [...]}``.
+    The episode is truncated after ``steps + 4`` messages.
 
     ## Arguments
 
@@ -248,7 +241,6 @@ class EmotionStateTextEnv(AffectEnv):
         self.narratives = _load_narratives()
         self._batch = EmotionBatch(1)
         self._scratch = EmotionBatch(1)
-        self._control_steps = 0
         self._replay_cache: dict[tuple[str, tuple[tuple[float, ...], ...]], np.ndarray] = {}
         super().__init__(
             split=split,
@@ -258,7 +250,7 @@ class EmotionStateTextEnv(AffectEnv):
         )
 
     # ----------------------------------------------------------------- AffectEnv API
-    def _load_scenarios(self) -> list[EmotionArcScenario]:
+    def load_scenarios(self) -> list[EmotionArcScenario]:
         if self.split not in ("all", "train", "eval"):
             raise ValueError(
                 f"split {self.split!r} is not available; accepted: 'all', 'train', 'eval'"
@@ -330,67 +322,37 @@ class EmotionStateTextEnv(AffectEnv):
         return [_action_text(np.full(NUM_EMOTIONS, v)) for v in (0.0, 0.5, 1.0)]
 
     # ----------------------------------------------------------------- episode
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[str, dict[str, Any]]:
-        """Start an episode on a random arc, or on ``options["scenario_id"]``.
-
-        Args:
-            seed: Seeds ``self.np_random``.
-            options: ``{"scenario_id": arc name}`` (or ``{"scenario": obj}``).
-
-        Returns:
-            The first observation and ``info``.
-        """
-        self._control_steps = 0
-        return super().reset(seed=seed, options=options)
-
-    def _begin(self, scenario: Any) -> tuple[str, dict[str, Any]]:
-        index = self.core.arc_ids[scenario.id]
-        first = self.core.schedules[index][0]
+    def start_episode(self, options: Mapping[str, Any]) -> EmotionArcScenario:
+        """The arc of the reset options (or one drawn with ``np_random``); the state starts at its first target."""
+        scenario = super().start_episode(options)
+        first = self.core.schedules[self.core.arc_ids[scenario.id]][0]
         start = self.core.start_states(first[None], np.random.default_rng(0), self._scratch)
         batch = self._batch
         batch.state[:] = start
         batch.prev[:] = start
         batch.target[:] = first
         batch.time[:] = 1.0
-        self._control_steps = 0
-        return super()._begin(scenario)
+        return scenario
 
-    def _on_answer(self, action: str, answer: np.ndarray) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        """A valid JSON action advances the state; the last control step ends the episode."""
-        if self._control_steps + 1 >= self.steps:
-            return self._finish(action, answer)
-        return self._control_step(action, answer)
-
-    def _control_step(
-        self, action: str, intensities: np.ndarray
-    ) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    def on_answer(self, reply: Reply) -> Continue | None:
+        """A valid JSON action advances the state and pays ``r_t / steps``; the last control step ends the episode."""
+        taken = sum(1 for entry in self.trace if entry["type"] == "control")
+        if taken + 1 >= self.steps:
+            return None
+        intensities = reply.answer
         components = self._advance(
-            self._batch,
-            self.core.schedules[self.core.arc_ids[self.scenario.id]],
-            self._control_steps,
-            intensities,
+            self._batch, self.core.schedules[self.core.arc_ids[self.scenario.id]], taken, intensities
         )
-        self._control_steps += 1
-        self._trace.append({"type": "control", "action": intensities.tolist()})
-        reward = float(np.dot(components, self.core.reward_table.weights)) / self.steps
-        observation = self._clip(self._describe(self.scenario, self._control_steps))
-        self._messages.append({"role": "assistant", "content": action})
-        self._messages.append({"role": "user", "content": observation})
-        if self._turn >= self.max_turns:
-            return self._finish(None, None, observation=observation)
-        self._paid += reward
         named = {
             name: float(components[COMPONENT_NAMES.index(name)])
             for name in self.core.component_names
         }
-        return (
-            observation,
-            reward,
-            False,
-            False,
-            self._info(named, state=self._batch.state[0].tolist()),
+        return Continue(
+            observation=self._describe(self.scenario, taken + 1),
+            reward=float(np.dot(components, self.core.reward_table.weights)) / self.steps,
+            components=named,
+            entry={"type": "control", "action": intensities.tolist()},
+            info={"state": self._batch.state[0].tolist()},
         )
 
     def _advance(
@@ -402,23 +364,22 @@ class EmotionStateTextEnv(AffectEnv):
         return emotion_reward(batch, self.core.reward_table)[1][0].astype(np.float64)
 
     def replay(
-        self, scenario: Any, reply: str | None, trace: Sequence[Mapping[str, Any]]
+        self, scenario: Any, reply: Reply, trace: Sequence[Mapping[str, Any]]
     ) -> np.ndarray:
         """Recompute the per-step components of an episode from its trace (pure).
 
         Args:
             scenario: The arc.
-            reply: The final answer (the last action), or None when unanswered.
+            reply: The final answer (its parsed action is the last step), ``Reply(None)``
+                when unanswered.
             trace: The episode's trace (its ``control`` entries hold the earlier actions).
 
         Returns:
             ``(steps, 4)`` components, zero rows for steps never taken.
         """
         actions = [tuple(entry["action"]) for entry in trace if entry.get("type") == "control"]
-        if reply is not None:
-            final, _ = parse_emotion_action(reply)
-            if final is not None:
-                actions.append(tuple(final.tolist()))
+        if reply.answer is not None:
+            actions.append(tuple(reply.answer.tolist()))
         key = (scenario.id, tuple(actions[: self.steps]))
         cached = self._replay_cache.get(key)
         if cached is None:
@@ -467,7 +428,7 @@ class _ComponentMean:
         self.index = index
 
     def __call__(
-        self, scenario: Any, reply: str | None, trace: Sequence[Mapping[str, Any]]
+        self, scenario: Any, reply: Reply, trace: Sequence[Mapping[str, Any]]
     ) -> float:
         return float(self.env.replay(scenario, reply, trace)[:, self.index].mean())
 

@@ -26,7 +26,7 @@ from affectgym.envs.core import AffectEnv, Trace
 from affectgym.rewards.classifier import DEFAULT_EMOTION_MODEL, EmotionClassifier
 from affectgym.rewards.emotions import EMOTIONS, canonical_emotion
 from affectgym.rewards.judge import EmotionJudge, JudgeConfig, JudgeVerdict
-from affectgym.rewards.rubric import Cap, Criterion, Rubric, RubricResult
+from affectgym.rewards.rubric import Cap, Criterion, Reply, Rubric, RubricResult
 from affectgym.rewards.rules import (
     EMOTION_WORDS,
     RuleMatch,
@@ -182,30 +182,31 @@ def _rule_hits(reply: str | None, target: str, instruction: str) -> tuple[frozen
     return frozenset(hits), overlap
 
 
-def rule_hit(scenario: StyleScenario, reply: str | None, trace: Trace, rule: str) -> float:
-    """1 when ``reply`` breaks ``rule`` (a rule of :func:`~affectgym.rewards.rules.rule_penalties`,
+def rule_hit(scenario: StyleScenario, reply: Reply, trace: Trace, rule: str) -> float:
+    """1 when the reply breaks ``rule`` (a rule of :func:`~affectgym.rewards.rules.rule_penalties`,
     ``off_topic`` for ``ignores_instruction``, or ``addresses_judge``), else 0.
 
-    An unanswered episode (``reply`` is ``None``) breaks ``empty`` only.
+    The reply's answer is its text, so the rules read ``reply.text``; an unanswered
+    episode (``reply.text`` is ``None``) breaks ``empty`` only.
 
     >>> s = StyleScenario("es003:anger", "es003", "Explain why traffic lights are slow.", "anger", "slow lights")
-    >>> rule_hit(s, "(sighs) The lights are slow.", [], "stage_direction"), rule_hit(s, "The lights are slow.", [], "stage_direction")
+    >>> rule_hit(s, Reply("(sighs) The lights are slow."), [], "stage_direction"), rule_hit(s, Reply("The lights are slow."), [], "stage_direction")
     (1.0, 0.0)
-    >>> rule_hit(s, None, [], "empty"), rule_hit(s, None, [], "off_topic")
+    >>> rule_hit(s, Reply(None), [], "empty"), rule_hit(s, Reply(None), [], "off_topic")
     (1.0, 0.0)
     """
-    hits, _ = _rule_hits(reply, scenario.emotion, scenario.instruction)
+    hits, _ = _rule_hits(reply.text, scenario.emotion, scenario.instruction)
     return float(rule in hits)
 
 
-def overlap_with_instruction(scenario: StyleScenario, reply: str | None, trace: Trace) -> float:
+def overlap_with_instruction(scenario: StyleScenario, reply: Reply, trace: Trace) -> float:
     """Share of the instruction's content words the reply uses (a logged metric).
 
     >>> s = StyleScenario("es003:anger", "es003", "Explain why traffic lights are slow.", "anger", "slow lights")
-    >>> overlap_with_instruction(s, "Those traffic lights! Slow, every single time.", [])
+    >>> overlap_with_instruction(s, Reply("Those traffic lights! Slow, every single time."), [])
     1.0
     """
-    return _rule_hits(reply, scenario.emotion, scenario.instruction)[1]
+    return _rule_hits(reply.text, scenario.emotion, scenario.instruction)[1]
 
 
 # ----------------------------------------------------------------------------- reference replies
@@ -667,7 +668,7 @@ class EmotionStyleEnv(AffectEnv):
             items = load_embedded_instructions()
         return items[: self.max_instructions] if self.max_instructions is not None else items
 
-    def _load_scenarios(self) -> list[StyleScenario]:
+    def load_scenarios(self) -> list[StyleScenario]:
         items = self._load_instructions()
         chosen = set(select_split([(item.id, "instruction") for item in items], self.split, self.eval_fraction))
         scenarios = []
@@ -770,10 +771,10 @@ class EmotionStyleEnv(AffectEnv):
         return [self._distributions.get(text) if text else None for text in visible]
 
     def _emotion_probability(
-        self, scenarios: Sequence[StyleScenario], replies: Sequence[str | None], traces: Sequence[Trace]
+        self, scenarios: Sequence[StyleScenario], replies: Sequence[Reply], traces: Sequence[Trace]
     ) -> list[float | None]:
         wanted = [canonical_emotion(s.emotion) is not None for s in scenarios]
-        found = self.distributions([reply if want else None for reply, want in zip(replies, wanted, strict=True)])
+        found = self.distributions([reply.text if want else None for reply, want in zip(replies, wanted, strict=True)])
         values: list[float | None] = []
         for scenario, want, distribution in zip(scenarios, wanted, found, strict=True):
             if not want:
@@ -817,14 +818,14 @@ class EmotionStyleEnv(AffectEnv):
         return [self._verdicts.get(key) if key is not None else None for key in keys]
 
     def _judge_score(
-        self, scenarios: Sequence[StyleScenario], replies: Sequence[str | None], traces: Sequence[Trace]
+        self, scenarios: Sequence[StyleScenario], replies: Sequence[Reply], traces: Sequence[Trace]
     ) -> list[float | None]:
-        return [None if v is None else v.score for v in self.verdicts(scenarios, replies)]
+        return [None if v is None else v.score for v in self.verdicts(scenarios, [r.text for r in replies])]
 
     def _judge_rating(
-        self, scenarios: Sequence[StyleScenario], replies: Sequence[str | None], traces: Sequence[Trace], *, rating: str
+        self, scenarios: Sequence[StyleScenario], replies: Sequence[Reply], traces: Sequence[Trace], *, rating: str
     ) -> list[float | None]:
-        verdicts = self.verdicts(scenarios, replies, retry_failed=False)
+        verdicts = self.verdicts(scenarios, [r.text for r in replies], retry_failed=False)
         return [None if v is None else float(getattr(v, rating)) for v in verdicts]
 
     def outcome(self, scenario: StyleScenario, answer: Any, result: RubricResult) -> dict[str, Any]:

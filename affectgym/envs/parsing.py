@@ -27,6 +27,9 @@ from typing import Any
 
 TOOL_CALL_FORMAT = '<tool_call>{"name": "<tool>", "arguments": {...}}</tool_call>'
 
+#: What :func:`last_json_object` says when a message holds no ``{...}`` span at all.
+NO_JSON_OBJECT = "no JSON object found"
+
 _TAGGED = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
@@ -140,27 +143,56 @@ def _decode_items(items: list[Any]) -> ParsedToolCalls:
     return ParsedToolCalls(calls=calls, errors=errors)
 
 
-def last_json_object(text: str) -> dict[str, Any] | None:
-    """The last top-level JSON object in ``text``, or ``None``.
+def last_json_object(text: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The answer object of a message: its last top-level JSON object.
+
+    Every env that reads a JSON answer reads it with this function, by one rule: the
+    *last* object counts. An agent reasons before it commits, and on the way it may quote
+    the format, sketch a draft or restate a tool's output as JSON ("it could be
+    ``{"label": "sincere"}``, but the pitch says..."); the object it ends on is its answer.
+    Objects nested inside another are part of it, not candidates of their own. Code
+    fences and prose around the object are ignored.
+
+    Args:
+        text: The agent's message.
+
+    Returns:
+        ``(object, None)``, or ``(None, why)``: ``"no JSON object found"``, or, when the
+        text holds a ``{...}`` span that is not valid JSON, ``"the JSON object does not
+        parse (<reason> at character <n>)"`` (``n`` counted from its opening brace).
 
     >>> last_json_object('Reasoning... {"a": 1} then {"label": "sincere", "confidence": 0.7}')
-    {'label': 'sincere', 'confidence': 0.7}
-    >>> last_json_object("no json here") is None
-    True
+    ({'label': 'sincere', 'confidence': 0.7}, None)
+    >>> last_json_object('```json\\n{"joy": 1, "mood": {"calm": 0.5}}\\n```')
+    ({'joy': 1, 'mood': {'calm': 0.5}}, None)
+    >>> last_json_object("no json here"), last_json_object('{"joy": 1')
+    ((None, 'no JSON object found'), (None, 'no JSON object found'))
+    >>> last_json_object('{"joy": 1,}')[1]
+    'the JSON object does not parse (Expecting property name enclosed in double quotes at character 10)'
     """
     decoder = json.JSONDecoder()
+    last_close = text.rfind("}")
     found = None
+    broken: str | None = None
     position = text.find("{")
     while position != -1:
         try:
             value, end = decoder.raw_decode(text, position)
-        except (json.JSONDecodeError, RecursionError):
+        except json.JSONDecodeError as exc:
+            if position < last_close:
+                broken = f"{exc.msg} at character {exc.pos - position}"
             position = text.find("{", position + 1)
             continue
-        if isinstance(value, dict):
-            found = value
+        except RecursionError:
+            position = text.find("{", position + 1)
+            continue
+        found = value
         position = text.find("{", end)
-    return found
+    if found is not None:
+        return found, None
+    if broken is not None:
+        return None, f"the JSON object does not parse ({broken})"
+    return None, NO_JSON_OBJECT
 
 
-__all__ = ["TOOL_CALL_FORMAT", "ParsedToolCalls", "ToolCall", "last_json_object", "parse_tool_calls"]
+__all__ = ["NO_JSON_OBJECT", "TOOL_CALL_FORMAT", "ParsedToolCalls", "ToolCall", "last_json_object", "parse_tool_calls"]

@@ -93,7 +93,7 @@ class SarcasmEnv(SpeechEmotionEnv):
             return load_mustard_hub()
         raise ValueError(f"unknown dataset {self.dataset!r}; accepted: 'embedded', 'mustard' (with data_dir), 'hub'")
 
-    def _load_scenarios(self) -> list[SpeechClip]:
+    def load_scenarios(self) -> list[SpeechClip]:
         fold = _FOLD.match(self.split)
         if fold:
             return self._fold_clips(int(fold.group(1)), fold.group(2) or "eval")
@@ -106,7 +106,7 @@ class SarcasmEnv(SpeechEmotionEnv):
                 f"unknown split {self.split!r}; accepted: 'train', 'eval', 'all', 'fold-k' or 'fold-k/train' "
                 "(k = 1..5), 'speaker-independent' or 'speaker-independent/train'"
             )
-        return self._split_clips(self.all_clips)
+        return self.clips_in_split(self.all_clips)
 
     def _fold_clips(self, k: int, part: str) -> list[SpeechClip]:
         if self.data_dir is None:

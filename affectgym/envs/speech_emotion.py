@@ -15,9 +15,9 @@ from affectgym.data.speech_sources import (
     load_embedded,
 )
 from affectgym.data.splits import select_split
-from affectgym.envs.core import AffectEnv, Trace, tool
+from affectgym.envs.core import AffectEnv, Trace, successful_tool_calls, tool
 from affectgym.envs.parsing import last_json_object
-from affectgym.rewards.rubric import Criterion, Rubric, RubricResult
+from affectgym.rewards.rubric import Criterion, Reply, Rubric, RubricResult
 
 AUDIO_TOOLS = ("get_prosody_features", "get_pitch_contour")
 ANSWER_FORMATS = ("json", "word")  # <final>{"label", "confidence"}</final>, or the label word alone
@@ -32,7 +32,10 @@ _FINAL_BLOCK = re.compile(r"<final>(.*?)</final>", re.DOTALL | re.IGNORECASE)
 
 # ----------------------------------------------------------------------------- answers
 def parse_label_answer(text: str | None, labels: Sequence[str]) -> tuple[dict[str, Any] | None, str | None]:
-    """Read ``{"label": ..., "confidence": ...}`` from ``<final>...</final>`` or the last JSON object.
+    """Read ``{"label": ..., "confidence": ...}`` from ``<final>...</final>``, else from the message.
+
+    The answer is the last JSON object of the block (or of the message), by the rule of
+    :func:`~affectgym.envs.parsing.last_json_object`.
 
     Returns:
         ``(answer, None)`` with the label lower-cased and confidence a float in ``[0, 1]``,
@@ -47,7 +50,7 @@ def parse_label_answer(text: str | None, labels: Sequence[str]) -> tuple[dict[st
     if not text:
         return None, f"no final answer; {accepted}"
     block = _FINAL_BLOCK.search(text)
-    payload = last_json_object(block.group(1) if block else text)
+    payload, _ = last_json_object(block.group(1) if block else text)
     if payload is None:
         return None, f"no JSON answer found; {accepted}"
     label = payload.get("label")
@@ -99,7 +102,7 @@ def reasoning_words(reply: str | None) -> int:
         return 0
     text = _FINAL_BLOCK.sub(" ", reply)
     payload_start = text.rfind("{")
-    if payload_start != -1 and last_json_object(text[payload_start:]) is not None:
+    if payload_start != -1 and last_json_object(text[payload_start:])[0] is not None:
         text = text[:payload_start]
     return len(text.split())
 
@@ -108,58 +111,56 @@ def _audio_tool_called(trace: Sequence[Mapping[str, Any]]) -> bool:
     return any(e.get("type") == "tool_call" and e.get("ok") and e.get("name") in AUDIO_TOOLS for e in trace)
 
 
-def _tool_calls(trace: Sequence[Mapping[str, Any]]) -> int:
-    return sum(1 for e in trace if e.get("type") == "tool_call" and e.get("ok"))
-
-
 # ----------------------------------------------------------------------------- criteria
-def confidence_weighted_correctness(scenario: SpeechClip, reply: str | None, trace: Trace, labels: Sequence[str]) -> float:
+def confidence_weighted_correctness(scenario: SpeechClip, reply: Reply, trace: Trace) -> float:
     """0.5 + 0.5·confidence when right, 0.5 − 0.5·confidence when wrong, 0 when unreadable.
 
     >>> clip = SpeechClip(id="c1", transcript="Oh great.", label="sarcastic")
-    >>> confidence_weighted_correctness(clip, '{"label": "sarcastic", "confidence": 0.8}', [], ["sarcastic", "sincere"])
+    >>> confidence_weighted_correctness(clip, Reply("...", {"label": "sarcastic", "confidence": 0.8}), [])
     0.9
-    >>> round(confidence_weighted_correctness(clip, '{"label": "sincere", "confidence": 0.8}', [], ["sarcastic", "sincere"]), 6)
+    >>> round(confidence_weighted_correctness(clip, Reply("...", {"label": "sincere", "confidence": 0.8}), []), 6)
     0.1
+    >>> confidence_weighted_correctness(clip, Reply("no idea"), [])
+    0.0
     """
-    answer, _ = parse_label_answer(reply, labels)
+    answer = reply.answer
     if answer is None:
         return 0.0
     right = answer["label"] == scenario.label
     return 0.5 + 0.5 * answer["confidence"] if right else 0.5 - 0.5 * answer["confidence"]
 
 
-def label_correctness(scenario: SpeechClip, reply: str | None, trace: Trace, parse: Any) -> float:
-    """1 when the answer read by ``parse`` names the gold label, else 0 (unreadable counts as wrong).
+def label_correctness(scenario: SpeechClip, reply: Reply, trace: Trace) -> float:
+    """1 when the answer names the gold label, else 0 (an unreadable answer counts as wrong).
 
     >>> clip = SpeechClip(id="c1", transcript="Oh great.", label="sarcastic")
-    >>> reader = functools.partial(parse_label_word, labels=["sarcastic", "sincere"])
-    >>> label_correctness(clip, "sarcastic", [], reader), label_correctness(clip, "hmm", [], reader)
-    (1.0, 0.0)
+    >>> label_correctness(clip, Reply("sarcastic", {"label": "sarcastic", "confidence": 1.0}), [])
+    1.0
+    >>> label_correctness(clip, Reply("hmm"), [])
+    0.0
     """
-    answer, _ = parse(reply)
-    return float(answer is not None and answer["label"] == scenario.label)
+    return float(reply.answer is not None and reply.answer["label"] == scenario.label)
 
 
-def one_word_format(scenario: SpeechClip, reply: str | None, trace: Trace, labels: Sequence[str]) -> float:
+def one_word_format(scenario: SpeechClip, reply: Reply, trace: Trace, labels: Sequence[str]) -> float:
     """1 when the reply is exactly one label word (:func:`is_single_label_word`).
 
-    >>> one_word_format(None, "sincere", [], ["sarcastic", "sincere"])
+    >>> one_word_format(None, Reply("sincere"), [], ["sarcastic", "sincere"])
     1.0
     """
-    return float(is_single_label_word(reply, labels))
+    return float(is_single_label_word(reply.text, labels))
 
 
-def prosody_grounding(scenario: SpeechClip, reply: str | None, trace: Trace) -> float:
+def prosody_grounding(scenario: SpeechClip, reply: Reply, trace: Trace) -> float:
     """1 if an audio tool was used; otherwise 0.4, or 0 on pivot clips (only the audio decides).
 
     >>> clip = SpeechClip(id="c1", transcript="Oh great.", label="sarcastic", pivot=True)
-    >>> prosody_grounding(clip, "answer", [{"type": "tool_call", "name": "get_pitch_contour", "ok": True}])
+    >>> prosody_grounding(clip, Reply("answer"), [{"type": "tool_call", "name": "get_pitch_contour", "ok": True}])
     1.0
-    >>> prosody_grounding(clip, "answer", [{"type": "tool_call", "name": "get_transcript", "ok": True}])
+    >>> prosody_grounding(clip, Reply("answer"), [{"type": "tool_call", "name": "get_transcript", "ok": True}])
     0.0
     """
-    if reply is None:
+    if reply.text is None:
         return 0.0
     if _audio_tool_called(trace):
         return 1.0
@@ -178,31 +179,33 @@ def parsimony_credit(n_calls: int) -> float:
     return 0.0
 
 
-def tool_parsimony(scenario: SpeechClip, reply: str | None, trace: Trace) -> float:
+def tool_parsimony(scenario: SpeechClip, reply: Reply, trace: Trace) -> float:
     """:func:`parsimony_credit` of the episode's successful tool calls; 0 when unanswered.
 
-    >>> tool_parsimony(None, "answer", [{"type": "tool_call", "ok": True}] * 4)
+    >>> tool_parsimony(None, Reply("answer"), [{"type": "tool_call", "ok": True}] * 4)
     0.6
     """
-    return 0.0 if reply is None else parsimony_credit(_tool_calls(trace))
+    return 0.0 if reply.text is None else parsimony_credit(successful_tool_calls(trace))
 
 
-def answer_format(scenario: SpeechClip, reply: str | None, trace: Trace, labels: Sequence[str]) -> float:
+def answer_format(scenario: SpeechClip, reply: Reply, trace: Trace) -> float:
     """1 when the final answer parses (a known label and a confidence in [0, 1]).
 
-    >>> answer_format(None, '<final>{"label": "sincere", "confidence": 0.5}</final>', [], ["sarcastic", "sincere"])
+    >>> answer_format(None, Reply("...", {"label": "sincere", "confidence": 0.5}), [])
     1.0
+    >>> answer_format(None, Reply('{"label": "maybe"}'), [])
+    0.0
     """
-    return float(parse_label_answer(reply, labels)[0] is not None)
+    return float(reply.answer is not None)
 
 
-def reasoning_length(scenario: SpeechClip, reply: str | None, trace: Trace) -> float:
+def reasoning_length(scenario: SpeechClip, reply: Reply, trace: Trace) -> float:
     """Full credit for 50-150 words of reasoning; linear below 50; fading to 0.5 at 300 words.
 
-    >>> [reasoning_length(None, " ".join(["w"] * n), []) for n in (0, 25, 100, 300)]
+    >>> [reasoning_length(None, Reply(" ".join(["w"] * n)), []) for n in (0, 25, 100, 300)]
     [0.0, 0.5, 1.0, 0.5]
     """
-    words = reasoning_words(reply)
+    words = reasoning_words(reply.text)
     low, high = REASONING_WORDS_FULL_CREDIT
     if words < low:
         return words / low
@@ -307,8 +310,6 @@ class SpeechEmotionEnv(AffectEnv):
             raise ValueError(f"answer must be one of {', '.join(ANSWER_FORMATS)}, got {answer!r}")
         if flat_prompt not in FLAT_PROMPTS:
             raise ValueError(f"flat_prompt must be one of {', '.join(FLAT_PROMPTS)}, got {flat_prompt!r}")
-        if answer == "word" and reward != "label":
-            raise ValueError(f"answer='word' (no confidence) is scored by reward='label', got reward={reward!r}")
         if group_by is not None and not isinstance(group_by, str):
             raise ValueError(
                 f"group_by must be None, one of {', '.join(GROUP_KEYS)} or a path to a JSON/CSV mapping file, got {group_by!r}"
@@ -317,8 +318,6 @@ class SpeechEmotionEnv(AffectEnv):
             raise ValueError(f"norms must be 'corpus', 'speaker' or 'default', got {norms!r}")
         if prosody_backend not in ("praat", "librosa"):
             raise ValueError(f"prosody_backend must be 'praat' or 'librosa', got {prosody_backend!r}")
-        if not isinstance(max_tool_calls, int) or max_tool_calls < 0:
-            raise ValueError(f"max_tool_calls must be an integer >= 0, got {max_tool_calls!r}")
         self.dataset = dataset
         self.data_dir = data_dir
         self.group_by = group_by
@@ -327,7 +326,6 @@ class SpeechEmotionEnv(AffectEnv):
         self.answer_format = answer
         self.flat_prompt_form = flat_prompt
         self.reward_weights = dict(reward_weights or {})
-        self.max_tool_calls = max_tool_calls
         self.prosody_backend = prosody_backend
         self.norms_mode = norms
         self.all_clips: list[SpeechClip] = self._load_clips()
@@ -339,6 +337,7 @@ class SpeechEmotionEnv(AffectEnv):
         super().__init__(
             split=split,
             max_turns=max_turns,
+            max_tool_calls=max_tool_calls,
             invalid_action_penalty=invalid_action_penalty,
             render_mode=render_mode,
         )
@@ -357,10 +356,10 @@ class SpeechEmotionEnv(AffectEnv):
             "or 'folder' with data_dir=DIR holding DIR/<label>/<clip>.wav"
         )
 
-    def _load_scenarios(self) -> list[SpeechClip]:
-        return self._split_clips(self.all_clips)
+    def load_scenarios(self) -> list[SpeechClip]:
+        return self.clips_in_split(self.all_clips)
 
-    def _split_clips(self, clips: Sequence[SpeechClip]) -> list[SpeechClip]:
+    def clips_in_split(self, clips: Sequence[SpeechClip]) -> list[SpeechClip]:
         """The clips of ``self.split`` among ``clips``, split by ``group_by`` groups."""
         items = [(c.id, c.label) for c in clips]
         groups = clip_groups(clips, self.group_by, self.data_dir)
@@ -465,14 +464,6 @@ class SpeechEmotionEnv(AffectEnv):
             self._rendered[key] = NO_AUDIO.format(what="the pitch contour") if prosody is None else render_contour(prosody)
         return self._rendered[key]
 
-    def _call_tool(self, call: Any) -> tuple[str, bool]:
-        if call.name in self.tools and _tool_calls(self._trace) >= self.max_tool_calls:
-            return (
-                f"Error: the tool budget of {self.max_tool_calls} calls is spent; give your final answer now",
-                False,
-            )
-        return super()._call_tool(call)
-
     def _prosody(self, clip: SpeechClip) -> Any:
         if clip.audio_path is None:
             return None
@@ -500,33 +491,31 @@ class SpeechEmotionEnv(AffectEnv):
 
     # ------------------------------------------------------------------ reward
     def build_rubric(self) -> Rubric:
-        labels = self.label_set
-        correctness = functools.partial(confidence_weighted_correctness, labels=labels)
-        fmt = functools.partial(answer_format, labels=labels)
         if self.reward_mode == "label":
-            right = functools.partial(label_correctness, parse=self.parse_final)
-            short = functools.partial(one_word_format, labels=labels) if self.answer_format == "word" else fmt
-            criteria = [Criterion("correctness", right, 0.85), Criterion("format", short, 0.15)]
+            short = (
+                functools.partial(one_word_format, labels=self.label_set) if self.answer_format == "word" else answer_format
+            )
+            criteria = [Criterion("correctness", label_correctness, 0.85), Criterion("format", short, 0.15)]
             return Rubric(criteria).with_weights(self.reward_weights)
         if self.reward_mode == "multi":
             criteria = [
-                Criterion("correctness", correctness, 0.50),
+                Criterion("correctness", confidence_weighted_correctness, 0.50),
                 Criterion("grounding", prosody_grounding, 0.25),
                 Criterion("parsimony", tool_parsimony, 0.15),
-                Criterion("format", fmt, 0.10),
+                Criterion("format", answer_format, 0.10),
             ]
         else:
             criteria = [
-                Criterion("correctness", correctness, 0.70),
+                Criterion("correctness", confidence_weighted_correctness, 0.70),
                 Criterion("reasoning_length", reasoning_length, 0.15),
-                Criterion("format", fmt, 0.15),
+                Criterion("format", answer_format, 0.15),
             ]
         return Rubric(criteria).with_weights(self.reward_weights)
 
     def step_contribution(self, entry: Mapping[str, Any], trace: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         """Invalid messages pay their penalty; a tool call that lowers parsimony pays the drop."""
         if entry["type"] == "tool_call" and entry.get("ok") and self.reward_mode == "multi":
-            n_calls = _tool_calls(trace)
+            n_calls = successful_tool_calls(trace)
             drop = parsimony_credit(n_calls) - parsimony_credit(n_calls - 1)
             weight = self.rubric.weights["parsimony"]
             return {"parsimony": weight * drop} if drop else {}

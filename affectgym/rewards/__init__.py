@@ -8,7 +8,7 @@ from __future__ import annotations
 from affectgym.rewards.classifier import EmotionClassifier
 from affectgym.rewards.emotions import EMOTIONS, canonical_emotion, is_basic_emotion
 from affectgym.rewards.judge import EmotionJudge, JudgeConfig, JudgeVerdict
-from affectgym.rewards.rubric import Cap, Criterion, Gate, Rubric, RubricResult
+from affectgym.rewards.rubric import Cap, Criterion, Gate, Reply, Rubric, RubricResult
 from affectgym.rewards.rules import RuleMatch, instruction_overlap, rule_penalties, strip_think
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "Gate",
     "JudgeConfig",
     "JudgeVerdict",
+    "Reply",
     "Rubric",
     "RubricResult",
     "RuleMatch",

@@ -6,22 +6,26 @@ path that rewards an agent (an interactive ``step``, a flattened TRL reward func
 :meth:`Rubric.score_batch`, so there is never a second copy of a reward.
 
 A criterion is a small function of ``(scenario, reply, trace)`` returning a float, or
-``None`` when it does not apply (TRL skips ``None``). ``reply`` is the agent's final text, or
-``None`` when the episode ended unanswered. Weights live in the rubric, not in the function.
-A criterion of weight 0 is a logged metric only.
+``None`` when it does not apply (TRL skips ``None``). ``reply`` is a :class:`Reply`: the
+agent's final text and the answer the environment parsed from it, once, before any
+criterion runs (``reply.text`` is ``None`` when the episode ended unanswered, and
+``reply.answer`` is ``None`` when the text did not parse). Weights live in the rubric, not
+in the function. A criterion of weight 0 is a logged metric only.
 
 Caps ("the total is at most 0.60 when a core rule is broken") and gates ("the total is 0
 unless the answer parses") act on the weighted sum. So that a per-component view (TRL logs
 one reward function per component and sums them with ``reward_weights``) adds up to the
 same total, the change a cap or gate makes is reported as its own component, of weight 1.
+A criterion with ``capped=False`` is added after them: in a multi-step episode, what
+earlier steps already earned is not taken back by a rule about the last answer.
 
 >>> rubric = Rubric([
-...     Criterion("correct", lambda s, r, t: float(r == s), weight=0.7),
-...     Criterion("short", lambda s, r, t: float(r is not None and len(r) < 5), weight=0.3),
+...     Criterion("correct", lambda s, r, t: float(r.answer == s), weight=0.7),
+...     Criterion("short", lambda s, r, t: float(r.text is not None and len(r.text) < 5), weight=0.3),
 ... ], caps=[Cap("wordy", limit=0.5, when=lambda c: c["short"] == 0.0)])
->>> rubric.score("yes", "yes", []).total
+>>> rubric.score("yes", Reply("yes", "yes"), []).total
 1.0
->>> result = rubric.score("a long answer", "a long answer", [])
+>>> result = rubric.score("a long answer", Reply("a long answer", "a long answer"), [])
 >>> round(result.total, 6), round(result.components["cap:wordy"], 6)
 (0.5, -0.2)
 >>> round(sum(rubric.weights[name] * value for name, value in result.components.items()), 6)
@@ -35,12 +39,31 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-CriterionFn = Callable[[Any, "str | None", Sequence[Mapping[str, Any]]], "float | None"]
+CriterionFn = Callable[[Any, "Reply", Sequence[Mapping[str, Any]]], "float | None"]
 BatchCriterionFn = Callable[
-    [Sequence[Any], Sequence["str | None"], Sequence[Sequence[Mapping[str, Any]]]],
+    [Sequence[Any], Sequence["Reply"], Sequence[Sequence[Mapping[str, Any]]]],
     Sequence["float | None"],
 ]
 Condition = Callable[[Mapping[str, "float | None"]], bool]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A final reply as every criterion receives it: parsed once, by the environment.
+
+    Attributes:
+        text: The agent's final message, ``None`` when the episode ended unanswered.
+        answer: What the environment's ``parse_final`` read from ``text`` (a label, a
+            dict, an array...), ``None`` when unanswered or when the text did not parse.
+
+    >>> Reply("<answer>sad</answer>", "sad").answer
+    'sad'
+    >>> Reply(None).text is None
+    True
+    """
+
+    text: str | None
+    answer: Any = None
 
 
 @dataclass(frozen=True)
@@ -49,16 +72,21 @@ class Criterion:
 
     Args:
         name: Component name; TRL logs it as ``rewards/<name>/mean``.
-        fn: ``fn(scenario, reply, trace) -> float | None``; or, when ``batched`` is true,
-            ``fn(scenarios, replies, traces) -> list[float | None]`` for expensive scorers.
+        fn: ``fn(scenario, reply, trace) -> float | None`` where ``reply`` is a
+            :class:`Reply`; or, when ``batched`` is true, ``fn(scenarios, replies, traces)
+            -> list[float | None]`` for expensive scorers.
         weight: Weight in the total. ``0`` makes the criterion a logged metric.
         batched: Whether ``fn`` scores a whole batch in one call.
+        capped: Whether the rubric's gates and caps act on this criterion. ``False`` for
+            what a multi-step episode earned before its last answer (and episode bonuses),
+            which is added after them.
     """
 
     name: str
     fn: Callable[..., Any]
     weight: float = 1.0
     batched: bool = False
+    capped: bool = True
 
 
 @dataclass(frozen=True)
@@ -159,17 +187,17 @@ class Rubric:
         """Return a copy without the criterion ``name`` (e.g. a judge that is not configured)."""
         return replace(self, criteria=tuple(c for c in self.criteria if c.name != name))
 
-    def score(self, scenario: Any, reply: str | None, trace: Sequence[Mapping[str, Any]]) -> RubricResult:
-        """Score one reply. See :meth:`score_batch`."""
+    def score(self, scenario: Any, reply: Reply, trace: Sequence[Mapping[str, Any]]) -> RubricResult:
+        """Score one parsed reply. See :meth:`score_batch`."""
         return self.score_batch([scenario], [reply], [trace])[0]
 
     def score_batch(
         self,
         scenarios: Sequence[Any],
-        replies: Sequence[str | None],
+        replies: Sequence[Reply],
         traces: Sequence[Sequence[Mapping[str, Any]]],
     ) -> list[RubricResult]:
-        """Score a batch; batched criteria see the whole batch in one call.
+        """Score a batch of parsed replies; batched criteria see the whole batch in one call.
 
         Returns:
             One :class:`RubricResult` per reply, in order.
@@ -192,10 +220,11 @@ class Rubric:
         ]
 
     def _combine(self, components: dict[str, float | None]) -> RubricResult:
-        weighted = sum(
-            c.weight * components[c.name] for c in self.criteria if components[c.name] is not None
+        total = sum(
+            c.weight * components[c.name]
+            for c in self.criteria
+            if c.capped and components[c.name] is not None
         )
-        total = weighted
         for gate in self.gates:
             closed = not gate.passes(components)
             components[f"gate:{gate.name}"] = (gate.value - total) if closed else 0.0
@@ -206,6 +235,9 @@ class Rubric:
             components[f"cap:{cap.name}"] = (cap.limit - total) if capped else 0.0
             if capped:
                 total = cap.limit
+        for c in self.criteria:
+            if not c.capped and components[c.name] is not None:
+                total += c.weight * components[c.name]
         return RubricResult(total=float(total), components=components)
 
 

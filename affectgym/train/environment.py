@@ -106,7 +106,7 @@ class EnvironmentAdapter:
     @property
     def trace(self) -> list[dict[str, Any]]:
         """What the policy did so far (the env's trace: tool calls, invalid actions)."""
-        return list(self._env._trace)
+        return list(self._env.trace)
 
     @property
     def done(self) -> bool:
@@ -149,7 +149,7 @@ class EnvironmentAdapter:
                     self.env_id,
                 )
                 self._warned = True
-            result = self._env.score(self._env.scenario, None, self._env._trace)
+            result = self._env.score(self._env.scenario, None, self._env.trace)
             self._finish_episode(None, result)
         return float(self.result.total)
 
