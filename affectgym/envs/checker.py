@@ -135,7 +135,7 @@ def _check_split_leakage(env: gym.Env, report: CheckReport) -> None:
 
     base = env.unwrapped
     spec = env.spec or base.spec
-    if not base.label_set or getattr(base, "scenario_text", None) is None:
+    if not base.label_set or not base.scenarios or base.scenario_text(base.scenarios[0]) is None:
         report.leakage = "skipped: the env hides no label or has no scenario_text(scenario)"
         return
     if spec is None:

@@ -35,6 +35,8 @@ and may provide:
 
 * ``on_answer(reply)`` -> :class:`Continue` or ``None``: for envs where an answer does not
   end the episode (dialogue turns, state commands); by default every answer is final
+* ``scenario_text(scenario)`` and ``split_group(scenario)``: the words a text-only memoriser
+  could learn (the checker's leakage test) and the group the split keeps together
 * ``start_episode(options)``, ``history_messages(scenario)``, ``episode_info(scenario)``:
   where an episode starts (and any state of its own it starts with), the chat it starts
   after, extra ``info`` keys
@@ -356,6 +358,18 @@ class AffectEnv(gym.Env[str, str]):
                 output = getattr(self, name)(**arguments)
                 trace.append({"type": "tool_call", "name": name, "arguments": arguments, "output": output, "ok": True})
         return trace
+
+    def scenario_text(self, scenario: Any) -> str | None:
+        """The words of ``scenario`` a text-only reader could memorise (for the leakage check).
+
+        ``None`` (the default) skips the check; label envs return the text an agent reads
+        without the modality under test (for a speech clip: the context and the line).
+        """
+        return None
+
+    def split_group(self, scenario: Any) -> str:
+        """The split group of ``scenario`` (scenarios of a group always share a split); default its id."""
+        return scenario.id
 
     def flip_label(self, scenario: Any) -> Any:
         """``scenario`` with a different gold label, or ``None`` when the env hides no label."""

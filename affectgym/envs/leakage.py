@@ -119,12 +119,12 @@ def labelled_texts(env: Any) -> tuple[list[str], list[str]]:
         ValueError: The env has no ``scenario_text`` or its scenarios carry no label.
     """
     base = getattr(env, "unwrapped", env)
-    reader = getattr(base, "scenario_text", None)
-    if reader is None:
-        raise ValueError(f"{type(base).__name__} has no scenario_text(scenario): nothing text-only to memorise")
+    texts = [base.scenario_text(s) for s in base.scenarios] if hasattr(base, "scenario_text") else [None]
+    if any(text is None for text in texts):
+        raise ValueError(f"{type(base).__name__}.scenario_text(scenario) gives no text: nothing text-only to memorise")
     if not all(hasattr(s, "label") for s in base.scenarios):
         raise ValueError(f"the scenarios of {type(base).__name__} carry no label")
-    return [str(reader(s)) for s in base.scenarios], [str(s.label) for s in base.scenarios]
+    return [str(text) for text in texts], [str(s.label) for s in base.scenarios]
 
 
 def check_leakage(train_env: Any, eval_env: Any, margin: float = DEFAULT_MARGIN) -> LeakageReport:

@@ -331,6 +331,7 @@ class SpeechEmotionEnv(AffectEnv):
         self.all_clips: list[SpeechClip] = self._load_clips()
         self.label_set = tuple(sorted({c.label for c in self.all_clips}))
         self._norms_cache: dict[str | None, Any] = {}
+        self._groups: dict[str, str] = {}
         # Rendered tool outputs by (tool, scenario): keyed on the whole scenario, label included,
         # so the checker's label-flip test still sees a fresh rendering of a flipped scenario.
         self._rendered: dict[tuple[str, SpeechClip], str] = {}
@@ -362,9 +363,13 @@ class SpeechEmotionEnv(AffectEnv):
     def clips_in_split(self, clips: Sequence[SpeechClip]) -> list[SpeechClip]:
         """The clips of ``self.split`` among ``clips``, split by ``group_by`` groups."""
         items = [(c.id, c.label) for c in clips]
-        groups = clip_groups(clips, self.group_by, self.data_dir)
-        chosen = set(select_split(items, self.split, self.eval_fraction, groups=groups))
+        self._groups.update(clip_groups(clips, self.group_by, self.data_dir))
+        chosen = set(select_split(items, self.split, self.eval_fraction, groups=self._groups))
         return [c for c in clips if c.id in chosen]
+
+    def split_group(self, scenario: SpeechClip) -> str:
+        """The clip's ``group_by`` group (by default its line)."""
+        return self._groups.get(scenario.id, scenario.id)
 
     # ------------------------------------------------------------------ prompts
     def system_prompt(self, scenario: SpeechClip) -> str:

@@ -91,6 +91,13 @@ class TrainConfig:
     )
     n_train: int | None = field(default=None, metadata=_help("training rows (scenarios repeated or sampled); default one pass"))
     balance: bool = field(default=True, metadata=_help("class-balanced interleaving of the rows"))
+    group_batches: bool = field(
+        default=False,
+        metadata=_help(
+            "rows group by group (e.g. both deliveries of a pivot line next to each other) and batches taken "
+            "in that order, so one batch contrasts them"
+        ),
+    )
     oversample: dict[str, int] = field(
         default_factory=dict, metadata=_help("repeat flagged subsets, e.g. pivot=2")
     )

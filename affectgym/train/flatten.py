@@ -24,7 +24,7 @@ import copy
 import dataclasses
 import json
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -119,6 +119,7 @@ def training_order(
     seed: int = 0,
     balance: bool = True,
     oversample: Mapping[str, int] | None = None,
+    group_of: Callable[[Any], str] | None = None,
 ) -> list[Any]:
     """The order in which scenarios become rows.
 
@@ -129,6 +130,10 @@ def training_order(
         balance: Interleave classes (by ``scenario.label``) round-robin, cycling the smaller
             ones so every class appears equally often.
         oversample: ``{flag: k}`` repeats each scenario whose boolean ``flag`` is true ``k`` times.
+        group_of: Scenario -> split group: rows then come group by group (the groups in a
+            shuffled cycle, each group's scenarios next to each other, by label), so that a
+            batch taken in order holds, say, both deliveries of a line; ``balance`` is then
+            left to the groups themselves.
 
     Returns:
         Scenarios, repeated as needed.
@@ -139,6 +144,9 @@ def training_order(
     ['a', 'b', 'a', 'b', 'a', 'b']
     >>> sum(s.pivot for s in training_order(items, balance=False, oversample={"pivot": 3}))
     3
+    >>> pairs = [S(id=f"{line}{label}", label=label, line=line) for line in "xy" for label in "ab"]
+    >>> [s.id for s in training_order(pairs, seed=0, group_of=lambda s: s.line)]
+    ['xa', 'xb', 'ya', 'yb']
     """
     rng = random.Random(seed)
     pool: list[Any] = []
@@ -152,6 +160,13 @@ def training_order(
         pool += [scenario] * repeats
     if not pool:
         raise ValueError("no scenarios to order")
+    if group_of is not None:
+        members: dict[str, list[Any]] = {}
+        for scenario in pool:
+            members.setdefault(group_of(scenario), []).append(scenario)
+        groups = [sorted(group, key=lambda s: str(getattr(s, "label", ""))) for group in members.values()]
+        stream = (scenario for group in _cycled(groups, rng) for scenario in group)
+        return [next(stream) for _ in range(len(pool) if n is None else n)]
     labels = [getattr(s, "label", None) for s in pool]
     if not balance or any(label is None for label in labels) or len(set(labels)) < 2:
         order = _cycled(pool, rng)
@@ -183,6 +198,7 @@ def to_dataset(
     env_kwargs: Mapping[str, Any] | None = None,
     *,
     prompt_form: str = "flat",
+    group_rows: bool = False,
 ) -> Any:
     """A :class:`datasets.Dataset` of one split of an environment, one row per scenario.
 
@@ -196,6 +212,7 @@ def to_dataset(
         env_kwargs: Further keyword arguments of the env (``split`` is set from ``split``).
         prompt_form: ``"flat"`` (every tool output pre-rendered) or ``"interactive"``
             (system prompt and first observation; the policy calls the tools).
+        group_rows: Order rows group by group (``env.split_group``; see :func:`training_order`).
 
     Returns:
         Columns ``prompt``, ``scenario_id``, ``env_id``, ``env_kwargs`` (JSON) and, where the
@@ -211,7 +228,10 @@ def to_dataset(
     encoded = kwargs_json(kwargs)
     env = shared_env(env_id, encoded)
     rows: dict[str, list[Any]] = {"prompt": [], "scenario_id": [], "env_id": [], "env_kwargs": []}
-    order = training_order(list(env.scenarios), n=n, seed=seed, balance=balance, oversample=oversample)
+    order = training_order(
+        list(env.scenarios), n=n, seed=seed, balance=balance, oversample=oversample,
+        group_of=env.split_group if group_rows else None,
+    )
     extra_names = list(scenario_columns(order[0]))
     for name in extra_names:
         rows[name] = []

@@ -120,6 +120,7 @@ def grpo_config(config: TrainConfig, reward_weights: list[float], *, gpu: bool |
         "use_vllm": config.use_vllm,
         "vllm_mode": config.vllm_mode,
         "remove_unused_columns": False,
+        "shuffle_dataset": not config.group_batches,
         "dataloader_num_workers": 0,
         "disable_tqdm": True,
     }
@@ -205,6 +206,7 @@ def build_trainer(config: TrainConfig, *, gpu: bool | None = None, reward_funcs:
         oversample=config.oversample or None,
         env_kwargs=config.env_kwargs,
         prompt_form="interactive" if multiturn else "flat",
+        group_rows=config.group_batches,
     )
     if reward_funcs is None:
         reward_funcs, reward_weights = reward_functions(config.env_id, {**config.env_kwargs, "split": "train"})
