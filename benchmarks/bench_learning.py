@@ -41,48 +41,22 @@ import time
 from pathlib import Path
 from typing import Any
 
+from affectgym.train.recipes import SARCASM_ENV_ID as ENV_ID
+from affectgym.train.recipes import SARCASM_SHORT_FORM as ENV_KWARGS
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 RUNS_FILE = RESULTS / "learning_runs.jsonl"
 SUMMARY_FILE = RESULTS / "learning.json"
 FIGURE = ROOT / "docs" / "img" / "learning_curve.png"
-ENV_ID = "affectgym/Sarcasm-v0"
-#: The short form of Sarcasm-v0 (public env options, scored by the env's rubric).
-ENV_KWARGS: dict[str, Any] = {"reward": "label", "answer": "word", "flat_prompt": "compact"}
-#: The control: the same env with correctness weighted 0 (only the answer format pays).
-CONTROL_KWARGS: dict[str, Any] = {**ENV_KWARGS, "reward_weights": {"correctness": 0.0}}
 METRICS = ("accuracy", "answered_rate", "pivot_accuracy", "reward")
 
 
-def recipe(arm: str, seed: int, steps: int, eval_every: int, output_dir: Path, **overrides: Any) -> Any:
-    """The training options of one run of the benchmark."""
-    from affectgym.train.config import TrainConfig
+def recipe(arm: str, seed: int, steps: int, eval_every: int, output_dir: Path) -> Any:
+    """The training options of one run: the package's CPU recipe, the control arm without correctness."""
+    from affectgym.train.recipes import sarcasm_cpu_config
 
-    options = {
-        "env_id": ENV_ID,
-        "model": "smollm2-135m",
-        "mode": "flat",
-        "max_steps": steps,
-        "num_generations": 8,
-        "batch_size": 16,
-        "learning_rate": 5e-4,
-        "max_completion_length": 4,
-        "temperature": 0.7,
-        "beta": 0.0,
-        "lora_r": 16,
-        "lora_alpha": 32,
-        "lora_dropout": 0.0,
-        "lora_layers": 6,
-        "n_train": steps * 2,
-        "balance": True,
-        "eval_every_steps": eval_every,
-        "eval_episodes": 0,
-        "env_kwargs": dict(CONTROL_KWARGS if arm == "control" else ENV_KWARGS),
-        "seed": seed,
-        "output_dir": str(output_dir),
-    }
-    options.update(overrides)
-    return TrainConfig(**options)
+    return sarcasm_cpu_config(output_dir, max_steps=steps, seed=seed, control=arm == "control", eval_every_steps=eval_every)
 
 
 def read_rows() -> list[dict[str, Any]]:

@@ -1,17 +1,14 @@
-"""The training demo: a short, offline GRPO run that shows the whole loop on a CPU.
+"""The training demo: a short, offline GRPO run on Sarcasm-v0 that shows held-out learning on a CPU.
 
 :func:`run_demo` trains the embedded SmolLM2-135M-Instruct (alias ``smollm2-135m``) with
-LoRA, flat mode, on ``affectgym/EmotionStyle-v0`` (answer an instruction in a requested
-emotion) scored offline (``classifier="nade"``: the probability of the requested emotion,
-minus the rule penalties), then evaluates the base model and the trained adapter on
-held-out instructions through the eval runner and draws the figures.
-
-Why EmotionStyle-v0 and not Sarcasm-v0: cost per step and density of the signal. A flat
-sarcasm prompt (transcript, prosody table, pitch contour) is about 600 tokens; on a shared
-2-core CPU one GRPO step of 4 completions of 48 tokens took 7.5 minutes, so ten minutes
-buy a handful of steps. An EmotionStyle prompt is about 30 tokens and its reward is
-continuous (a classifier probability, not a right/wrong label), so GRPO has a gradient
-from the first step. Sarcasm-v0 training is the GPU recipe of the README.
+the CPU recipe of :mod:`affectgym.train.recipes` (Sarcasm-v0's short form: the line and
+one line of delivery cues, a one-word answer; LoRA on the last layers; both deliveries of
+a line in one batch) for a few minutes, evaluates the base model and the trained adapter
+greedily on the held-out lines (the line-grouped eval split: no eval line is heard in
+train, and its pivot pairs say the same words both ways), and prints both side by side
+with 95% intervals over the eval clips, next to the committed result of the long run
+(``benchmarks/results/learning.json``, several seeds and a format-only control) when the
+repository holds it.
 """
 
 from __future__ import annotations
@@ -21,52 +18,87 @@ from pathlib import Path
 from typing import Any
 
 from affectgym.train.config import TrainConfig
+from affectgym.train.recipes import SARCASM_ENV_ID, sarcasm_cpu_config
 
-DEMO_ENV_ID = "affectgym/EmotionStyle-v0"
+DEMO_ENV_ID = SARCASM_ENV_ID
+#: GRPO steps of the demo (about 10 s each on 2 CPU cores).
+DEMO_STEPS = 24
+#: The long run's committed result, relative to the repository root.
+LONG_RUN_RESULT = Path("benchmarks") / "results" / "learning.json"
 
 
-def demo_config(output_dir: str | Path, *, model: str = "smollm2-135m", max_steps: int = 30,
-                eval_episodes: int = 32, seed: int = 0, n_train: int | None = None) -> TrainConfig:
-    """The demo's training options (see the module docstring).
+def demo_config(output_dir: str | Path, *, model: str = "smollm2-135m", max_steps: int = DEMO_STEPS,
+                seed: int = 0, **overrides: Any) -> TrainConfig:
+    """The demo's training options: the CPU recipe, evaluated at the first and the last step.
 
     Args:
         output_dir: Where everything goes.
         model: Policy model (the tests pass a tiny one).
         max_steps: GRPO steps.
-        eval_episodes: Held-out instructions evaluated.
         seed: Seed of data order, sampling and LoRA initialisation.
-        n_train: Training rows (default: one balanced pass over the train split).
+        **overrides: Other :class:`~affectgym.train.config.TrainConfig` fields.
     """
-    return TrainConfig(
-        env_id=DEMO_ENV_ID,
-        model=model,
-        mode="flat",
-        max_steps=max_steps,
-        num_generations=4,
-        batch_size=8,
-        learning_rate=2e-4,
-        max_completion_length=64,
-        temperature=1.0,
-        lora_r=16,
-        lora_alpha=32,
-        output_dir=str(output_dir),
-        eval_episodes=eval_episodes,
-        env_kwargs={"classifier": "nade"},
-        seed=seed,
-        n_train=n_train,
-    )
+    return sarcasm_cpu_config(output_dir, max_steps=max_steps, seed=seed, model=model,
+                              eval_every_steps=max_steps, **overrides)
+
+
+def accuracy_interval(correct: int, total: int) -> tuple[float, float]:
+    """The 95% Wilson interval of an accuracy of ``correct`` out of ``total``.
+
+    >>> low, high = accuracy_interval(40, 50)
+    >>> round(low, 3), round(high, 3)
+    (0.67, 0.888)
+    """
+    from scipy.stats import binomtest
+
+    interval = binomtest(correct, total).proportion_ci(confidence_level=0.95, method="wilson")
+    return float(interval.low), float(interval.high)
+
+
+def result_table(curve: list[dict[str, Any]], long_run: dict[str, Any] | None, steps: int) -> str:
+    """Base vs trained on the held-out lines, and the long run's arms when known."""
+    first, last = curve[0], curve[-1]
+    lines = [
+        f"held-out {DEMO_ENV_ID}: {first['episodes']} clips of lines never seen in training "
+        "(greedy answers; unanswered counts as wrong)",
+        f"{'':34s} {'accuracy (95% CI)':>22s} {'answered':>9s} {'pivot acc.':>10s} {'reward':>7s}",
+    ]
+    for name, row in ((f"base model (step 0)", first), (f"trained here ({steps} steps)", last)):
+        low, high = accuracy_interval(round(row["accuracy"] * row["episodes"]), row["episodes"])
+        lines.append(
+            f"{name:34s} {row['accuracy']:>6.3f} ({low:.2f}-{high:.2f}){'':5s} {row['answered_rate']:>9.2f} "
+            f"{row.get('pivot_accuracy', float('nan')):>10.2f} {row['reward']:>7.3f}"
+        )
+    if long_run:
+        lines.append(
+            f"long run ({LONG_RUN_RESULT}, {long_run['steps']} steps, "
+            f"{len(long_run.get('trained', {}).get('seeds', []))} seeds, mean +/- 95% CI over seeds):"
+        )
+        for arm in ("base", "control", "trained"):
+            entry = long_run.get(arm, {})
+            if "accuracy_mean" in entry:
+                lines.append(
+                    f"  {arm:32s} {entry['accuracy_mean']:>6.3f} +/- {entry['accuracy_ci95']:.3f}{'':6s}"
+                    f"{entry.get('answered_rate_mean', float('nan')):>9.2f} {entry.get('pivot_accuracy_mean', float('nan')):>10.2f} "
+                    f"{entry.get('reward_mean', float('nan')):>7.3f}"
+                )
+        delta = long_run.get("delta_vs_control")
+        if delta:
+            lines.append(
+                f"  trained - control accuracy: {delta['mean']:+.3f} (95% CI {delta['ci95_low']:+.3f} to {delta['ci95_high']:+.3f})"
+            )
+    return "\n".join(lines)
 
 
 def run_demo(output_dir: str | Path = "runs/demo-train", **overrides: Any) -> dict[str, Any]:
-    """Train, evaluate base vs trained on held-out clips, draw the figures, print where they are.
+    """Train, evaluate base vs trained on held-out lines, print the table, write ``demo.json``.
 
     Args:
         output_dir: Output folder.
-        **overrides: Keyword arguments of :func:`demo_config` (``model``, ``max_steps``,
-            ``eval_episodes``, ``seed``, ``n_train``).
+        **overrides: Keyword arguments of :func:`demo_config` (``model``, ``max_steps``, ``seed``, ...).
 
     Returns:
-        The run summary of :func:`affectgym.train.grpo.train`.
+        The run summary of :func:`affectgym.train.grpo.train`, with the held-out curve.
     """
     import affectgym
     from affectgym.train.grpo import train
@@ -75,45 +107,31 @@ def run_demo(output_dir: str | Path = "runs/demo-train", **overrides: Any) -> di
     if config.env_id not in affectgym.list_envs():
         raise RuntimeError(f"the demo needs {config.env_id}, which is not registered (affectgym list)")
     print(
-        f"affectgym training demo: GRPO (flat, LoRA r={config.lora_r}) of {config.model} on {config.env_id} "
-        f"(embedded instructions, offline nade scorer), {config.max_steps} steps of {config.batch_size} completions, seed {config.seed}"
+        f"affectgym training demo: GRPO (flat, LoRA r={config.lora_r} on the last {config.lora_layers} layers) of "
+        f"{config.model} on {config.env_id} (short form: line + delivery cues, one-word answer), "
+        f"{config.max_steps} steps of {config.batch_size} completions, seed {config.seed}",
+        flush=True,
     )
     summary = train(config)
     out = Path(config.output_dir)
-    lines = [
-        f"trained {summary['steps']} steps in {summary['train_s']:.0f} s; "
-        f"mean training reward {_fmt(summary['first_reward'])} (first step) -> {_fmt(summary['last_reward'])} (last step)",
-    ]
-    comparison = summary.get("eval") or {}
-    if "base" in comparison:
-        base, trained = comparison["base"], comparison["trained"]
-        lines.append(
-            f"held-out reward ({base['episodes']} eval episodes): base {_fmt(base['reward_mean'])} +/- {_fmt(base['reward_ci95'])}, "
-            f"trained {_fmt(trained['reward_mean'])} +/- {_fmt(trained['reward_ci95'])} (delta {_fmt(comparison['delta_reward'])})"
-        )
-    lines += [
+    curve = [json.loads(line) for line in (out / "heldout.jsonl").read_text(encoding="utf-8").splitlines()]
+    long_run_file = Path.cwd() / LONG_RUN_RESULT
+    long_run = json.loads(long_run_file.read_text(encoding="utf-8")) if long_run_file.is_file() else None
+    print(f"trained {summary['steps']} steps in {summary['train_s']:.0f} s")
+    print(result_table(curve, long_run, summary["steps"]))
+    print("\n".join([
         f"config:        {out / 'config.yaml'}",
         f"log history:   {out / 'log_history.json'}",
+        f"held-out:      {out / 'heldout.jsonl'}",
         f"reward curves: {out / 'figures'}/reward_*.png",
         f"adapter:       {out / 'adapter'}",
-    ]
-    if "base" in comparison:
-        lines += [f"evaluation:    {out / 'eval'}/{{base,trained}}/results.jsonl, comparison.json, comparison.png"]
-    print("\n".join(lines))
+    ]))
+    summary["heldout"] = curve
     (out / "demo.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return summary
 
 
-def _fmt(value: Any) -> str:
-    """A number with 3 decimals, or ``n/a``.
-
-    >>> _fmt(0.12345), _fmt(None)
-    ('0.123', 'n/a')
-    """
-    return "n/a" if value is None else f"{value:.3f}"
-
-
-__all__ = ["DEMO_ENV_ID", "demo_config", "run_demo"]
+__all__ = ["DEMO_ENV_ID", "DEMO_STEPS", "accuracy_interval", "demo_config", "result_table", "run_demo"]
 
 
 if __name__ == "__main__":  # python -m affectgym.train.demo [OUTPUT_DIR]

@@ -1,0 +1,74 @@
+"""A measured CPU recipe: GRPO of a small model on Sarcasm-v0's short form.
+
+On two CPU cores, a GRPO step costs a forward and backward pass over the prompt of every
+completion, so the prompt is the budget. :func:`sarcasm_cpu_config` trains on the short
+form of ``affectgym/Sarcasm-v0`` through its public options (``flat_prompt="compact"``:
+the line and one line of delivery cues, ~110 tokens instead of ~600; ``answer="word"``
+and ``reward="label"``: the label word alone, 0.85 correctness + 0.15 format), with LoRA
+on the last layers only, both deliveries of a line in one batch (``group_batches``) and
+no reference model (``beta=0``). ``benchmarks/bench_learning.py`` measures it against
+the base model and a format-only control; ``affectgym demo`` runs a short version.
+
+>>> config = sarcasm_cpu_config("runs/x", max_steps=5)
+>>> config.env_kwargs["flat_prompt"], config.lora_layers, config.group_batches
+('compact', 6, True)
+>>> sarcasm_cpu_config("runs/x", control=True).env_kwargs["reward_weights"]
+{'correctness': 0.0}
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from affectgym.train.config import TrainConfig
+
+SARCASM_ENV_ID = "affectgym/Sarcasm-v0"
+#: The short form of Sarcasm-v0 (public env options; scored by the env's own rubric).
+SARCASM_SHORT_FORM: dict[str, Any] = {"reward": "label", "answer": "word", "flat_prompt": "compact"}
+
+
+def sarcasm_cpu_config(output_dir: str | Path, *, max_steps: int = 60, seed: int = 0, control: bool = False,
+                       eval_every_steps: int = 10, model: str = "smollm2-135m", **overrides: Any) -> TrainConfig:
+    """The recipe's options (see the module docstring).
+
+    Args:
+        output_dir: Where the run writes.
+        max_steps: GRPO steps (16 completions each: 2 prompts x 8).
+        seed: Seed of data order, sampling and LoRA initialisation.
+        control: Reward only the answer format (correctness weight 0): the control arm.
+        eval_every_steps: Greedy held-out evaluation every N steps (``heldout.jsonl``).
+        model: Policy model (an alias, a folder or a hub id).
+        **overrides: Any other :class:`~affectgym.train.config.TrainConfig` field.
+    """
+    env_kwargs = dict(SARCASM_SHORT_FORM)
+    if control:
+        env_kwargs["reward_weights"] = {"correctness": 0.0}
+    options: dict[str, Any] = {
+        "env_id": SARCASM_ENV_ID,
+        "model": model,
+        "mode": "flat",
+        "max_steps": max_steps,
+        "num_generations": 8,
+        "batch_size": 16,
+        "learning_rate": 2e-3,
+        "max_completion_length": 4,
+        "temperature": 1.0,
+        "beta": 0.0,
+        "lora_r": 16,
+        "lora_alpha": 32,
+        "lora_dropout": 0.0,
+        "lora_layers": 6,
+        "n_train": max_steps * 2,
+        "group_batches": True,
+        "eval_every_steps": eval_every_steps,
+        "eval_episodes": 0,
+        "env_kwargs": env_kwargs,
+        "seed": seed,
+        "output_dir": str(output_dir),
+    }
+    options.update(overrides)
+    return TrainConfig(**options)
+
+
+__all__ = ["SARCASM_ENV_ID", "SARCASM_SHORT_FORM", "sarcasm_cpu_config"]
