@@ -63,7 +63,7 @@ def result_table(curve: list[dict[str, Any]], long_run: dict[str, Any] | None, s
         "(greedy answers; unanswered counts as wrong)",
         f"{'':34s} {'accuracy (95% CI)':>22s} {'answered':>9s} {'pivot acc.':>10s} {'reward':>7s}",
     ]
-    for name, row in ((f"base model (step 0)", first), (f"trained here ({steps} steps)", last)):
+    for name, row in (("base model (step 0)", first), (f"trained here ({steps} steps)", last)):
         low, high = accuracy_interval(round(row["accuracy"] * row["episodes"]), row["episodes"])
         lines.append(
             f"{name:34s} {row['accuracy']:>6.3f} ({low:.2f}-{high:.2f}){'':5s} {row['answered_rate']:>9.2f} "
