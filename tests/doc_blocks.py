@@ -1,4 +1,8 @@
-"""The ```python blocks of the Markdown pages in docs/, for the tests that run them."""
+"""The ```python blocks of README.md and the Markdown pages in docs/, for the tests that run them.
+
+A block preceded, on the line just above its fence, by ``<!-- not run: REASON -->`` is
+left out of :func:`python_blocks` and listed by :func:`not_run_blocks` with its reason.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,29 @@ import re
 from pathlib import Path
 from types import CodeType
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
-_BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+README = ROOT / "README.md"
+_BLOCK = re.compile(r"^(?:<!-- not run:(?P<reason>[^\n]*?)-->\n)?```python\n(?P<code>.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def _blocks(page: Path) -> list[tuple[int, str, str | None]]:
+    text = page.read_text(encoding="utf-8")
+    return [
+        (text.count("\n", 0, match.start("code")) + 1, match.group("code"),
+         None if match.group("reason") is None else match.group("reason").strip())
+        for match in _BLOCK.finditer(text)
+    ]
 
 
 def python_blocks(page: Path) -> list[tuple[int, str]]:
-    """Every ```python block of ``page``, in order: (line number of its first line of code, code)."""
-    text = page.read_text(encoding="utf-8")
-    return [(text.count("\n", 0, match.start(1)) + 1, match.group(1)) for match in _BLOCK.finditer(text)]
+    """Every ```python block of ``page`` that runs, in order: (line number of its first line of code, code)."""
+    return [(line, code) for line, code, reason in _blocks(page) if reason is None]
+
+
+def not_run_blocks(page: Path) -> list[tuple[int, str, str]]:
+    """The blocks of ``page`` marked ``<!-- not run: REASON -->``: (line, code, reason)."""
+    return [(line, code, reason) for line, code, reason in _blocks(page) if reason is not None]
 
 
 def compile_block(page: Path, line: int, code: str) -> CodeType:

@@ -1,27 +1,79 @@
-"""The code in docs/ runs: every ```python block of every page, in order, in one module per page."""
+"""The code in README.md and docs/*.md runs: every ```python block of a page, in order, as one script.
+
+Conventions for the pages:
+
+* Each page runs as a script would: its blocks share one ``__main__`` module, in the order
+  they appear, so a later block uses what an earlier one defined, and a block that starts
+  worker processes guards them with ``if __name__ == "__main__":`` as a reader's script must.
+* A block runs in a fresh temporary working directory; a block that needs a file uses one
+  the package ships (e.g. the embedded speech corpus) or one this test creates there.
+* A block that cannot run here (it trains for hours, or needs a GPU or a server) is marked
+  by an HTML comment on the line just above its fence, ``<!-- not run: REASON -->``. It is
+  still compiled, and its reason must say why. Use it sparingly.
+"""
 
 from __future__ import annotations
 
+import shutil
 import sys
 import types
 
 import pytest
-from doc_blocks import DOCS, compile_block, python_blocks
+from doc_blocks import DOCS, README, compile_block, not_run_blocks, python_blocks
 
-PAGES = sorted(DOCS.glob("*.md"))
+PAGES = [README, *sorted(DOCS.glob("*.md"))]
+#: The folder README.md's audio plug-in example reads: label -> shipped emotion clips.
+MY_CORPUS = {"angry": [f"em{i:04d}" for i in range(1, 9)], "calm": [f"em{i:04d}" for i in range(9, 17)]}
+#: Where README.md's baseline table sits, between these two lines.
+TABLE_START, TABLE_END = "<!-- baseline table: python tools/baseline_table.py -->\n", "\n<!-- end of baseline table -->"
 
 
-def test_the_plugin_guide_is_among_the_pages_and_has_code():
+def make_my_corpus(root) -> None:
+    """``root/my_corpus/<label>/<clip>.flac`` from the shipped emotion clips, each with its own transcript."""
+    from affectgym.data.speech_corpus import speech_root
+
+    for label, clip_ids in MY_CORPUS.items():
+        folder = root / "my_corpus" / label
+        folder.mkdir(parents=True)
+        for clip_id in clip_ids:
+            shutil.copy(speech_root() / "audio" / f"{clip_id}.flac", folder / f"{clip_id}.flac")
+            (folder / f"{clip_id}.txt").write_text(f"This is take {clip_id} of the line.\n", encoding="utf-8")
+
+
+def test_the_readme_and_the_plugin_guide_are_among_the_pages_and_have_code():
+    assert len(python_blocks(README)) >= 5
     assert DOCS / "plugins.md" in PAGES and len(python_blocks(DOCS / "plugins.md")) >= 5
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
-def test_every_python_block_of_the_page_runs(page, monkeypatch):
-    # A real module (dataclasses and get_type_hints look a class's module up in sys.modules).
-    module = types.ModuleType(f"docs_{page.stem}")
-    monkeypatch.setitem(sys.modules, module.__name__, module)
+def test_every_python_block_of_the_page_runs(page, monkeypatch, tmp_path):
+    # A real module, registered as __main__: dataclasses and get_type_hints look a class's
+    # module up in sys.modules, and a guarded block must see __name__ == "__main__".
+    module = types.ModuleType("__main__")
+    monkeypatch.setitem(sys.modules, "__main__", module)
+    monkeypatch.chdir(tmp_path)
+    make_my_corpus(tmp_path)
     for line, code in python_blocks(page):
         exec(compile_block(page, line, code), module.__dict__)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_blocks_that_do_not_run_say_why_and_still_compile(page):
+    for line, code, reason in not_run_blocks(page):
+        assert len(reason.split()) >= 2, f"{page.name}:{line}: say why the block is not run, got {reason!r}"
+        compile_block(page, line, code)
+
+
+def test_the_readme_baseline_table_is_what_the_script_prints():
+    sys.path.insert(0, str(README.parent / "tools"))
+    try:
+        from baseline_table import baseline_table
+    finally:
+        sys.path.remove(str(README.parent / "tools"))
+    text = README.read_text(encoding="utf-8")
+    assert TABLE_START in text and TABLE_END in text, "README.md lost the markers around its baseline table"
+    in_readme = text.split(TABLE_START, 1)[1].split(TABLE_END, 1)[0]
+    assert in_readme == baseline_table(), "README.md's baseline table is stale: run python tools/baseline_table.py"
 
 
 def test_the_plugin_guide_has_two_example_envs_of_about_sixty_lines():
