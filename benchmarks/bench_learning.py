@@ -2,9 +2,9 @@
 
 The embedded SmolLM2-135M-Instruct is trained with GRPO (TRL, flat mode, LoRA on the last
 layers) on ``affectgym/Sarcasm-v0``'s train split, through the env's own reward functions,
-in the short form a 2-core CPU can afford: the compact flat prompt (the line and one
-line of delivery cues, ~110 tokens) and a one-word answer (``reward="label"``: 0.85
-correctness + 0.15 format). Three arms, on the line-grouped eval split (no eval line is
+in the short form a 2-core CPU can afford (:mod:`affectgym.train.recipes`): the compact
+flat prompt (the line and one line of delivery cues, ~110 tokens) and a yes/no answer to
+"is the line sarcastic?" (``reward="label"``: 0.85 correctness + 0.15 format). Three arms, on the line-grouped eval split (no eval line is
 heard in train; its pivot pairs say the same words both ways, so text alone is at chance):
 
 * ``base``: the untrained model (greedy decoding: the same on every seed);
@@ -243,9 +243,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     work = Path(args.work)
     if not args.report_only:
-        if args.speed_steps and not any(r.get("kind") == "speed" for r in read_rows()):
-            print(f"timing {args.speed_steps} steps of the default flat recipe ...", flush=True)
-            measure_default_speed(args.speed_steps, work)
         for seed in args.seeds:
             for arm in ("trained", "control"):
                 if finished(read_rows(), arm, seed, args.steps):
@@ -253,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 print(f"{arm} seed {seed}: training {args.steps} steps ...", flush=True)
                 run_arm(arm, seed, args.steps, args.eval_every, work)
+        if args.speed_steps and not any(r.get("kind") == "speed" for r in read_rows()):
+            print(f"timing {args.speed_steps} steps of the default flat recipe ...", flush=True)
+            measure_default_speed(args.speed_steps, work)
     rows = read_rows()
     summary = summarise(rows, args.steps)
     SUMMARY_FILE.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")

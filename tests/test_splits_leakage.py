@@ -125,3 +125,14 @@ def test_compact_flat_prompt_holds_the_line_and_one_delivery_line_and_counts_as_
     }
     assert env.score(clip, other, trace).total == pytest.approx(0.15)
     assert env.score(clip, None, trace).total == 0.0
+
+
+def test_yes_no_answers_mean_the_first_label_or_the_other_and_need_two_labels():
+    env = SarcasmEnv(split="eval", reward="label", answer="yesno", flat_prompt="compact")
+    clip = next(c for c in env.scenarios if c.label == "sincere")
+    trace = env.flat_trace(clip)
+    assert "Is the line sarcastic? Answer yes or no." in env.flat_prompt(clip)[0]["content"]
+    assert env.score(clip, "No.", trace).total == pytest.approx(1.0)
+    assert env.score(clip, "Yes", trace).components["correctness"] == 0.0
+    with pytest.raises(ValueError, match="needs exactly two labels"):
+        affectgym.make("affectgym/SpeechEmotion-v0", answer="yesno")

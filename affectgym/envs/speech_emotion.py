@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from affectgym.data.speech_sources import (
@@ -20,7 +20,8 @@ from affectgym.envs.parsing import last_json_object
 from affectgym.rewards.rubric import Criterion, Reply, Rubric, RubricResult
 
 AUDIO_TOOLS = ("get_prosody_features", "get_pitch_contour")
-ANSWER_FORMATS = ("json", "word")  # <final>{"label", "confidence"}</final>, or the label word alone
+# <final>{"label", "confidence"}</final>; the label word alone; or, for two labels, yes/no to "is it <first label>?"
+ANSWER_FORMATS = ("json", "word", "yesno")
 FLAT_PROMPTS = ("full", "compact")  # every tool output, or the transcript and a one-line delivery summary
 REWARD_MODES = ("multi", "single", "label")
 NO_AUDIO = "No audio for this clip: {what} cannot be measured. Decide from the transcript alone."
@@ -62,34 +63,49 @@ def parse_label_answer(text: str | None, labels: Sequence[str]) -> tuple[dict[st
     return {"label": label.strip().lower(), "confidence": float(confidence)}, None
 
 
-def parse_label_word(text: str | None, labels: Sequence[str]) -> tuple[dict[str, Any] | None, str | None]:
-    """Read a one-word answer: the first label of ``labels`` the reply names, as a whole word.
+def answer_words(labels: Sequence[str], answer: str = "word") -> dict[str, str]:
+    """The words a one-word answer may be, each with the label it means.
+
+    >>> answer_words(["sarcastic", "sincere"], "yesno")
+    {'sarcastic': 'sarcastic', 'sincere': 'sincere', 'yes': 'sarcastic', 'no': 'sincere'}
+    """
+    words = {label: label for label in labels}
+    if answer == "yesno":
+        first, second = labels
+        words.update({"yes": first, "no": second})
+    return words
+
+
+def parse_label_word(text: str | None, words: Mapping[str, str]) -> tuple[dict[str, Any] | None, str | None]:
+    """Read a one-word answer: the first of ``words`` (see :func:`answer_words`) the reply says, as a whole word.
 
     A one-word answer commits fully, so its confidence is 1.0.
 
     Returns:
-        ``(answer, None)`` with the label lower-cased, or ``(None, what is accepted)``.
+        ``(answer, None)`` with the label the word means, or ``(None, what is accepted)``.
 
-    >>> parse_label_word("Sarcastic.", ["sarcastic", "sincere"])
+    >>> parse_label_word("Sarcastic.", answer_words(["sarcastic", "sincere"]))
     ({'label': 'sarcastic', 'confidence': 1.0}, None)
-    >>> parse_label_word("insincere", ["sarcastic", "sincere"])[1]
-    "no label found; accepted: one word of ['sarcastic', 'sincere']"
+    >>> parse_label_word("No.", answer_words(["sarcastic", "sincere"], "yesno"))
+    ({'label': 'sincere', 'confidence': 1.0}, None)
+    >>> parse_label_word("insincere", answer_words(["sarcastic", "sincere"]))[1]
+    "no answer word found; accepted: one of ['sarcastic', 'sincere']"
     """
     if text:
-        pattern = r"\b(" + "|".join(re.escape(label) for label in labels) + r")\b"
+        pattern = r"\b(" + "|".join(re.escape(word) for word in words) + r")\b"
         found = re.search(pattern, text, re.IGNORECASE)
         if found:
-            return {"label": found.group(1).lower(), "confidence": 1.0}, None
-    return None, f"no label found; accepted: one word of {list(labels)}"
+            return {"label": words[found.group(1).lower()], "confidence": 1.0}, None
+    return None, f"no answer word found; accepted: one of {list(words)}"
 
 
-def is_single_label_word(text: str | None, labels: Sequence[str]) -> bool:
-    """Whether ``text`` is exactly one label (case and a trailing full stop aside).
+def is_single_label_word(text: str | None, words: Iterable[str]) -> bool:
+    """Whether ``text`` is exactly one of ``words`` (case and a trailing full stop aside).
 
     >>> is_single_label_word(" Sincere. ", ["sarcastic", "sincere"]), is_single_label_word("sincere, I think", ["sincere"])
     (True, False)
     """
-    return bool(text) and text.strip().rstrip(".!").strip().lower() in labels
+    return bool(text) and text.strip().rstrip(".!").strip().lower() in set(words)
 
 
 def reasoning_words(reply: str | None) -> int:
@@ -142,13 +158,13 @@ def label_correctness(scenario: SpeechClip, reply: Reply, trace: Trace) -> float
     return float(reply.answer is not None and reply.answer["label"] == scenario.label)
 
 
-def one_word_format(scenario: SpeechClip, reply: Reply, trace: Trace, labels: Sequence[str]) -> float:
-    """1 when the reply is exactly one label word (:func:`is_single_label_word`).
+def one_word_format(scenario: SpeechClip, reply: Reply, trace: Trace, words: Iterable[str]) -> float:
+    """1 when the reply is exactly one answer word (:func:`is_single_label_word`).
 
     >>> one_word_format(None, Reply("sincere"), [], ["sarcastic", "sincere"])
     1.0
     """
-    return float(is_single_label_word(reply.text, labels))
+    return float(is_single_label_word(reply.text, words))
 
 
 def prosody_grounding(scenario: SpeechClip, reply: Reply, trace: Trace) -> float:
@@ -330,6 +346,8 @@ class SpeechEmotionEnv(AffectEnv):
         self.norms_mode = norms
         self.all_clips: list[SpeechClip] = self._load_clips()
         self.label_set = tuple(sorted({c.label for c in self.all_clips}))
+        if answer == "yesno" and len(self.label_set) != 2:
+            raise ValueError(f"answer='yesno' needs exactly two labels, this dataset has {list(self.label_set)}")
         self._norms_cache: dict[str | None, Any] = {}
         self._groups: dict[str, str] = {}
         # Rendered tool outputs by (tool, scenario): keyed on the whole scenario, label included,
@@ -397,6 +415,8 @@ class SpeechEmotionEnv(AffectEnv):
         intro = f"{self.task} Labels: {labels}.\nYou get the transcript and {measured}. "
         if self.answer_format == "word":
             return intro + f"Answer with one word: {' or '.join(self.label_set)}."
+        if self.answer_format == "yesno":
+            return intro + f"Is the line {self.label_set[0]}? Answer yes or no."
         return (
             intro + "The delivery often matters more than the words.\n"
             "Reason in 50-150 words over the words and the prosody, then end with exactly one JSON object: "
@@ -408,9 +428,9 @@ class SpeechEmotionEnv(AffectEnv):
         return f"A new spoken line{who} is ready. Use the tools to examine it, then give your final answer."
 
     def parse_final(self, text: str) -> tuple[dict[str, Any] | None, str | None]:
-        """See :func:`parse_label_answer` (``answer="json"``) and :func:`parse_label_word` (``"word"``)."""
-        if self.answer_format == "word":
-            return parse_label_word(text, self.label_set)
+        """See :func:`parse_label_answer` (``answer="json"``) and :func:`parse_label_word` (``"word"``, ``"yesno"``)."""
+        if self.answer_format != "json":
+            return parse_label_word(text, answer_words(self.label_set, self.answer_format))
         return parse_label_answer(text, self.label_set)
 
     def scenario_text(self, scenario: SpeechClip) -> str:
@@ -498,7 +518,9 @@ class SpeechEmotionEnv(AffectEnv):
     def build_rubric(self) -> Rubric:
         if self.reward_mode == "label":
             short = (
-                functools.partial(one_word_format, labels=self.label_set) if self.answer_format == "word" else answer_format
+                functools.partial(one_word_format, words=tuple(answer_words(self.label_set, self.answer_format)))
+                if self.answer_format != "json"
+                else answer_format
             )
             criteria = [Criterion("correctness", label_correctness, 0.85), Criterion("format", short, 0.15)]
             return Rubric(criteria).with_weights(self.reward_weights)

@@ -2,7 +2,7 @@
 
 :func:`run_demo` trains the embedded SmolLM2-135M-Instruct (alias ``smollm2-135m``) with
 the CPU recipe of :mod:`affectgym.train.recipes` (Sarcasm-v0's short form: the line and
-one line of delivery cues, a one-word answer; LoRA on the last layers; both deliveries of
+one line of delivery cues, a yes/no answer; LoRA on the last layers; both deliveries of
 a line in one batch) for a few minutes, evaluates the base model and the trained adapter
 greedily on the held-out lines (the line-grouped eval split: no eval line is heard in
 train, and its pivot pairs say the same words both ways), and prints both side by side
@@ -108,7 +108,7 @@ def run_demo(output_dir: str | Path = "runs/demo-train", **overrides: Any) -> di
         raise RuntimeError(f"the demo needs {config.env_id}, which is not registered (affectgym list)")
     print(
         f"affectgym training demo: GRPO (flat, LoRA r={config.lora_r} on the last {config.lora_layers} layers) of "
-        f"{config.model} on {config.env_id} (short form: line + delivery cues, one-word answer), "
+        f"{config.model} on {config.env_id} (short form: line + delivery cues, yes/no answer), "
         f"{config.max_steps} steps of {config.batch_size} completions, seed {config.seed}",
         flush=True,
     )

@@ -3,10 +3,12 @@
 On two CPU cores, a GRPO step costs a forward and backward pass over the prompt of every
 completion, so the prompt is the budget. :func:`sarcasm_cpu_config` trains on the short
 form of ``affectgym/Sarcasm-v0`` through its public options (``flat_prompt="compact"``:
-the line and one line of delivery cues, ~110 tokens instead of ~600; ``answer="word"``
-and ``reward="label"``: the label word alone, 0.85 correctness + 0.15 format), with LoRA
-on the last layers only, both deliveries of a line in one batch (``group_batches``) and
-no reference model (``beta=0``). ``benchmarks/bench_learning.py`` measures it against
+the line and one line of delivery cues, ~110 tokens instead of ~600; ``answer="yesno"``
+and ``reward="label"``: "yes" or "no" to "is the line sarcastic?", 0.85 correctness + 0.15
+format), with LoRA on the last layers only, both deliveries of a line in one batch
+(``group_batches``) and no reference model (``beta=0``). Why yes/no and not the label
+word: the base model starts "sarcastic" and "sincere" with the same token and all but
+never samples "sincere", so GRPO never sees it rewarded; "yes" and "no" are sampled alike. ``benchmarks/bench_learning.py`` measures it against
 the base model and a format-only control; ``affectgym demo`` runs a short version.
 
 >>> config = sarcasm_cpu_config("runs/x", max_steps=5)
@@ -25,7 +27,7 @@ from affectgym.train.config import TrainConfig
 
 SARCASM_ENV_ID = "affectgym/Sarcasm-v0"
 #: The short form of Sarcasm-v0 (public env options; scored by the env's own rubric).
-SARCASM_SHORT_FORM: dict[str, Any] = {"reward": "label", "answer": "word", "flat_prompt": "compact"}
+SARCASM_SHORT_FORM: dict[str, Any] = {"reward": "label", "answer": "yesno", "flat_prompt": "compact"}
 
 
 def sarcasm_cpu_config(output_dir: str | Path, *, max_steps: int = 60, seed: int = 0, control: bool = False,
