@@ -74,6 +74,7 @@ __all__ = [
     "Judge",
     "JudgeConfig",
     "JudgeVerdict",
+    "empathy_score",
     "empathy_signature",
     "fence_response",
     "format_judge_reply",
@@ -835,6 +836,30 @@ def empathy_signature() -> type:
     return EmpathyJudgeSignature
 
 
+def empathy_score(ratings: Mapping[str, Any]) -> float:
+    """The empathy judge's score: the mean of its three ratings, each mapped from 1-9 onto ``[0, 1]``.
+
+    Args:
+        ratings: ``empathy``, ``chatbot_emotion`` and ``question``, numbers (or their text) 1-9.
+
+    Returns:
+        The score in ``[0, 1]``.
+
+    Raises:
+        ValueError: A rating is missing, not a number or outside 1-9.
+
+    >>> empathy_score({"empathy": 9, "chatbot_emotion": 5, "question": "1"})
+    0.5
+    """
+    try:
+        values = [float(ratings[name]) for name in EMPATHY_RATINGS]
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"empathy ratings {dict(ratings)} need numbers 1-9 for {list(EMPATHY_RATINGS)}") from error
+    if not all(1 <= value <= 9 for value in values):
+        raise ValueError(f"empathy ratings {values} are outside 1-9")
+    return sum((value - 1) / 8 for value in values) / 3
+
+
 class EmpathyJudge(Judge):
     """LLM judge of a chatbot turn: empathy, chatbot emotion and question, each rated 1-9.
 
@@ -865,18 +890,8 @@ class EmpathyJudge(Judge):
         return empathy_signature()
 
     def verdict(self, outputs: Mapping[str, Any]) -> float:
-        """The mean of the three ratings, each mapped from 1-9 onto ``[0, 1]``.
-
-        Raises:
-            ValueError: A rating is missing, not a number or outside 1-9.
-
-        >>> EmpathyJudge.verdict(None, {"empathy": 9, "chatbot_emotion": 5, "question": 1})
-        0.5
-        """
-        ratings = [float(outputs[name]) for name in EMPATHY_RATINGS]
-        if not all(1 <= rating <= 9 for rating in ratings):
-            raise ValueError(f"empathy ratings {ratings} are outside 1-9")
-        return sum((rating - 1) / 8 for rating in ratings) / 3
+        """See :func:`empathy_score`."""
+        return empathy_score(outputs)
 
     def score_batch(
         self,
