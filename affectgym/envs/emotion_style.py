@@ -174,7 +174,7 @@ def overlap_with_instruction(scenario: StyleScenario, reply: Reply, trace: Trace
     return _rule_hits(reply.text, scenario.emotion, scenario.instruction)[1]
 
 
-# ----------------------------------------------------------------------------- reference replies
+# ----------------------------------------------------------------------------- reference reply and canary material
 _STAGE_DIRECTIONS: Mapping[str, tuple[str, str]] = {
     "anger": ("(slams fist on the table)", "*glares*"),
     "disgust": ("(gags)", "*wrinkles nose*"),
