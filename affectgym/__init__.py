@@ -11,9 +11,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from affectgym._version import __version__
 from affectgym.envs.registration import affectgym_env_ids, load_plugins, register_builtin_envs
-
-__version__ = "0.1.0"
 
 
 def make(env_id: str, **kwargs: Any) -> gym.Env:

@@ -50,8 +50,8 @@ def bench_classifier(replies_count: int, threads: int, initializer_range: float 
     """Default CPU path against the naive path on a distilroberta-shaped random model."""
     import torch
 
+    from affectgym.emotions import EMOTIONS
     from affectgym.rewards.classifier import EmotionClassifier, save_random_emotion_model
-    from affectgym.rewards.emotions import EMOTIONS
 
     torch.set_num_threads(threads)
     replies, vocabulary = _synthetic_replies(replies_count, mean_words=118)

@@ -18,6 +18,7 @@ from affectgym.data.dialogues import (
     split_dialogues,
 )
 from affectgym.data.speech_sources import DatasetError
+from affectgym.emotions import EMOTIONS
 from affectgym.envs.dialogue import (
     chatbot_reply,
     count_words,
@@ -27,7 +28,6 @@ from affectgym.envs.dialogue import (
     reply_length,
     tells_emotion,
 )
-from affectgym.rewards.emotions import EMOTIONS
 
 WELL_FORMED = [
     "(SADNESS) Oh no, that hurts. (HAPPINESS) Still, you tried! (NEUTRAL) What happens next?",

@@ -7,8 +7,9 @@ import pytest
 
 from affectgym.data.dialogues import Dialogue, DialogueTurn
 from affectgym.envs.checker import check_env
-from affectgym.envs.dialogue import DialogueEnv, EmpathyJudge
+from affectgym.envs.dialogue import DialogueEnv
 from affectgym.eval.dialogue_metrics import dialogue_summary, turn_metrics
+from affectgym.rewards.judge import EmpathyJudge, JudgeConfig
 
 ENV_ID = "affectgym/EmpatheticDialogue-v0"
 
@@ -173,7 +174,7 @@ def test_the_empathy_judge_adds_a_component_and_never_raises():
         def forward(self, prompt=None, messages=None, **kwargs):  # noqa: D102 - DummyLM's signature
             raise RuntimeError("judge server down")
 
-    judge = EmpathyJudge(BrokenLM([{}]))
+    judge = EmpathyJudge(BrokenLM([{}]), JudgeConfig(cache=False))
     env = DialogueEnv(split="all", classifier=constant_classifier, judge=judge)
     assert env.score(turn, turn.reference, []).components["empathy"] is None and judge.failures == 1
     assert dspy is not None

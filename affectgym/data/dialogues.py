@@ -35,7 +35,7 @@ from typing import Any
 
 from affectgym.data.speech_sources import DatasetError
 from affectgym.data.splits import select_split, stable_hash
-from affectgym.rewards.emotions import canonical_emotion
+from affectgym.emotions import canonical_emotion
 
 DIALOGUE_LABELS: tuple[str, ...] = ("ANGER", "FEAR", "SADNESS", "DISGUST", "HAPPINESS", "SURPRISE", "NEUTRAL")
 """The seven tags of the emotional-RLAIF data, in its order."""
@@ -49,7 +49,7 @@ EMOTION_OF_LABEL: Mapping[str, str] = {
     "SURPRISE": "surprise",
     "NEUTRAL": "neutral",
 }
-"""Dialogue tag -> classifier label (:data:`affectgym.rewards.emotions.EMOTIONS`). Only
+"""Dialogue tag -> classifier label (:data:`affectgym.emotions.EMOTIONS`). Only
 HAPPINESS is spelled differently (the classifier's ``joy``); the others are lower-cased."""
 
 LABEL_OF_EMOTION: Mapping[str, str] = {emotion: label for label, emotion in EMOTION_OF_LABEL.items()}

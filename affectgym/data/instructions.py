@@ -13,6 +13,9 @@ known a short topic phrase that a reference reply can talk about).
   the Hugging Face hub (instructions only, never the answers); with no network it fails
   with one line naming the ``data_file=`` alternative.
 
+:func:`load_reference_replies` reads the hand-written honest replies the EmotionStyle env
+composes its reference answers from (``affectgym/data/instructions/reference_replies.json``).
+
 >>> items = load_embedded_instructions()
 >>> len(items) >= 200, items[0].id, items[0].topic
 (True, 'es001', 'a first job interview')
@@ -27,15 +30,19 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 WIZARDLM_HUB_ID = "WizardLMTeam/WizardLM_evol_instruct_V2_196k"
 EMBEDDED_INSTRUCTIONS = Path(__file__).parent / "instructions" / "instructions.jsonl"
+REFERENCE_REPLIES = Path(__file__).parent / "instructions" / "reference_replies.json"
 HUMAN_ROLES = ("human", "user")
 
 __all__ = [
     "EMBEDDED_INSTRUCTIONS",
+    "REFERENCE_REPLIES",
     "WIZARDLM_HUB_ID",
     "Instruction",
     "InstructionDataError",
@@ -43,6 +50,7 @@ __all__ = [
     "instruction_topic",
     "load_embedded_instructions",
     "load_instruction_file",
+    "load_reference_replies",
     "load_wizardlm_instructions",
 ]
 
@@ -78,6 +86,39 @@ def load_embedded_instructions() -> list[Instruction]:
         221 instructions with ids ``es001``... and hand-written topics.
     """
     return load_instruction_file(EMBEDDED_INSTRUCTIONS, source="embedded")
+
+
+@lru_cache(maxsize=1)
+def load_reference_replies() -> Mapping[str, tuple[str, ...]]:
+    """The reference-reply bank: for each emotion label, replies that show it without naming it.
+
+    Each reply is a template with ``{topic}`` and ``{Topic}`` (the instruction's topic, the
+    second capitalised). Read once per process.
+
+    Returns:
+        ``{label: replies}`` (read-only); every basic label and ``"neutral"`` have one.
+
+    Raises:
+        InstructionDataError: The file is missing or not a ``{"replies": {label: [text...]}}`` object.
+
+    >>> banks = load_reference_replies()
+    >>> len(banks["joy"]), "{topic}" in banks["neutral"][0]
+    (3, True)
+    """
+    try:
+        replies = json.loads(REFERENCE_REPLIES.read_text(encoding="utf-8"))["replies"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise InstructionDataError(
+            f"{REFERENCE_REPLIES} could not be read as {{'replies': {{label: [reply, ...]}}}} ({error})"
+        ) from error
+    if not isinstance(replies, dict) or not all(
+        isinstance(bank, list) and bank and all(isinstance(text, str) for text in bank)
+        for bank in replies.values()
+    ):
+        raise InstructionDataError(
+            f"{REFERENCE_REPLIES}: 'replies' must map each label to a non-empty list of strings"
+        )
+    return MappingProxyType({label: tuple(bank) for label, bank in replies.items()})
 
 
 def first_human_turn(conversations: Any) -> str | None:

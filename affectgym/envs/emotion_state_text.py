@@ -28,6 +28,7 @@ from affectgym.envs.emotion_state import (
 )
 from affectgym.envs.emotion_state.data import ARCS_FILE, DATA_DIR, DATA_PACKAGE
 from affectgym.envs.parsing import NO_JSON_OBJECT, last_json_object
+from affectgym.rewards.memo import BoundedMemo
 from affectgym.rewards.rubric import Criterion, Reply, Rubric
 
 NARRATIVES_FILE = "narratives.json"
@@ -39,6 +40,7 @@ DEFAULT_TEXT_STEPS = 12
 DEFAULT_TEXT_ALPHA = 0.5
 # Extra messages allowed beyond the control steps (invalid replies) before truncation.
 DEFAULT_SPARE_TURNS = 4
+REPLAY_MEMO_ENTRIES = 256  # episodes whose replayed reward components are remembered
 _INTENSITY_WORDS = (
     (0.1, "none"),
     (0.3, "mild"),
@@ -241,7 +243,7 @@ class EmotionStateTextEnv(AffectEnv):
         self.narratives = _load_narratives()
         self._batch = EmotionBatch(1)
         self._scratch = EmotionBatch(1)
-        self._replay_cache: dict[tuple[str, tuple[tuple[float, ...], ...]], np.ndarray] = {}
+        self._replays: BoundedMemo[tuple[str, tuple[tuple[float, ...], ...]], np.ndarray] = BoundedMemo(REPLAY_MEMO_ENTRIES)
         super().__init__(
             split=split,
             max_turns=self.steps + int(spare_turns),
@@ -381,11 +383,10 @@ class EmotionStateTextEnv(AffectEnv):
         if reply.answer is not None:
             actions.append(tuple(reply.answer.tolist()))
         key = (scenario.id, tuple(actions[: self.steps]))
-        cached = self._replay_cache.get(key)
+        cached = self._replays.get(key)
         if cached is None:
-            if len(self._replay_cache) >= 256:
-                self._replay_cache.clear()
-            cached = self._replay_cache[key] = self._replay(*key)
+            cached = self._replay(*key)
+            self._replays.put(key, cached)
         return cached
 
     def _replay(self, arc_id: str, actions: tuple[tuple[float, ...], ...]) -> np.ndarray:

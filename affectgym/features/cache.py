@@ -2,7 +2,7 @@
 
 An entry's key hashes the audio content (the file's bytes, or the samples and rate),
 the backend, the analysis parameters, the target sample rate and
-``affectgym.__version__``; change any of them and the entry is simply not found.
+the package version; change any of them and the entry is simply not found.
 Entries live under ``$AFFECTGYM_CACHE`` (default ``~/.cache/affectgym``) ``/prosody``.
 
 Safe under concurrency: every write goes to a unique temporary file in the same
@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import xxhash
 
+from affectgym import _version
+from affectgym.cache_root import cache_root
 from affectgym.features.audio import DEFAULT_SAMPLE_RATE_HZ, Audio, load_audio
 from affectgym.features.prosody import Prosody, ProsodyParams, extract_prosody
 
@@ -44,14 +46,7 @@ def default_cache_dir() -> Path:
     Returns:
         The directory (not created).
     """
-    root = os.environ.get("AFFECTGYM_CACHE") or "~/.cache/affectgym"
-    return Path(root).expanduser() / "prosody"
-
-
-def _package_version() -> str:
-    import affectgym
-
-    return str(getattr(affectgym, "__version__", "0"))
+    return cache_root() / "prosody"
 
 
 class ProsodyCache:
@@ -85,7 +80,7 @@ class ProsodyCache:
             "backend": backend,
             "params": params.to_dict(),
             "sr": sr,
-            "version": _package_version(),
+            "version": _version.__version__,
             "format": CACHE_FORMAT,
         }
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()

@@ -1,7 +1,7 @@
 """Emotion classifier scorer: how much a reply sounds like each of the seven emotions.
 
 :class:`EmotionClassifier` turns replies into probability distributions over
-:data:`~affectgym.rewards.emotions.EMOTIONS` with one of three backends:
+:data:`~affectgym.emotions.EMOTIONS` with one of three backends:
 
 ``"transformers"`` (default)
     A sequence-classification model, by default
@@ -16,10 +16,12 @@
     the mapping onto the seven labels.
 a callable
     Any ``fn(texts: list[str]) -> list[dict[label, probability]]``; label spellings are
-    mapped with :func:`~affectgym.rewards.emotions.canonical_emotion`, unknown labels are
+    mapped with :func:`~affectgym.emotions.canonical_emotion`, unknown labels are
     dropped and the rest renormalised.
 
 Every backend scores the visible reply only: ``<think>...</think>`` is removed first.
+Envs score through a :class:`MemoisedClassifier`, which remembers each text's distribution
+in a bounded memo, so a text is classified once.
 
 >>> def constant(texts):
 ...     return [{"happiness": 3.0, "sad": 1.0} for _ in texts]
@@ -39,13 +41,16 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from affectgym.rewards.emotions import EMOTIONS, canonical_emotion
+from affectgym.emotions import EMOTIONS, canonical_emotion
+from affectgym.rewards.memo import BoundedMemo
 from affectgym.rewards.rules import strip_think
 
 __all__ = [
     "DEFAULT_EMOTION_MODEL",
+    "MEMO_ENTRIES",
     "PRECISIONS",
     "EmotionClassifier",
+    "MemoisedClassifier",
     "default_precision",
     "plutchik_to_basic",
     "save_random_emotion_model",
@@ -59,6 +64,9 @@ DEFAULT_EMOTION_MODEL = "j-hartmann/emotion-english-distilroberta-base"
 PRECISIONS = ("fp32", "bf16", "int8-dynamic")
 """Precisions of the transformers backend. ``int8-dynamic`` quantises the linear layers'
 weights to int8 (activations quantised on the fly); CPU only."""
+
+MEMO_ENTRIES = 8192
+"""Distributions a :class:`MemoisedClassifier` keeps by default."""
 
 ScoreFn = Callable[[list[str]], Sequence[Mapping[str, float]]]
 
@@ -119,7 +127,7 @@ def plutchik_to_basic(intensities: Mapping[str, float]) -> dict[str, float]:
         intensities: ``{plutchik label: intensity}``; missing labels count as 0.
 
     Returns:
-        ``{label: probability}`` over :data:`~affectgym.rewards.emotions.EMOTIONS`.
+        ``{label: probability}`` over :data:`~affectgym.emotions.EMOTIONS`.
 
     >>> p = plutchik_to_basic({"joy": 0.9, "surprise": 0.1, "trust": 0.8})
     >>> round(p["joy"], 3), round(p["neutral"], 3), round(sum(p.values()), 6)
@@ -255,7 +263,7 @@ class EmotionClassifier:
         Raises:
             ValueError: Lengths differ, or a target is not one of the seven labels (open
                 vocabulary targets such as ``"condescending"`` are for the judge; filter
-                them with :func:`~affectgym.rewards.emotions.is_basic_emotion`).
+                them with :func:`~affectgym.emotions.is_basic_emotion`).
         """
         if len(texts) != len(targets):
             raise ValueError(
@@ -316,6 +324,41 @@ class EmotionClassifier:
             plutchik_to_basic({label: column[i] for label, column in plutchik.items()})
             for i in range(len(lines))
         ]
+
+
+class MemoisedClassifier:
+    """An :class:`EmotionClassifier` whose distributions are remembered by text.
+
+    The memo is a :class:`~affectgym.rewards.memo.BoundedMemo` (least recently used texts
+    are forgotten first); a batch's unknown texts go to the classifier in one call, each once.
+
+    Args:
+        classifier: The classifier.
+        max_entries: Texts remembered.
+
+    >>> calls = []
+    >>> memo = MemoisedClassifier(EmotionClassifier(lambda texts: calls.append(len(texts)) or [{"joy": 1.0}] * len(texts)))
+    >>> [d["joy"] for d in memo.scores(["Yay!", "Yay!", "Hooray!"])], memo.scores(["Yay!"])[0]["joy"], calls
+    ([1.0, 1.0, 1.0], 1.0, [2])
+    """
+
+    def __init__(self, classifier: EmotionClassifier, max_entries: int = MEMO_ENTRIES) -> None:
+        self.classifier = classifier
+        self._memo: BoundedMemo[str, dict[str, float]] = BoundedMemo(max_entries)
+
+    def __repr__(self) -> str:
+        return f"MemoisedClassifier({self.classifier!r}, {self._memo!r})"
+
+    def scores(self, texts: Sequence[str]) -> list[dict[str, float]]:
+        """:meth:`EmotionClassifier.scores` of each text, each text classified once.
+
+        Args:
+            texts: The texts.
+
+        Returns:
+            One ``{label: probability}`` per text, in order.
+        """
+        return self._memo.get_many(list(texts), self.classifier.scores)
 
 
 def _columns_to_seven(

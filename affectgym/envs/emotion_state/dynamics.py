@@ -18,7 +18,8 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-EMOTIONS: tuple[str, ...] = ("anger", "disgust", "fear", "joy", "neutral", "sadness", "surprise")
+from affectgym.emotions import EMOTIONS
+
 NUM_EMOTIONS = len(EMOTIONS)
 ANGER, DISGUST, FEAR, JOY, NEUTRAL, SADNESS, SURPRISE = range(NUM_EMOTIONS)
 

@@ -1,0 +1,173 @@
+"""Build an env's scorers from its arguments: the emotion classifier and the LLM judge.
+
+Envs take their scorers in the forms a user writes (``classifier="auto"``, a model id, a
+``dspy`` LM, a judge URL...). :func:`make_classifier` and :func:`make_judge` turn those into
+an :class:`~affectgym.rewards.classifier.EmotionClassifier` and a
+:class:`~affectgym.rewards.judge.Judge`, the same way for every env. Choices that depend on
+the machine (``"auto"`` falls back to ``nade`` offline) are said in the log once per
+process (:func:`log_once`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from affectgym.rewards.classifier import DEFAULT_EMOTION_MODEL, EmotionClassifier
+from affectgym.rewards.judge import EmotionJudge, Judge, JudgeConfig
+
+__all__ = ["log_once", "make_classifier", "make_judge"]
+
+log = logging.getLogger(__name__)
+
+HUB_PROBE_TIMEOUT_S = 3.0  # how long the hub gets to accept a TCP connection
+
+_ANNOUNCED: set[str] = set()
+
+
+def log_once(key: str, message: str, *args: Any, logger: logging.Logger = log) -> None:
+    """Log ``message`` at INFO level the first time ``key`` is seen in this process.
+
+    Args:
+        key: What the message is about (e.g. ``"auto-nade"``); later calls with it are silent.
+        message: A ``%``-style log message.
+        *args: Its arguments.
+        logger: Where it goes; this module's logger by default.
+    """
+    if key not in _ANNOUNCED:
+        _ANNOUNCED.add(key)
+        logger.info(message, *args)
+
+
+def _hub_reachable(timeout_s: float = HUB_PROBE_TIMEOUT_S) -> bool:
+    """Whether the Hugging Face hub answers a TCP connection (False when HF_HUB_OFFLINE is set)."""
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return False
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    parsed = urlparse(endpoint)
+    host = parsed.hostname or "huggingface.co"
+    port = parsed.port or (443 if parsed.scheme != "http" else 80)
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def _model_available(model: str) -> bool:
+    """Whether ``model`` is a local directory, sits in the hub cache, or the hub is reachable."""
+    if Path(model).is_dir():
+        return True
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        if isinstance(try_to_load_from_cache(model, "config.json"), str):
+            return True
+    except (ImportError, ValueError):
+        pass
+    return _hub_reachable()
+
+
+def make_classifier(
+    classifier: str | EmotionClassifier | Callable[[list[str]], Any] = "auto",
+    *,
+    device: str = "cpu",
+    options: Mapping[str, Any] | None = None,
+) -> EmotionClassifier:
+    """Build an env's emotion classifier from its ``classifier=`` argument.
+
+    Args:
+        classifier: ``"auto"`` (the transformer model when it can be loaded, else ``nade``),
+            ``"transformers"`` (the reference model), ``"nade"`` (offline), a hub id or local
+            directory of a sequence-classification model, an :class:`EmotionClassifier`, or a
+            callable ``list[str] -> list[dict[label, prob]]``.
+        device: Torch device of a transformer model.
+        options: Further keyword arguments of :class:`EmotionClassifier` (``precision``,
+            ``batch_size``, ``max_length``).
+
+    Returns:
+        The classifier; ``"auto"`` says in the log, once, which backend it chose.
+
+    Raises:
+        ValueError: ``classifier`` is none of the accepted forms.
+
+    >>> make_classifier("nade").backend
+    'nade'
+    """
+    options = dict(options or {})
+    if isinstance(classifier, EmotionClassifier):
+        return classifier
+    if callable(classifier):
+        return EmotionClassifier(classifier)
+    if not isinstance(classifier, str) or not classifier.strip():
+        raise ValueError(
+            f"classifier must be 'auto', 'transformers', 'nade', a model id or path, an EmotionClassifier "
+            f"or a callable; got {classifier!r}"
+        )
+    if classifier == "nade":
+        return EmotionClassifier("nade")
+    if classifier == "auto":
+        if _model_available(DEFAULT_EMOTION_MODEL):
+            candidate = EmotionClassifier("transformers", model=DEFAULT_EMOTION_MODEL, device=device, **options)
+            try:
+                candidate.scores(["warming up"])
+            except (OSError, ValueError, ImportError) as exc:
+                log_once("auto-nade", "classifier 'auto' falls back to nade (%s)", str(exc).splitlines()[0])
+                return EmotionClassifier("nade")
+            log_once("auto-transformers", "classifier 'auto' uses %s", DEFAULT_EMOTION_MODEL)
+            return candidate
+        log_once("auto-nade", "classifier 'auto' uses nade (%s cannot be loaded offline)", DEFAULT_EMOTION_MODEL)
+        return EmotionClassifier("nade")
+    model = DEFAULT_EMOTION_MODEL if classifier == "transformers" else classifier
+    return EmotionClassifier("transformers", model=model, device=device, **options)
+
+
+def make_judge(
+    judge: Any = None,
+    *,
+    judge_class: type[Judge] = EmotionJudge,
+    judge_url: str | None = None,
+    judge_model: str | None = None,
+    judge_api_key_env: str | None = None,
+    judge_config: JudgeConfig | None = None,
+) -> Judge | None:
+    """Build an env's judge: ``None``, a judge, a ``dspy`` LM, or a URL and model.
+
+    Args:
+        judge: A ``judge_class`` instance, any ``dspy.BaseLM`` (wrapped in one), or ``None``.
+        judge_class: The judge the env scores with: :class:`~affectgym.rewards.judge.EmotionJudge`
+            or :class:`~affectgym.rewards.judge.EmpathyJudge`.
+        judge_url: Base URL of an OpenAI-compatible server (with ``judge_model``).
+        judge_model: Model name on that server.
+        judge_api_key_env: Environment variable holding the server's key.
+        judge_config: Settings of a judge built here.
+
+    Returns:
+        The judge, or ``None`` when none is configured.
+
+    Raises:
+        ValueError: ``judge_url`` without ``judge_model`` (or the reverse), both a judge and
+            a URL, or a judge of another class than ``judge_class``.
+
+    >>> make_judge() is None
+    True
+    """
+    if (judge_url is None) != (judge_model is None):
+        raise ValueError(f"judge_url and judge_model go together; got judge_url={judge_url!r}, judge_model={judge_model!r}")
+    if judge_url is not None:
+        if judge is not None:
+            raise ValueError("pass either judge=... or judge_url=/judge_model=, not both")
+        return judge_class.from_url(judge_url, str(judge_model), api_key_env=judge_api_key_env, config=judge_config)
+    if judge is None or isinstance(judge, judge_class):
+        return judge
+    if isinstance(judge, Judge):
+        raise ValueError(
+            f"judge is a {type(judge).__name__}, but this env scores with a {judge_class.__name__}; "
+            f"pass a {judge_class.__name__}, a dspy LM or None"
+        )
+    return judge_class(judge, judge_config)
