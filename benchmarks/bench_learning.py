@@ -21,9 +21,10 @@ At the end it prints the table, writes ``benchmarks/results/learning.json`` (mea
 t-interval over seeds per arm, and the paired difference trained - control) and draws
 ``docs/img/learning_curve.png``.
 
-Speed: the steps/minute of the recipe are printed beside those of the default flat
-recipe (the full ~600-token prompt, a reasoned JSON answer, LoRA on every layer), both
-measured here with ``--speed-steps`` steps (``--speed-steps 0`` skips the default one).
+Speed: the step time of the recipe is printed beside that of the default flat recipe
+(the full ~600-token prompt, LoRA on every layer), with the same 16 completions per step,
+both measured in one run with ``--speed-steps`` timed steps each (after a warm-up step)
+and split into generation and the rest (``--speed-steps 0`` skips it).
 
 Usage: ``python benchmarks/bench_learning.py [--seeds 0 1 2] [--steps 60] [--eval-every 10]``
 (about 2.5 hours on 2 CPU cores; run it under ``nohup`` and rerun to resume).
@@ -95,22 +96,63 @@ def run_arm(arm: str, seed: int, steps: int, eval_every: int, work: Path) -> Non
     }])
 
 
-def measure_default_speed(steps: int, work: Path) -> None:
-    """Steps/minute of the default flat recipe (full prompt, JSON answer, LoRA everywhere)."""
-    from affectgym.train.config import TrainConfig
-    from affectgym.train.grpo import train
+def step_breakdown(config: Any, label: str) -> dict[str, Any]:
+    """Seconds per GRPO step of ``config``, split into generation and the rest (forward + backward + reward).
 
-    out = work / "speed-default"
-    shutil.rmtree(out, ignore_errors=True)
-    config = TrainConfig(
-        env_id=ENV_ID, model="smollm2-135m", mode="flat", max_steps=steps, num_generations=8, batch_size=8,
-        max_completion_length=8, eval_episodes=0, output_dir=str(out), env_kwargs={"reward": "single"},
+    The first step is a warm-up and is not counted. With ``beta=0`` and one iteration per
+    generation, TRL runs no reference and no old-policy forward pass, so "the rest" is the
+    policy's forward and backward over prompt + completion tokens, and the reward.
+    """
+    from transformers import TrainerCallback
+
+    from affectgym.train.grpo import build_trainer
+
+    trainer = build_trainer(config)
+    generate_s: list[float] = []
+    original = trainer.model.generate
+
+    def timed_generate(*args: Any, **kwargs: Any) -> Any:
+        start_s = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            generate_s.append(time.perf_counter() - start_s)
+
+    trainer.model.generate = timed_generate
+    marks: list[tuple[float, int]] = []
+
+    class Clock(TrainerCallback):
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            marks.append((time.perf_counter(), len(generate_s)))
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            marks.append((time.perf_counter(), len(generate_s)))
+
+    trainer.add_callback(Clock())
+    trainer.train()
+    steps = [(marks[k + 1][0] - marks[k][0], sum(generate_s[marks[k][1]:marks[k + 1][1]]))
+             for k in range(2, len(marks) - 1, 2)]
+    prompt = trainer.train_dataset[0]["prompt"]
+    tokens = len(trainer.processing_class.apply_chat_template(prompt, tokenize=True, add_generation_prompt=True))
+    step_s = statistics.median(total for total, _ in steps)
+    gen_s = statistics.median(gen for _, gen in steps)
+    return {"kind": "speed", "recipe": label, "steps_timed": len(steps), "step_s_median": step_s,
+            "generate_s_median": gen_s, "rest_s_median": step_s - gen_s, "prompt_tokens": tokens,
+            "completions_per_step": config.batch_size, "max_completion_length": config.max_completion_length}
+
+
+def measure_speed(steps: int, work: Path) -> None:
+    """Step time and its split, for the default flat recipe and for the CPU recipe, in one run."""
+    from affectgym.train.config import TrainConfig
+
+    default = TrainConfig(
+        env_id=ENV_ID, model="smollm2-135m", mode="flat", max_steps=steps + 1, num_generations=8, batch_size=16,
+        max_completion_length=8, eval_episodes=0, output_dir=str(work / "speed-default"),
+        env_kwargs={"reward": "single"},
     )
-    train(config)
-    history = json.loads((out / "log_history.json").read_text(encoding="utf-8"))
-    step_s = [row["step_time"] for row in history if "step_time" in row]
-    append_rows([{"kind": "speed", "recipe": "default", "steps": steps, "step_s_median": statistics.median(step_s),
-                  "completions_per_step": 8, "max_completion_length": 8}])
+    rows = [step_breakdown(default, "default flat recipe (full prompt, LoRA on every layer)")]
+    rows.append(step_breakdown(recipe("trained", 0, steps + 1, 0, work / "speed-recipe"), "CPU recipe"))
+    append_rows(rows)
 
 
 def t_interval(values: list[float]) -> tuple[float, float]:
@@ -155,15 +197,14 @@ def summarise(rows: list[dict[str, Any]], steps: int) -> dict[str, Any]:
         deltas = [points["trained"][s]["accuracy"] - points["control"][s]["accuracy"] for s in paired]
         mean, half = t_interval(deltas)
         summary["delta_vs_control"] = {"seeds": paired, "mean": mean, "ci95_low": mean - half, "ci95_high": mean + half}
-    runs = [r for r in rows if r.get("kind") == "run" and r["steps"] == steps and r.get("step_s_median")]
-    speed = [r for r in rows if r.get("kind") == "speed"]
-    if runs:
-        step_s = statistics.median(r["step_s_median"] for r in runs)
-        summary["speed"] = {"recipe_steps_per_min": 60 / step_s, "recipe_step_s": step_s}
-        if speed:
-            summary["speed"]["default_steps_per_min"] = 60 / speed[-1]["step_s_median"]
-            summary["speed"]["default_step_s"] = speed[-1]["step_s_median"]
-            summary["speed"]["speedup"] = speed[-1]["step_s_median"] / step_s
+    speed = {r["recipe"]: r for r in rows if r.get("kind") == "speed"}
+    if len(speed) == 2:
+        default, cpu = speed.values()
+        summary["speed"] = {
+            "default": default, "recipe": cpu,
+            "steps_per_min_default": 60 / default["step_s_median"], "steps_per_min_recipe": 60 / cpu["step_s_median"],
+            "speedup": default["step_s_median"] / cpu["step_s_median"],
+        }
     return summary
 
 
@@ -186,11 +227,15 @@ def table(summary: dict[str, Any]) -> str:
         lines.append(f"trained - control accuracy: {delta['mean']:+.3f} (95% CI {delta['ci95_low']:+.3f} to {delta['ci95_high']:+.3f})")
     speed = summary.get("speed")
     if speed:
-        line = f"speed: recipe {speed['recipe_steps_per_min']:.2f} steps/min ({speed['recipe_step_s']:.1f} s/step)"
-        if "default_steps_per_min" in speed:
-            line += (f", default flat recipe {speed['default_steps_per_min']:.2f} steps/min "
-                     f"({speed['default_step_s']:.1f} s/step): {speed['speedup']:.1f}x")
-        lines.append(line)
+        for key in ("default", "recipe"):
+            row = speed[key]
+            lines.append(
+                f"speed, {row['recipe']}: {60 / row['step_s_median']:.2f} steps/min ({row['step_s_median']:.1f} s/step: "
+                f"generation {row['generate_s_median']:.1f} s, forward+backward+reward {row['rest_s_median']:.1f} s; "
+                f"{row['prompt_tokens']} prompt tokens, {row['completions_per_step']} completions of <= "
+                f"{row['max_completion_length']} tokens)"
+            )
+        lines.append(f"speed-up of a step, same completions per step: {speed['speedup']:.1f}x")
     return "\n".join(lines)
 
 
@@ -237,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=60, help="GRPO steps per run")
     parser.add_argument("--eval-every", type=int, default=10, help="held-out evaluation every N steps")
-    parser.add_argument("--speed-steps", type=int, default=2, help="steps of the default recipe timed (0 = skip)")
+    parser.add_argument("--speed-steps", type=int, default=3, help="steps timed per recipe for the speed table (0 = skip)")
     parser.add_argument("--work", default=str(ROOT / "runs" / "bench-learning"), help="scratch folder of the runs")
     parser.add_argument("--report-only", action="store_true", help="only summarise what the results file holds")
     args = parser.parse_args(argv)
@@ -251,8 +296,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{arm} seed {seed}: training {args.steps} steps ...", flush=True)
                 run_arm(arm, seed, args.steps, args.eval_every, work)
         if args.speed_steps and not any(r.get("kind") == "speed" for r in read_rows()):
-            print(f"timing {args.speed_steps} steps of the default flat recipe ...", flush=True)
-            measure_default_speed(args.speed_steps, work)
+            print(f"timing {args.speed_steps} steps of the default flat recipe and of the CPU recipe ...", flush=True)
+            measure_speed(args.speed_steps, work)
     rows = read_rows()
     summary = summarise(rows, args.steps)
     SUMMARY_FILE.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")

@@ -274,6 +274,10 @@ class AffectEnv(gym.Env[str, str]):
         """System message of the single-shot form; by default the interactive one."""
         return self.system_prompt(scenario)
 
+    def flat_observation(self, scenario: Any) -> str:
+        """Text before the pre-rendered tool outputs in the single-shot form; by default the first observation."""
+        return self.first_observation(scenario)
+
     # ----------------------------------------------------------------- public contract
     @property
     def tools(self) -> dict[str, ToolSpec]:
@@ -341,7 +345,7 @@ class AffectEnv(gym.Env[str, str]):
 
     def flat_prompt(self, scenario: Any) -> list[dict[str, str]]:
         """Single-shot messages: system + user with every flat tool's output pre-rendered."""
-        sections = [self.first_observation(scenario)]
+        sections = [self.flat_observation(scenario)] if self.flat_observation(scenario) else []
         with self._viewing(scenario):
             for name, arguments in self.flat_tool_calls(scenario):
                 sections.append(f"[{name}]\n{getattr(self, name)(**arguments)}")

@@ -412,11 +412,11 @@ class SpeechEmotionEnv(AffectEnv):
             if self.flat_prompt_form == "compact"
             else "measurements of the delivery (prosody features and pitch contour)"
         )
-        intro = f"{self.task} Labels: {labels}.\nYou get the transcript and {measured}. "
         if self.answer_format == "word":
-            return intro + f"Answer with one word: {' or '.join(self.label_set)}."
+            return f"{self.task} You get the line and {measured}. Answer with one word: {' or '.join(self.label_set)}."
         if self.answer_format == "yesno":
-            return intro + f"Is the line {self.label_set[0]}? Answer yes or no."
+            return f"{self.task} You get the line and {measured}. Is the line {self.label_set[0]}? Answer yes or no."
+        intro = f"{self.task} Labels: {labels}.\nYou get the transcript and {measured}. "
         return (
             intro + "The delivery often matters more than the words.\n"
             "Reason in 50-150 words over the words and the prosody, then end with exactly one JSON object: "
@@ -426,6 +426,10 @@ class SpeechEmotionEnv(AffectEnv):
     def first_observation(self, scenario: SpeechClip) -> str:
         who = f" by {scenario.speaker}" if scenario.speaker else ""
         return f"A new spoken line{who} is ready. Use the tools to examine it, then give your final answer."
+
+    def flat_observation(self, scenario: SpeechClip) -> str:
+        """The first observation, or nothing in the compact form (the transcript names the speaker)."""
+        return "" if self.flat_prompt_form == "compact" else self.first_observation(scenario)
 
     def parse_final(self, text: str) -> tuple[dict[str, Any] | None, str | None]:
         """See :func:`parse_label_answer` (``answer="json"``) and :func:`parse_label_word` (``"word"``, ``"yesno"``)."""

@@ -14,8 +14,8 @@ the base model and a format-only control; ``affectgym demo`` runs a short versio
 >>> config = sarcasm_cpu_config("runs/x", max_steps=5)
 >>> config.env_kwargs["flat_prompt"], config.lora_layers, config.group_batches
 ('compact', 6, True)
->>> sarcasm_cpu_config("runs/x", control=True).env_kwargs["reward_weights"]
-{'correctness': 0.0}
+>>> sarcasm_cpu_config("runs/x").env_kwargs["reward_weights"], sarcasm_cpu_config("runs/x", control=True).env_kwargs["reward_weights"]
+({'format': 0.0}, {'correctness': 0.0})
 """
 
 from __future__ import annotations
@@ -39,13 +39,14 @@ def sarcasm_cpu_config(output_dir: str | Path, *, max_steps: int = 60, seed: int
         max_steps: GRPO steps (16 completions each: 2 prompts x 8).
         seed: Seed of data order, sampling and LoRA initialisation.
         control: Reward only the answer format (correctness weight 0): the control arm.
+            Otherwise only correctness is rewarded (format weight 0): a format credit pays
+            "yes" on a sincere line more than the junk around it, which early on pushes
+            every answer towards the model's favourite, and the policy collapses onto it.
         eval_every_steps: Greedy held-out evaluation every N steps (``heldout.jsonl``).
         model: Policy model (an alias, a folder or a hub id).
         **overrides: Any other :class:`~affectgym.train.config.TrainConfig` field.
     """
-    env_kwargs = dict(SARCASM_SHORT_FORM)
-    if control:
-        env_kwargs["reward_weights"] = {"correctness": 0.0}
+    env_kwargs = {**SARCASM_SHORT_FORM, "reward_weights": {"correctness": 0.0} if control else {"format": 0.0}}
     options: dict[str, Any] = {
         "env_id": SARCASM_ENV_ID,
         "model": model,
@@ -53,7 +54,7 @@ def sarcasm_cpu_config(output_dir: str | Path, *, max_steps: int = 60, seed: int
         "max_steps": max_steps,
         "num_generations": 8,
         "batch_size": 16,
-        "learning_rate": 2e-3,
+        "learning_rate": 1.5e-3,
         "max_completion_length": 4,
         "temperature": 1.0,
         "beta": 0.0,
