@@ -4,7 +4,8 @@ The embedded SmolLM2-135M-Instruct is trained with GRPO (TRL, flat mode, LoRA on
 layers) on ``affectgym/Sarcasm-v0``'s train split, through the env's own reward functions,
 in the short form a 2-core CPU can afford (:mod:`affectgym.train.recipes`): the compact
 flat prompt (the line and one line of delivery cues, ~110 tokens) and a yes/no answer to
-"is the line sarcastic?" (``reward="label"``: 0.85 correctness + 0.15 format). Three arms, on the line-grouped eval split (no eval line is
+"is the line sarcastic?" (``reward="label"``: 0.70 signed correctness + 0.30 format).
+Three arms, on the line-grouped eval split (no eval line is
 heard in train; its pivot pairs say the same words both ways, so text alone is at chance):
 
 * ``base``: the untrained model (greedy decoding: the same on every seed);
@@ -239,6 +240,33 @@ def table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def markdown_table(summary: dict[str, Any]) -> str:
+    """The README's table of the arms: mean ± 95% CI over seeds, and the paired difference."""
+
+    def cell(entry: dict[str, Any], metric: str) -> str:
+        if f"{metric}_mean" not in entry:
+            return "n/a"
+        return f"{entry[f'{metric}_mean']:.3f} ± {entry[f'{metric}_ci95']:.3f}"
+
+    lines = [
+        "| arm | seeds | held-out accuracy | answered | pivot accuracy | reward |",
+        "|---|---|---|---|---|---|",
+    ]
+    names = {"base": "base (untrained)", "control": "control (format-only reward)", "trained": "trained (full reward)"}
+    for arm in ("base", "control", "trained"):
+        entry = summary.get(arm, {})
+        lines.append(f"| {names[arm]} | {len(entry.get('seeds', []))} | " + " | ".join(cell(entry, m) for m in METRICS) + " |")
+    delta = summary.get("delta_vs_control")
+    if delta:
+        lines.append("")
+        lines.append(
+            f"Trained - control held-out accuracy: {delta['mean']:+.3f} "
+            f"(95% CI {delta['ci95_low']:+.3f} to {delta['ci95_high']:+.3f}), {summary['steps']} GRPO steps, "
+            f"{summary.get('trained', {}).get('episodes', '?')} eval clips."
+        )
+    return "\n".join(lines)
+
+
 def plot(rows: list[dict[str, Any]], steps: int, path: Path) -> None:
     """Held-out accuracy vs step: trained and control (mean and min-max band over seeds), base, chance."""
     import matplotlib
@@ -303,6 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     SUMMARY_FILE.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     plot(rows, args.steps, FIGURE)
     print(table(summary))
+    print("\nREADME table (between its learning-table markers):\n" + markdown_table(summary))
     print(f"results: {RUNS_FILE.relative_to(ROOT)}, {SUMMARY_FILE.relative_to(ROOT)}; figure: {FIGURE.relative_to(ROOT)}")
     return 0
 

@@ -80,3 +80,23 @@ def test_the_plugin_guide_has_two_example_envs_of_about_sixty_lines():
     examples = [code for _, code in python_blocks(DOCS / "plugins.md") if "(AffectEnv):" in code]
     assert len(examples) == 2
     assert all(len(code.splitlines()) <= 65 for code in examples), [len(c.splitlines()) for c in examples]
+
+
+#: Where README.md's learning table sits, between these two lines.
+LEARNING_START = "<!-- learning table: python benchmarks/bench_learning.py --report-only -->\n"
+LEARNING_END = "\n<!-- end of learning table -->"
+
+
+def test_the_readme_learning_table_is_the_committed_benchmark_result():
+    import json
+
+    sys.path.insert(0, str(README.parent / "benchmarks"))
+    try:
+        from bench_learning import SUMMARY_FILE, markdown_table
+    finally:
+        sys.path.remove(str(README.parent / "benchmarks"))
+    text = README.read_text(encoding="utf-8")
+    assert LEARNING_START in text and LEARNING_END in text, "README.md lost the markers around its learning table"
+    in_readme = text.split(LEARNING_START, 1)[1].split(LEARNING_END, 1)[0]
+    summary = json.loads(SUMMARY_FILE.read_text(encoding="utf-8"))
+    assert in_readme == markdown_table(summary), "README.md's learning table is stale: rerun bench_learning.py --report-only"

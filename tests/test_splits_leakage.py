@@ -111,7 +111,7 @@ def test_unknown_group_by_names_the_accepted_values():
         SarcasmEnv(split="eval", group_by="voice")
 
 
-def test_compact_flat_prompt_holds_the_line_and_one_delivery_line_and_counts_as_grounded():
+def test_compact_flat_prompt_holds_the_line_and_one_delivery_line_and_wrong_answers_score_below_none():
     env = SarcasmEnv(split="eval", reward="label", answer="word", flat_prompt="compact")
     clip = next(c for c in env.scenarios if c.pivot)
     user = env.flat_prompt(clip)[1]["content"]
@@ -123,7 +123,7 @@ def test_compact_flat_prompt_holds_the_line_and_one_delivery_line_and_counts_as_
     assert env.score(clip, f"I think it is {clip.label}", trace).components == {
         "correctness": 1.0, "format": 0.0, "invalid_actions": 0.0,
     }
-    assert env.score(clip, other, trace).total == pytest.approx(0.15)
+    assert env.score(clip, other, trace).total == pytest.approx(-0.70 + 0.30)  # wrong scores below unanswered
     assert env.score(clip, None, trace).total == 0.0
 
 
@@ -133,6 +133,6 @@ def test_yes_no_answers_mean_the_first_label_or_the_other_and_need_two_labels():
     trace = env.flat_trace(clip)
     assert "Is the line sarcastic? Answer yes or no." in env.flat_prompt(clip)[0]["content"]
     assert env.score(clip, "No.", trace).total == pytest.approx(1.0)
-    assert env.score(clip, "Yes", trace).components["correctness"] == 0.0
+    assert env.score(clip, "Yes", trace).components["correctness"] == -1.0
     with pytest.raises(ValueError, match="needs exactly two labels"):
         affectgym.make("affectgym/SpeechEmotion-v0", answer="yesno")

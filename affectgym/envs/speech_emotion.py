@@ -146,16 +146,24 @@ def confidence_weighted_correctness(scenario: SpeechClip, reply: Reply, trace: T
     return 0.5 + 0.5 * answer["confidence"] if right else 0.5 - 0.5 * answer["confidence"]
 
 
-def label_correctness(scenario: SpeechClip, reply: Reply, trace: Trace) -> float:
-    """1 when the answer names the gold label, else 0 (an unreadable answer counts as wrong).
+def signed_correctness(scenario: SpeechClip, reply: Reply, trace: Trace) -> float:
+    """1 when the answer names the gold label, -1 when it names another, 0 when there is none.
+
+    A wrong answer scores below no answer, so guessing the label a policy happens to favour
+    is never rewarded on the clips where it is wrong (a 0 for wrong answers would let the
+    favourite answer gain on the clips where it is right and lose nothing elsewhere).
 
     >>> clip = SpeechClip(id="c1", transcript="Oh great.", label="sarcastic")
-    >>> label_correctness(clip, Reply("sarcastic", {"label": "sarcastic", "confidence": 1.0}), [])
+    >>> signed_correctness(clip, Reply("yes", {"label": "sarcastic", "confidence": 1.0}), [])
     1.0
-    >>> label_correctness(clip, Reply("hmm"), [])
+    >>> signed_correctness(clip, Reply("no", {"label": "sincere", "confidence": 1.0}), [])
+    -1.0
+    >>> signed_correctness(clip, Reply("hmm"), [])
     0.0
     """
-    return float(reply.answer is not None and reply.answer["label"] == scenario.label)
+    if reply.answer is None:
+        return 0.0
+    return 1.0 if reply.answer["label"] == scenario.label else -1.0
 
 
 def one_word_format(scenario: SpeechClip, reply: Reply, trace: Trace, words: Iterable[str]) -> float:
@@ -263,8 +271,8 @@ class SpeechEmotionEnv(AffectEnv):
     + 0.25 prosody grounding (1 with an audio tool; else 0.4, or 0 on pivot clips)
     + 0.15 tool parsimony (1 for ≤ 3 calls, 0.6 for 4-5, else 0) + 0.10 format.
     ``reward="single"`` (single-shot): 0.70 correctness + 0.15 reasoning length (full at
-    50-150 words) + 0.15 format. ``reward="label"`` (short answers): 0.85 label correctness
-    (1 right, 0 wrong or unreadable) + 0.15 format (the reply is exactly the label word with
+    50-150 words) + 0.15 format. ``reward="label"`` (short answers): 0.70 signed correctness
+    (1 right, -1 wrong, 0 unanswered) + 0.30 format (the reply is exactly one answer word with
     ``answer="word"``; a parseable answer otherwise). Invalid messages cost ``invalid_action_penalty`` each.
     Step rewards: an invalid message or a tool call that lowers parsimony is paid at its
     step; the final step carries the rest, so the steps sum to the rubric total.
@@ -362,7 +370,8 @@ class SpeechEmotionEnv(AffectEnv):
         )
         # One message can make several tool calls, each lowering parsimony: at most its weight.
         low, high = self.reward_range
-        self.reward_range = (low - abs(self.rubric.weights.get("parsimony", 0.0)), high)
+        signed = abs(self.rubric.weights.get("correctness", 0.0)) if reward == "label" else 0.0
+        self.reward_range = (low - abs(self.rubric.weights.get("parsimony", 0.0)) - signed, high)
 
     # ------------------------------------------------------------------ data
     def _load_clips(self) -> list[SpeechClip]:
@@ -526,7 +535,7 @@ class SpeechEmotionEnv(AffectEnv):
                 if self.answer_format != "json"
                 else answer_format
             )
-            criteria = [Criterion("correctness", label_correctness, 0.85), Criterion("format", short, 0.15)]
+            criteria = [Criterion("correctness", signed_correctness, 0.70), Criterion("format", short, 0.30)]
             return Rubric(criteria).with_weights(self.reward_weights)
         if self.reward_mode == "multi":
             criteria = [

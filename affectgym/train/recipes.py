@@ -1,21 +1,30 @@
 """A measured CPU recipe: GRPO of a small model on Sarcasm-v0's short form.
 
-On two CPU cores, a GRPO step costs a forward and backward pass over the prompt of every
+On two CPU cores a GRPO step costs a forward and a backward pass over the prompt of every
 completion, so the prompt is the budget. :func:`sarcasm_cpu_config` trains on the short
-form of ``affectgym/Sarcasm-v0`` through its public options (``flat_prompt="compact"``:
-the line and one line of delivery cues, ~110 tokens instead of ~600; ``answer="yesno"``
-and ``reward="label"``: "yes" or "no" to "is the line sarcastic?", 0.85 correctness + 0.15
-format), with LoRA on the last layers only, both deliveries of a line in one batch
-(``group_batches``) and no reference model (``beta=0``). Why yes/no and not the label
-word: the base model starts "sarcastic" and "sincere" with the same token and all but
-never samples "sincere", so GRPO never sees it rewarded; "yes" and "no" are sampled alike. ``benchmarks/bench_learning.py`` measures it against
-the base model and a format-only control; ``affectgym demo`` runs a short version.
+form of ``affectgym/Sarcasm-v0``, through its public options:
+
+* ``flat_prompt="compact"``: the line and one line of delivery cues, ~130 tokens instead of ~600;
+* ``answer="yesno"``: "yes" or "no" to "is the line sarcastic?". The base model starts
+  "sarcastic" and "sincere" with the same token and all but never samples "sincere", so
+  GRPO would never see it rewarded; "yes" and "no" it samples alike;
+* ``reward="label"``: 0.70 signed correctness (+1 right, -1 wrong, 0 unanswered) + 0.30
+  format. A right answer earns 1.0, none 0, a wrong one -0.4: answering pays from the first
+  step, and the answer a policy happens to favour loses on the lines where it is wrong
+  (with 0 for a wrong answer the favourite only gains, and the policy collapses onto it);
+* LoRA on the last 10 of 30 layers: a linear probe of the frozen model's hidden state at
+  the answer position tells held-out sarcastic from sincere clips apart at 0.98 from the
+  input of layer 20 but at 0.74 from the top layers, so the adapter must reach that deep;
+* both deliveries of a line in one batch (``group_batches``), no reference model (``beta=0``).
+
+``benchmarks/bench_learning.py`` measures it against the base model and a format-only
+control; ``affectgym demo`` runs a short version.
 
 >>> config = sarcasm_cpu_config("runs/x", max_steps=5)
 >>> config.env_kwargs["flat_prompt"], config.lora_layers, config.group_batches
-('compact', 6, True)
->>> sarcasm_cpu_config("runs/x").env_kwargs["reward_weights"], sarcasm_cpu_config("runs/x", control=True).env_kwargs["reward_weights"]
-({'format': 0.0}, {'correctness': 0.0})
+('compact', 10, True)
+>>> sarcasm_cpu_config("runs/x", control=True).env_kwargs["reward_weights"]
+{'correctness': 0.0}
 """
 
 from __future__ import annotations
@@ -39,14 +48,13 @@ def sarcasm_cpu_config(output_dir: str | Path, *, max_steps: int = 60, seed: int
         max_steps: GRPO steps (16 completions each: 2 prompts x 8).
         seed: Seed of data order, sampling and LoRA initialisation.
         control: Reward only the answer format (correctness weight 0): the control arm.
-            Otherwise only correctness is rewarded (format weight 0): a format credit pays
-            "yes" on a sincere line more than the junk around it, which early on pushes
-            every answer towards the model's favourite, and the policy collapses onto it.
         eval_every_steps: Greedy held-out evaluation every N steps (``heldout.jsonl``).
         model: Policy model (an alias, a folder or a hub id).
         **overrides: Any other :class:`~affectgym.train.config.TrainConfig` field.
     """
-    env_kwargs = {**SARCASM_SHORT_FORM, "reward_weights": {"correctness": 0.0} if control else {"format": 0.0}}
+    env_kwargs = dict(SARCASM_SHORT_FORM)
+    if control:
+        env_kwargs["reward_weights"] = {"correctness": 0.0}
     options: dict[str, Any] = {
         "env_id": SARCASM_ENV_ID,
         "model": model,
@@ -55,13 +63,13 @@ def sarcasm_cpu_config(output_dir: str | Path, *, max_steps: int = 60, seed: int
         "num_generations": 8,
         "batch_size": 16,
         "learning_rate": 1.5e-3,
-        "max_completion_length": 4,
+        "max_completion_length": 8,
         "temperature": 1.0,
         "beta": 0.0,
         "lora_r": 16,
         "lora_alpha": 32,
         "lora_dropout": 0.0,
-        "lora_layers": 6,
+        "lora_layers": 10,
         "n_train": max_steps * 2,
         "group_batches": True,
         "eval_every_steps": eval_every_steps,
