@@ -23,7 +23,7 @@ t-interval over seeds per arm, and the paired difference trained - control) and 
 ``docs/img/learning_curve.png``.
 
 Speed: the step time of the recipe is printed beside that of the default flat recipe
-(the full ~600-token prompt, LoRA on every layer), with the same 16 completions per step,
+(the full ~600-token prompt, LoRA on every layer), with the same 8 completions per step,
 both measured in one run with ``--speed-steps`` timed steps each (after a warm-up step)
 and split into generation and the rest (``--speed-steps 0`` skips it).
 
@@ -34,6 +34,7 @@ Usage: ``python benchmarks/bench_learning.py [--seeds 0 1 2] [--steps 60] [--eva
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import shutil
@@ -147,12 +148,13 @@ def measure_speed(steps: int, work: Path) -> None:
     from affectgym.train.config import TrainConfig
 
     default = TrainConfig(
-        env_id=ENV_ID, model="smollm2-135m", mode="flat", max_steps=steps + 1, num_generations=8, batch_size=16,
+        env_id=ENV_ID, model="smollm2-135m", mode="flat", max_steps=steps + 1, num_generations=8, batch_size=8,
         max_completion_length=8, eval_episodes=0, output_dir=str(work / "speed-default"),
         env_kwargs={"reward": "single"},
     )
     rows = [step_breakdown(default, "default flat recipe (full prompt, LoRA on every layer)")]
-    rows.append(step_breakdown(recipe("trained", 0, steps + 1, 0, work / "speed-recipe"), "CPU recipe"))
+    cpu = dataclasses.replace(recipe("trained", 0, steps + 1, 0, work / "speed-recipe"), batch_size=8)
+    rows.append(step_breakdown(cpu, "CPU recipe"))
     append_rows(rows)
 
 
@@ -310,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=60, help="GRPO steps per run")
     parser.add_argument("--eval-every", type=int, default=10, help="held-out evaluation every N steps")
-    parser.add_argument("--speed-steps", type=int, default=3, help="steps timed per recipe for the speed table (0 = skip)")
+    parser.add_argument("--speed-steps", type=int, default=2, help="steps timed per recipe for the speed table (0 = skip)")
     parser.add_argument("--work", default=str(ROOT / "runs" / "bench-learning"), help="scratch folder of the runs")
     parser.add_argument("--report-only", action="store_true", help="only summarise what the results file holds")
     args = parser.parse_args(argv)

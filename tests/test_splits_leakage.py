@@ -120,9 +120,7 @@ def test_compact_flat_prompt_holds_the_line_and_one_delivery_line_and_wrong_answ
     trace = env.flat_trace(clip)
     other = next(label for label in env.label_set if label != clip.label)
     assert env.score(clip, clip.label.capitalize() + ".", trace).total == pytest.approx(1.0)
-    assert env.score(clip, f"I think it is {clip.label}", trace).components == {
-        "correctness": 1.0, "format": 0.0, "invalid_actions": 0.0,
-    }
+    assert env.score(clip, f"I think it is {clip.label}", trace).total == pytest.approx(1.0)  # read leniently
     assert env.score(clip, other, trace).total == pytest.approx(-0.70 + 0.30)  # wrong scores below unanswered
     assert env.score(clip, None, trace).total == 0.0
 

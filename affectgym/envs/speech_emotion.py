@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from affectgym.data.speech_sources import (
@@ -99,15 +98,6 @@ def parse_label_word(text: str | None, words: Mapping[str, str]) -> tuple[dict[s
     return None, f"no answer word found; accepted: one of {list(words)}"
 
 
-def is_single_label_word(text: str | None, words: Iterable[str]) -> bool:
-    """Whether ``text`` is exactly one of ``words`` (case and a trailing full stop aside).
-
-    >>> is_single_label_word(" Sincere. ", ["sarcastic", "sincere"]), is_single_label_word("sincere, I think", ["sincere"])
-    (True, False)
-    """
-    return bool(text) and text.strip().rstrip(".!").strip().lower() in set(words)
-
-
 def reasoning_words(reply: str | None) -> int:
     """Words of reasoning in ``reply``: everything but the final answer block or JSON.
 
@@ -164,15 +154,6 @@ def signed_correctness(scenario: SpeechClip, reply: Reply, trace: Trace) -> floa
     if reply.answer is None:
         return 0.0
     return 1.0 if reply.answer["label"] == scenario.label else -1.0
-
-
-def one_word_format(scenario: SpeechClip, reply: Reply, trace: Trace, words: Iterable[str]) -> float:
-    """1 when the reply is exactly one answer word (:func:`is_single_label_word`).
-
-    >>> one_word_format(None, Reply("sincere"), [], ["sarcastic", "sincere"])
-    1.0
-    """
-    return float(is_single_label_word(reply.text, words))
 
 
 def prosody_grounding(scenario: SpeechClip, reply: Reply, trace: Trace) -> float:
@@ -272,8 +253,8 @@ class SpeechEmotionEnv(AffectEnv):
     + 0.15 tool parsimony (1 for ≤ 3 calls, 0.6 for 4-5, else 0) + 0.10 format.
     ``reward="single"`` (single-shot): 0.70 correctness + 0.15 reasoning length (full at
     50-150 words) + 0.15 format. ``reward="label"`` (short answers): 0.70 signed correctness
-    (1 right, -1 wrong, 0 unanswered) + 0.30 format (the reply is exactly one answer word with
-    ``answer="word"``; a parseable answer otherwise). Invalid messages cost ``invalid_action_penalty`` each.
+    (1 right, -1 wrong, 0 unanswered) + 0.30 format (an answer could be read): a right answer
+    earns 1.0, none 0, a wrong one -0.4. Invalid messages cost ``invalid_action_penalty`` each.
     Step rewards: an invalid message or a tool call that lowers parsimony is paid at its
     step; the final step carries the rest, so the steps sum to the rubric total.
 
@@ -530,12 +511,7 @@ class SpeechEmotionEnv(AffectEnv):
     # ------------------------------------------------------------------ reward
     def build_rubric(self) -> Rubric:
         if self.reward_mode == "label":
-            short = (
-                functools.partial(one_word_format, words=tuple(answer_words(self.label_set, self.answer_format)))
-                if self.answer_format != "json"
-                else answer_format
-            )
-            criteria = [Criterion("correctness", signed_correctness, 0.70), Criterion("format", short, 0.30)]
+            criteria = [Criterion("correctness", signed_correctness, 0.70), Criterion("format", answer_format, 0.30)]
             return Rubric(criteria).with_weights(self.reward_weights)
         if self.reward_mode == "multi":
             criteria = [

@@ -9,9 +9,13 @@ form of ``affectgym/Sarcasm-v0``, through its public options:
   "sarcastic" and "sincere" with the same token and all but never samples "sincere", so
   GRPO would never see it rewarded; "yes" and "no" it samples alike;
 * ``reward="label"``: 0.70 signed correctness (+1 right, -1 wrong, 0 unanswered) + 0.30
-  format. A right answer earns 1.0, none 0, a wrong one -0.4: answering pays from the first
-  step, and the answer a policy happens to favour loses on the lines where it is wrong
-  (with 0 for a wrong answer the favourite only gains, and the policy collapses onto it);
+  format (an answer could be read). A right answer earns 1.0, none 0, a wrong one -0.4:
+  answering pays from the first step, and the answer a policy happens to favour loses on
+  the lines where it is wrong (with 0 for a wrong answer the favourite only gains, and the
+  policy collapses onto it; with no credit for answering, it learns to say nothing);
+* 8-token answers, read leniently ("The delivery is sarcastic." is an answer), sampled at
+  temperature 0.7: at 1.0 under one completion in ten names an answer within 8 tokens, so
+  most groups have zero reward variance and give no gradient;
 * LoRA on the last 10 of 30 layers: a linear probe of the frozen model's hidden state at
   the answer position tells held-out sarcastic from sincere clips apart at 0.98 from the
   input of layer 20 but at 0.74 from the top layers, so the adapter must reach that deep;
@@ -64,7 +68,7 @@ def sarcasm_cpu_config(output_dir: str | Path, *, max_steps: int = 60, seed: int
         "batch_size": 16,
         "learning_rate": 1.5e-3,
         "max_completion_length": 8,
-        "temperature": 1.0,
+        "temperature": 0.7,
         "beta": 0.0,
         "lora_r": 16,
         "lora_alpha": 32,
