@@ -135,7 +135,8 @@ def step_breakdown(config: Any, label: str) -> dict[str, Any]:
     steps = [(marks[k + 1][0] - marks[k][0], sum(generate_s[marks[k][1]:marks[k + 1][1]]))
              for k in range(2, len(marks) - 1, 2)]
     prompt = trainer.train_dataset[0]["prompt"]
-    tokens = len(trainer.processing_class.apply_chat_template(prompt, tokenize=True, add_generation_prompt=True))
+    text = trainer.processing_class.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+    tokens = len(trainer.processing_class(text, add_special_tokens=False)["input_ids"])
     step_s = statistics.median(total for total, _ in steps)
     gen_s = statistics.median(gen for _, gen in steps)
     return {"kind": "speed", "recipe": label, "steps_timed": len(steps), "step_s_median": step_s,
@@ -170,12 +171,16 @@ def t_interval(values: list[float]) -> tuple[float, float]:
 
 
 def final_points(rows: list[dict[str, Any]], steps: int) -> dict[str, dict[int, dict[str, Any]]]:
-    """Per arm and seed: the last evaluation (``base`` = the step-0 evaluation of every run)."""
+    """Per arm and seed: the last evaluation (``base`` = the step-0 evaluation of the trained runs).
+
+    Rewards are each arm's own (the control's rubric weighs correctness 0); accuracy,
+    answered rate and pivot accuracy do not depend on the arm.
+    """
     points: dict[str, dict[int, dict[str, Any]]] = {"base": {}, "control": {}, "trained": {}}
     for row in rows:
         if row.get("kind") != "eval" or row["steps"] != steps:
             continue
-        if row["step"] == 0:
+        if row["step"] == 0 and row["arm"] == "trained":
             points["base"][row["seed"]] = row
         if row["step"] == steps:
             points[row["arm"]][row["seed"]] = row
@@ -251,7 +256,7 @@ def markdown_table(summary: dict[str, Any]) -> str:
         return f"{entry[f'{metric}_mean']:.3f} ± {entry[f'{metric}_ci95']:.3f}"
 
     lines = [
-        "| arm | seeds | held-out accuracy | answered | pivot accuracy | reward |",
+        "| arm | seeds | held-out accuracy | answered | pivot accuracy | reward (the arm's own) |",
         "|---|---|---|---|---|---|",
     ]
     names = {"base": "base (untrained)", "control": "control (format-only reward)", "trained": "trained (full reward)"}
@@ -279,7 +284,8 @@ def plot(rows: list[dict[str, Any]], steps: int, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
     colours = {"trained": "tab:blue", "control": "tab:orange"}
     labels = {"trained": "trained (full reward)", "control": "control (format-only reward)"}
-    base = [r["accuracy"] for r in rows if r.get("kind") == "eval" and r["steps"] == steps and r["step"] == 0]
+    base = [r["accuracy"] for r in rows if r.get("kind") == "eval" and r["steps"] == steps and r["step"] == 0
+            and r["arm"] == "trained"]
     for arm in ("trained", "control"):
         by_step: dict[int, list[float]] = {}
         for row in rows:
@@ -300,7 +306,7 @@ def plot(rows: list[dict[str, Any]], steps: int, path: Path) -> None:
     ax.set_ylim(0, 1.02)
     ax.set_title("Sarcasm-v0, SmolLM2-135M, held-out lines: accuracy during training", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper right", title="bands: min-max over seeds", title_fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
