@@ -27,8 +27,8 @@ Speed: the step time of the recipe is printed beside that of the default flat re
 both measured in one run with ``--speed-steps`` timed steps each (after a warm-up step)
 and split into generation and the rest (``--speed-steps 0`` skips it).
 
-Usage: ``python benchmarks/bench_learning.py [--seeds 0 1 2] [--steps 60] [--eval-every 10]``
-(about 2.5 hours on 2 CPU cores; run it under ``nohup`` and rerun to resume).
+Usage: ``python benchmarks/bench_learning.py [--seeds 0 1 2] [--steps 30] [--eval-every 10]``
+(about 45 minutes on 2 CPU cores; run it under ``nohup`` and rerun to resume).
 """
 
 from __future__ import annotations
@@ -316,7 +316,7 @@ def plot(rows: list[dict[str, Any]], steps: int, path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--steps", type=int, default=60, help="GRPO steps per run")
+    parser.add_argument("--steps", type=int, default=30, help="GRPO steps per run")
     parser.add_argument("--eval-every", type=int, default=10, help="held-out evaluation every N steps")
     parser.add_argument("--speed-steps", type=int, default=2, help="steps timed per recipe for the speed table (0 = skip)")
     parser.add_argument("--work", default=str(ROOT / "runs" / "bench-learning"), help="scratch folder of the runs")
