@@ -235,8 +235,9 @@ class SpeechEmotionEnv(AffectEnv):
     ## Action Space
     Text (``TextSpace``): a tool call ``<tool_call>{"name": ..., "arguments": {}}</tool_call>``
     or a final answer ``<final>{"label": ..., "confidence": 0..1}</final>`` (the last JSON
-    object of the message is accepted too); with ``answer="word"``, the label word alone
-    (the first label the message names is read; its confidence is 1).
+    object of the message is accepted too); with ``answer="word"``, the label word alone, and
+    with ``"yesno"``, yes or no (the first answer word the message names is read; its
+    confidence is 1).
 
     ## Observation Space
     Text: the task, then each tool's output.
@@ -272,9 +273,10 @@ class SpeechEmotionEnv(AffectEnv):
     group is: ``"transcript"``, the default when ``None``: every clip of one line, whatever
     the voice or delivery; ``"speaker"``; ``"clip"``: no grouping; or a JSON/CSV file mapping
     each clip, by path under ``data_dir`` or by id, to a group), ``eval_fraction`` (0.2),
-    ``reward`` ("multi" | "single" | "label"), ``answer`` ("json" | "word"), ``flat_prompt``
-    ("full": every tool output; "compact": the transcript and the one-line delivery summary,
-    a ~100-token prompt for CPU training), ``reward_weights`` (overrides by component name), ``max_tool_calls`` (6),
+    ``reward`` ("multi" | "single" | "label"), ``answer`` ("json" | "word" | "yesno": yes or
+    no to "is it <first label>?", two labels only), ``flat_prompt`` ("full": every tool
+    output; "compact": the transcript and the one-line delivery summary, a ~130-token prompt
+    for CPU training), ``reward_weights`` (overrides by component name), ``max_tool_calls`` (6),
     ``prosody_backend`` ("praat" | "librosa"), ``norms`` ("corpus" | "speaker" | "default"),
     ``max_turns`` (8), ``invalid_action_penalty`` (0.05), ``render_mode`` (None | "ansi").
 
