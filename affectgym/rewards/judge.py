@@ -564,6 +564,25 @@ class Judge:
 
     # -- judging -------------------------------------------------------------------------
 
+    def judge_columns(self, *columns: Sequence[str | None], retry_failed: bool = True) -> list[Any]:
+        """:meth:`judge_batch` of samples given column by column, in the order of :attr:`inputs`.
+
+        A sample whose reply (the :attr:`reply_field` column) is ``None`` gives ``None``
+        without a call.
+
+        Raises:
+            ValueError: Not one column per input field, or columns of different lengths.
+        """
+        if len(columns) != len(self.inputs) or len({len(column) for column in columns}) > 1:
+            lengths = ", ".join(f"{len(column)} {name}" for name, column in zip(self.inputs, columns, strict=False))
+            raise ValueError(f"score_batch needs equal lengths, one column per field of {self.inputs}; got {lengths}")
+        reply = self.inputs.index(self.reply_field)
+        samples = [
+            None if row[reply] is None else dict(zip(self.inputs, row, strict=True))
+            for row in zip(*columns, strict=True)
+        ]
+        return self.judge_batch(samples, retry_failed=retry_failed)
+
     def judge_batch(
         self, samples: Sequence[Mapping[str, str] | None], *, retry_failed: bool = True
     ) -> list[Any]:
@@ -785,18 +804,7 @@ class EmotionJudge(Judge):
         Raises:
             ValueError: The three sequences differ in length.
         """
-        if not len(prompts) == len(targets) == len(responses):
-            raise ValueError(
-                f"score_batch needs equal lengths, got {len(prompts)} prompts, {len(targets)} "
-                f"targets and {len(responses)} responses"
-            )
-        samples = [
-            None
-            if response is None
-            else {"user_prompt": prompt, "target_emotion": target, "response": response}
-            for prompt, target, response in zip(prompts, targets, responses, strict=True)
-        ]
-        return self.judge_batch(samples, retry_failed=retry_failed)
+        return self.judge_columns(prompts, targets, responses, retry_failed=retry_failed)
 
 
 # -- the empathy judge (EmpatheticDialogue-v0) ------------------------------------------------
@@ -915,18 +923,7 @@ class EmpathyJudge(Judge):
         Raises:
             ValueError: The three sequences differ in length.
         """
-        if not len(dialogues) == len(requested_emotions) == len(replies):
-            raise ValueError(
-                f"score_batch needs equal lengths, got {len(dialogues)} dialogues, "
-                f"{len(requested_emotions)} requested emotions and {len(replies)} replies"
-            )
-        samples = [
-            None
-            if reply is None
-            else {"dialogue": dialogue, "requested_emotion": emotion, "reply": reply}
-            for dialogue, emotion, reply in zip(dialogues, requested_emotions, replies, strict=True)
-        ]
-        return self.judge_batch(samples, retry_failed=retry_failed)
+        return self.judge_columns(dialogues, requested_emotions, replies, retry_failed=retry_failed)
 
 
 def _normalise(value: Any) -> Any:
