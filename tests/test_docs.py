@@ -64,15 +64,27 @@ def test_blocks_that_do_not_run_say_why_and_still_compile(page):
         compile_block(page, line, code)
 
 
-def test_the_readme_baseline_table_is_what_the_script_prints():
-    sys.path.insert(0, str(README.parent / "tools"))
+def repo_module(folder: str, name: str):
+    """A script module of the repository's ``folder`` (tools/, benchmarks/), imported by name."""
+    import importlib
+
+    sys.path.insert(0, str(README.parent / folder))
     try:
-        from baseline_table import baseline_table
+        return importlib.import_module(name)
     finally:
-        sys.path.remove(str(README.parent / "tools"))
+        sys.path.remove(str(README.parent / folder))
+
+
+def readme_between(start: str, end: str, what: str) -> str:
+    """The README text between two marker lines."""
     text = README.read_text(encoding="utf-8")
-    assert TABLE_START in text and TABLE_END in text, "README.md lost the markers around its baseline table"
-    in_readme = text.split(TABLE_START, 1)[1].split(TABLE_END, 1)[0]
+    assert start in text and end in text, f"README.md lost the markers around its {what}"
+    return text.split(start, 1)[1].split(end, 1)[0]
+
+
+def test_the_readme_baseline_table_is_what_the_script_prints():
+    baseline_table = repo_module("tools", "baseline_table").baseline_table
+    in_readme = readme_between(TABLE_START, TABLE_END, "baseline table")
     assert in_readme == baseline_table(), "README.md's baseline table is stale: run python tools/baseline_table.py"
 
 
@@ -90,13 +102,7 @@ LEARNING_END = "\n<!-- end of learning table -->"
 def test_the_readme_learning_table_is_the_committed_benchmark_result():
     import json
 
-    sys.path.insert(0, str(README.parent / "benchmarks"))
-    try:
-        from bench_learning import SUMMARY_FILE, markdown_table
-    finally:
-        sys.path.remove(str(README.parent / "benchmarks"))
-    text = README.read_text(encoding="utf-8")
-    assert LEARNING_START in text and LEARNING_END in text, "README.md lost the markers around its learning table"
-    in_readme = text.split(LEARNING_START, 1)[1].split(LEARNING_END, 1)[0]
-    summary = json.loads(SUMMARY_FILE.read_text(encoding="utf-8"))
-    assert in_readme == markdown_table(summary), "README.md's learning table is stale: rerun bench_learning.py --report-only"
+    bench = repo_module("benchmarks", "bench_learning")
+    in_readme = readme_between(LEARNING_START, LEARNING_END, "learning table")
+    summary = json.loads(bench.SUMMARY_FILE.read_text(encoding="utf-8"))
+    assert in_readme == bench.markdown_table(summary), "README.md's learning table is stale: rerun bench_learning.py --report-only"

@@ -345,7 +345,7 @@ class AffectEnv(gym.Env[str, str]):
 
     def flat_prompt(self, scenario: Any) -> list[dict[str, str]]:
         """Single-shot messages: system + user with every flat tool's output pre-rendered."""
-        sections = [self.flat_observation(scenario)] if self.flat_observation(scenario) else []
+        sections = [text for text in [self.flat_observation(scenario)] if text]
         with self._viewing(scenario):
             for name, arguments in self.flat_tool_calls(scenario):
                 sections.append(f"[{name}]\n{getattr(self, name)(**arguments)}")
