@@ -116,7 +116,7 @@ def test_compact_flat_prompt_holds_the_line_and_one_delivery_line_and_wrong_answ
     clip = next(c for c in env.scenarios if c.pivot)
     user = env.flat_prompt(clip)[1]["content"]
     assert clip.transcript in user and "Delivery vs" in user and "Pitch contour" not in user
-    assert "Answer with one word" in env.flat_prompt(clip)[0]["content"]
+    assert user.endswith("Is the line sarcastic or sincere? Answer with one word.")
     trace = env.flat_trace(clip)
     other = next(label for label in env.label_set if label != clip.label)
     assert env.score(clip, clip.label.capitalize() + ".", trace).total == pytest.approx(1.0)
@@ -129,7 +129,7 @@ def test_yes_no_answers_mean_the_first_label_or_the_other_and_need_two_labels():
     env = SarcasmEnv(split="eval", reward="label", answer="yesno", flat_prompt="compact")
     clip = next(c for c in env.scenarios if c.label == "sincere")
     trace = env.flat_trace(clip)
-    assert "Is the line sarcastic? Answer yes or no." in env.flat_prompt(clip)[0]["content"]
+    assert env.flat_prompt(clip)[-1]["content"].endswith("Is the line sarcastic? Answer yes or no.")
     assert env.score(clip, "No.", trace).total == pytest.approx(1.0)
     assert env.score(clip, "Yes", trace).components["correctness"] == -1.0
     with pytest.raises(ValueError, match="needs exactly two labels"):

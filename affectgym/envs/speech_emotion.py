@@ -404,10 +404,8 @@ class SpeechEmotionEnv(AffectEnv):
             if self.flat_prompt_form == "compact"
             else "measurements of the delivery (prosody features and pitch contour)"
         )
-        if self.answer_format == "word":
-            return f"{self.task} You get the line and {measured}. Answer with one word: {' or '.join(self.label_set)}."
-        if self.answer_format == "yesno":
-            return f"{self.task} You get the line and {measured}. Is the line {self.label_set[0]}? Answer yes or no."
+        if self.answer_format != "json":
+            return f"{self.task} You get the line and {measured}."
         intro = f"{self.task} Labels: {labels}.\nYou get the transcript and {measured}. "
         return (
             intro + "The delivery often matters more than the words.\n"
@@ -422,6 +420,24 @@ class SpeechEmotionEnv(AffectEnv):
     def flat_observation(self, scenario: SpeechClip) -> str:
         """The first observation, or nothing in the compact form (the transcript names the speaker)."""
         return "" if self.flat_prompt_form == "compact" else self.first_observation(scenario)
+
+    def flat_prompt(self, scenario: SpeechClip) -> list[dict[str, str]]:
+        """Single-shot messages; a one-word answer is asked for after the measurements.
+
+        Asked last, the question is what a small model answers: the base SmolLM2-135M puts a
+        third of its first-token probability on yes/no then, against 4% when the question
+        is in the system message.
+        """
+        messages = super().flat_prompt(scenario)
+        if self.answer_format != "json":
+            messages[-1]["content"] += "\n\n" + self.answer_question()
+        return messages
+
+    def answer_question(self) -> str:
+        """The closing question of a one-word answer (``answer="word"`` or ``"yesno"``)."""
+        if self.answer_format == "yesno":
+            return f"Is the line {self.label_set[0]}? Answer yes or no."
+        return f"Is the line {' or '.join(self.label_set)}? Answer with one word."
 
     def parse_final(self, text: str) -> tuple[dict[str, Any] | None, str | None]:
         """See :func:`parse_label_answer` (``answer="json"``) and :func:`parse_label_word` (``"word"``, ``"yesno"``)."""
