@@ -443,7 +443,7 @@ def format_judge_reply(
     return f"{body}\n\n[[ ## completed ## ]]"
 
 
-@dataclass
+@dataclass(eq=False)  # a watch is one accumulator: two with the same counts are not the same watch
 class JudgeFailures:
     """The failed judging one thread saw while :func:`watch_judge_failures` was open.
 
