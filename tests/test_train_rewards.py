@@ -277,11 +277,9 @@ def test_a_sample_whose_judging_failed_gets_no_reward_from_any_function_and_the_
         assert values["judge"][0] == values["judge"][2] == 1.0 and values["emotion_probability"][0] == 1.0
         assert logged.count(("judge/failures", 1.0)) == 1  # one scoring per batch, shared by every function
 
-        adapters = []
-        for reply in replies:
-            adapter = environment_factory(env_id)()
+        adapters = [environment_factory(env_id)() for _ in replies]
+        for adapter in adapters:
             adapter.reset(scenario_id=scenario_id)
-            adapters.append(adapter)
         completions = [[{"role": "assistant", "content": reply}] for reply in replies]
         funcs[0](prompts=None, completions=completions, environments=adapters, scenario_id=[scenario_id] * 3)
         assert adapters[1].get_reward() is None and adapters[1].judge_failed
