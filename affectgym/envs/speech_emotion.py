@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from affectgym.data.speech_sources import (
+    BAD_CLIP_POLICIES,
     GROUP_KEYS,
+    DatasetError,
     SpeechClip,
     clip_groups,
     load_audio_folder,
     load_embedded,
+    screen_clips,
 )
 from affectgym.data.splits import select_split
 from affectgym.envs.core import AffectEnv, Trace, successful_tool_calls, tool
@@ -27,6 +31,7 @@ NO_AUDIO = "No audio for this clip: {what} cannot be measured. Decide from the t
 REASONING_WORDS_FULL_CREDIT = (50, 150)  # words of reasoning that earn full single-shot credit
 PARSIMONY_BY_CALLS = ((3, 1.0), (5, 0.6))  # (at most this many calls, credit); more calls earn 0
 UNGROUNDED_CREDIT = 0.4  # grounding credit without an audio tool, on clips whose words suffice
+log = logging.getLogger(__name__)
 _FINAL_BLOCK = re.compile(r"<final>(.*?)</final>", re.DOTALL | re.IGNORECASE)
 
 
@@ -229,8 +234,10 @@ class SpeechEmotionEnv(AffectEnv):
     with one label of the dataset's label set and a confidence. This env is the template
     for plugging in any labelled speech dataset (IEMOCAP, RAVDESS, CREMA-D, ...): pass
     ``data_dir=DIR`` holding ``DIR/<label>/<clip>.<wav|flac|ogg|mp3|m4a>`` and optional
-    ``<clip>.txt`` transcripts; the label set is the folder names. With no ``data_dir`` it
-    serves the embedded espeak-ng emotion set (angry, fearful, happy, neutral, sad).
+    ``<clip>.txt`` UTF-8 transcripts; the label set is the folder names (at least two;
+    hidden folders and files such as ``.ipynb_checkpoints`` are skipped). With no
+    ``data_dir`` it serves the embedded espeak-ng emotion set (angry, fearful, happy,
+    neutral, sad).
 
     ## Action Space
     Text (``TextSpace``): a tool call ``<tool_call>{"name": ..., "arguments": {}}</tool_call>``
@@ -278,7 +285,12 @@ class SpeechEmotionEnv(AffectEnv):
     output; "compact": the transcript and the one-line delivery summary, a ~130-token prompt
     for CPU training), ``reward_weights`` (overrides by component name), ``max_tool_calls`` (6),
     ``prosody_backend`` ("praat" | "librosa"), ``norms`` ("corpus" | "speaker" | "default"),
-    ``max_turns`` (8), ``invalid_action_penalty`` (0.05), ``render_mode`` (None | "ansi").
+    ``on_bad_clip`` ("skip" | "error": what to do, when the env is made, with a clip of
+    ``data_dir`` whose file is missing, a dangling link, a folder, empty, not readable
+    audio or shorter than ``ProsodyParams.min_duration_s`` (0.064 s); "skip", the default,
+    leaves such clips out with one warning listing each with its path and reason, "error"
+    raises a ``DatasetError`` listing them), ``max_turns`` (8), ``invalid_action_penalty``
+    (0.05), ``render_mode`` (None | "ansi").
 
     ```python
     import affectgym
@@ -307,6 +319,7 @@ class SpeechEmotionEnv(AffectEnv):
         max_tool_calls: int = 6,
         prosody_backend: str = "praat",
         norms: str = "corpus",
+        on_bad_clip: str = "skip",
         max_turns: int = 8,
         invalid_action_penalty: float = 0.05,
         render_mode: str | None = None,
@@ -325,6 +338,8 @@ class SpeechEmotionEnv(AffectEnv):
             raise ValueError(f"norms must be 'corpus', 'speaker' or 'default', got {norms!r}")
         if prosody_backend not in ("praat", "librosa"):
             raise ValueError(f"prosody_backend must be 'praat' or 'librosa', got {prosody_backend!r}")
+        if on_bad_clip not in BAD_CLIP_POLICIES:
+            raise ValueError(f"on_bad_clip must be one of {', '.join(BAD_CLIP_POLICIES)}, got {on_bad_clip!r}")
         self.dataset = dataset
         self.data_dir = data_dir
         self.group_by = group_by
@@ -335,11 +350,25 @@ class SpeechEmotionEnv(AffectEnv):
         self.reward_weights = dict(reward_weights or {})
         self.prosody_backend = prosody_backend
         self.norms_mode = norms
+        self.on_bad_clip = on_bad_clip
         self.all_clips: list[SpeechClip] = self._load_clips()
+        if self.dataset != "embedded" or self.data_dir is not None:
+            # the embedded corpus is checked by its manifest; a user's files are checked here,
+            # so one bad file is reported by name now instead of breaking the corpus norms later
+            from affectgym.features.prosody import ProsodyParams
+
+            self.all_clips = screen_clips(self.all_clips, on_bad_clip, ProsodyParams().min_duration_s)
         self.label_set = tuple(sorted({c.label for c in self.all_clips}))
+        if len(self.label_set) < 2:
+            where = self.data_dir if self.data_dir is not None else f"dataset {self.dataset!r}"
+            raise DatasetError(
+                f"{where}: {len(self.all_clips)} usable clips with the labels {list(self.label_set)}; a labelling "
+                "task needs at least two labels (for a folder dataset, two or more DIR/<label>/ folders of clips)"
+            )
         if answer == "yesno" and len(self.label_set) != 2:
             raise ValueError(f"answer='yesno' needs exactly two labels, this dataset has {list(self.label_set)}")
         self._norms_cache: dict[str | None, Any] = {}
+        self._unmeasurable: set[str] = set()
         self._groups: dict[str, str] = {}
         # Rendered tool outputs by (tool, scenario): keyed on the whole scenario, label included,
         # so the checker's label-flip test still sees a fresh rendering of a flipped scenario.
@@ -502,12 +531,21 @@ class SpeechEmotionEnv(AffectEnv):
         return self._rendered[key]
 
     def _prosody(self, clip: SpeechClip) -> Any:
+        """The clip's prosody, or ``None`` when it has no audio or its audio cannot be measured."""
         if clip.audio_path is None:
             return None
+        from affectgym.features.audio import AudioLoadError
         from affectgym.features.cache import cached_prosody
 
-        # cached on disk by content, and memoised in the process by the cache itself
-        return cached_prosody(clip.audio_path, backend=self.prosody_backend)
+        try:
+            # cached on disk by content, and memoised in the process by the cache itself
+            return cached_prosody(clip.audio_path, backend=self.prosody_backend)
+        except AudioLoadError as exc:
+            # a file the header checks at make time could not judge (e.g. a broken mp4)
+            if clip.audio_path not in self._unmeasurable:
+                self._unmeasurable.add(clip.audio_path)
+                log.warning("clip audio cannot be measured, treated as no audio: %s", exc)
+            return None
 
     def _norms(self, clip: SpeechClip) -> Any:
         from affectgym.features.render import ProsodyNorms
@@ -520,9 +558,11 @@ class SpeechEmotionEnv(AffectEnv):
             if len(pool) < 2:
                 pool = [c for c in self.all_clips if c.audio_path]
             name = f"speaker {key}" if key is not None else f"{self.dataset} corpus"
-            prosodies = [self._prosody(c) for c in pool]
+            prosodies = [p for p in (self._prosody(c) for c in pool) if p is not None]
             self._norms_cache[key] = (
-                ProsodyNorms.from_corpus(prosodies, name=f"{name}, {len(pool)} clips") if len(pool) >= 2 else ProsodyNorms()
+                ProsodyNorms.from_corpus(prosodies, name=f"{name}, {len(prosodies)} clips")
+                if len(prosodies) >= 2
+                else ProsodyNorms()
             )
         return self._norms_cache[key]
 
