@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -63,15 +64,22 @@ def recipe(arm: str, seed: int, steps: int, eval_every: int, output_dir: Path) -
     return sarcasm_cpu_config(output_dir, max_steps=steps, seed=seed, control=arm == "control", eval_every_steps=eval_every)
 
 
+@functools.lru_cache(maxsize=1)
 def recipe_id() -> str:
-    """A short fingerprint of the recipe's options (seed and folders aside).
+    """A short fingerprint of the recipe: its options (seed and folders aside) and the
+    prompt the env renders for the first train clip, so that a change of the env's prompt
+    counts as a new recipe too.
 
     Every row carries it, so that a results file never mixes runs of an older recipe with
     the current one: those rows are kept but no longer read.
     """
+    from affectgym.train.flatten import make_env
+
     options = dataclasses.asdict(recipe("trained", 0, 1, 0, Path("runs")))
     for varying in ("seed", "max_steps", "n_train", "eval_every_steps", "output_dir"):
         options.pop(varying)
+    env = make_env(ENV_ID, {**ENV_KWARGS, "split": "train"})
+    options["first_prompt"] = env.flat_prompt(env.scenarios[0])
     return hashlib.sha1(json.dumps(options, sort_keys=True, default=str).encode()).hexdigest()[:10]
 
 

@@ -459,10 +459,10 @@ class SpeechEmotionEnv(AffectEnv):
         """
         messages = super().flat_prompt(scenario)
         if self.answer_format != "json":
-            messages[-1]["content"] += "\n\n" + self.answer_question()
+            messages[-1]["content"] += "\n\n" + self._answer_question()
         return messages
 
-    def answer_question(self) -> str:
+    def _answer_question(self) -> str:
         """The closing question of a one-word answer (``answer="word"`` or ``"yesno"``)."""
         if self.answer_format == "yesno":
             return f"Is the line {self.label_set[0]}? Answer yes or no."
