@@ -97,3 +97,15 @@ def test_algo_ppo_dispatches_to_stable_baselines3_with_its_own_defaults(monkeypa
     assert args.func(args) == 0
     assert (seen["env_id"], seen["algo"], seen["timesteps"]) == ("affectgym/EmotionState-v0", "ppo", 64)
     assert seen["output_dir"] == "runs/sb3" and seen["seed"] == 0 and seen["eval_episodes"] == 20
+
+
+def test_warmup_and_reward_scaling_reach_the_grpo_config(tmp_path):
+    from affectgym.train.grpo import grpo_config
+
+    config = TrainConfig(env_id="x", max_steps=20, warmup_steps=5, scale_rewards="batch", output_dir=str(tmp_path))
+    trl_config = grpo_config(config, [1.0], gpu=False)
+    assert (trl_config.warmup_steps, trl_config.scale_rewards) == (5, "batch")
+    with pytest.raises(ValueError, match="warmup_steps must be an integer in \\[0, max_steps\\), got 20"):
+        TrainConfig(env_id="x", max_steps=20, warmup_steps=20)
+    with pytest.raises(ValueError, match="scale_rewards must be 'group', 'batch' or 'none', got 'std'"):
+        TrainConfig(env_id="x", scale_rewards="std")

@@ -59,6 +59,13 @@ class TrainConfig:
     )
     gradient_accumulation_steps: int = field(default=1, metadata=_help("steps accumulated per optimizer step"))
     learning_rate: float = field(default=1e-5, metadata=_help("peak learning rate"))
+    warmup_steps: int = field(
+        default=0, metadata=_help("optimizer steps of linear learning-rate warmup before the linear decay")
+    )
+    scale_rewards: Literal["group", "batch", "none"] = field(
+        default="group",
+        metadata=_help("advantage scaling: by each group's reward std (group), the batch's (batch) or none"),
+    )
     max_completion_length: int = field(default=128, metadata=_help("most tokens generated per completion"))
     temperature: float = field(default=1.0, metadata=_help("sampling temperature of the rollouts"))
     beta: float = field(default=0.0, metadata=_help("KL coefficient (0 = no reference model)"))
@@ -124,6 +131,10 @@ class TrainConfig:
             problems.append(f"mode must be 'flat' or 'multiturn', got {self.mode!r}")
         if self.algo not in ("grpo", "ppo", "sac"):
             problems.append(f"algo must be 'grpo', 'ppo' or 'sac', got {self.algo!r}")
+        if not isinstance(self.warmup_steps, int) or not 0 <= self.warmup_steps < self.max_steps:
+            problems.append(f"warmup_steps must be an integer in [0, max_steps), got {self.warmup_steps!r}")
+        if self.scale_rewards not in ("group", "batch", "none"):
+            problems.append(f"scale_rewards must be 'group', 'batch' or 'none', got {self.scale_rewards!r}")
         if self.lora_r < 0:
             problems.append(f"lora_r must be >= 0 (0 = full fine-tuning), got {self.lora_r}")
         if self.lora_layers < 0:
