@@ -278,7 +278,7 @@ class SpeechEmotionEnv(AffectEnv):
     output; "compact": the transcript and the one-line delivery summary, a ~130-token prompt
     for CPU training), ``reward_weights`` (overrides by component name), ``max_tool_calls`` (6),
     ``prosody_backend`` ("praat" | "librosa"), ``norms`` ("corpus" | "speaker" | "default"),
-    ``max_turns`` (8), ``invalid_action_penalty`` (0.05), ``render_mode`` (None | "ansi").
+    ``max_turns`` (8), ``invalid_action_penalty`` (0.05), ``render_mode`` (None | "ansi" | "human").
 
     ```python
     import affectgym
