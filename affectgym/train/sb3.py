@@ -12,6 +12,7 @@ Stable-Baselines3, torch and matplotlib are imported inside the functions that n
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -365,6 +366,8 @@ def train_from_config(config: TrainConfig) -> SB3Result:
     """
     if config.algo not in ALGOS:
         raise ValueError(f"train_from_config trains --algo {' or '.join(ALGOS)}, got algo={config.algo!r}; GRPO runs through affectgym.train.grpo.train")
+    if importlib.util.find_spec("stable_baselines3") is None:
+        raise ImportError(f"--algo {config.algo} needs Stable-Baselines3, which is not installed: pip install 'affectgym[train]'")
     out = Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")
