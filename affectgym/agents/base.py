@@ -26,7 +26,7 @@ import copy
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 #: ``step(action) -> (observation, reward, terminated, truncated, info)``, as ``env.step``.
 StepFn = Callable[[str], tuple[str, float, bool, bool, dict[str, Any]]]
@@ -44,6 +44,19 @@ class Agent:
 
     #: Short name shown in tables and written to ``metadata.json``.
     name: str = "agent"
+    #: The env kinds this agent plays (:func:`affectgym.envs.spaces.env_kind`): ``"text"``
+    #: and/or ``"numeric"``. Read, with :meth:`env_problem`, before a run starts
+    #: (:func:`affectgym.agents.registry.check_agent_supports`).
+    env_kinds: ClassVar[tuple[str, ...]] = ("text",)
+
+    @classmethod
+    def env_problem(cls, env: Any) -> str | None:
+        """Why this agent cannot play ``env`` (unwrapped, of one of :attr:`env_kinds`), or ``None``.
+
+        The default accepts every env of its kinds; agents that need more (a label set, an
+        answer format, some tools) say what is missing, e.g. ``"the env hides no label"``.
+        """
+        return None
 
     def reset(self, seed: int | None = None) -> None:
         """Forget the previous episode; ``seed`` is the new episode's seed (for sampling agents)."""

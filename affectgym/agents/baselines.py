@@ -24,7 +24,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -121,7 +121,32 @@ def final_answer(label: str, confidence: float) -> str:
     return f'<final>{{"label": "{label}", "confidence": {round(float(confidence), 4)}}}</final>'
 
 
-class MajorityAgent(Agent):
+class LabelAnswerAgent(Agent):
+    """Base of the baselines that answer ``<final>{"label": ..., "confidence": ...}</final>``.
+
+    They play text envs that hide one label of a ``label_set`` and read that answer (the
+    labelled-speech envs), with the tools in :attr:`required_tools`.
+    """
+
+    #: Tools the agent (or its fitting on the train split) calls.
+    required_tools: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def env_problem(cls, env: Any) -> str | None:
+        """What the env lacks: a label set, the ``<final>`` answer format, the tools."""
+        labels = tuple(getattr(env, "label_set", ()) or ())
+        if not labels:
+            return "it answers with one of the env's labels and the env hides none (its label_set is empty)"
+        answer = final_answer(labels[0], 0.5)
+        if env.parse_final(answer)[1] is not None:
+            return f"it answers like {answer} and the env does not accept that answer format"
+        missing = [name for name in cls.required_tools if name not in env.tools]
+        if missing:
+            return f"it calls the tools {', '.join(missing)} and the env does not declare them"
+        return None
+
+
+class MajorityAgent(LabelAnswerAgent):
     """Always the most frequent train label, with its train share as confidence."""
 
     name = "majority"
@@ -136,7 +161,7 @@ class MajorityAgent(Agent):
         return final_answer(self.label, self.confidence)
 
 
-class RandomAgent(Agent):
+class RandomAgent(LabelAnswerAgent):
     """A uniformly random label at confidence 1/K, seeded per episode."""
 
     name = "random"
@@ -160,7 +185,7 @@ class RandomAgent(Agent):
         return final_answer(label, 1 / len(self.labels))
 
 
-class _ToolThenAnswerAgent(Agent):
+class _ToolThenAnswerAgent(LabelAnswerAgent):
     """Calls ``tools`` in order, then answers from their outputs with :meth:`decide`."""
 
     tools: tuple[str, ...] = ()
@@ -189,7 +214,17 @@ class ProsodyRuleAgent(_ToolThenAnswerAgent):
 
     name = "prosody-rule"
     tools = ("get_prosody_features",)
+    required_tools = tools
     marked_label = "sarcastic"
+
+    @classmethod
+    def env_problem(cls, env: Any) -> str | None:
+        """As :class:`LabelAnswerAgent`, and the labels must be sarcastic and one other."""
+        problem = super().env_problem(env)
+        labels = tuple(env.label_set)
+        if problem is None and (cls.marked_label not in labels or len(labels) != 2):
+            return f"it needs the labels sarcastic/sincere and the env has {list(labels)}"
+        return problem
 
     def __init__(self, env_id: str = "affectgym/Sarcasm-v0", env_kwargs: Mapping[str, Any] | None = None):
         clips, labels = collect_split(env_id, "train", env_kwargs)
@@ -232,6 +267,7 @@ class ProbeAgent(_ToolThenAnswerAgent):
     """
 
     name = "probe"
+    required_tools = ("get_transcript", "get_prosody_features")  # fitting reads both
 
     def __init__(
         self,
@@ -297,13 +333,13 @@ def _baseline_factory(build: Any, name: str) -> Any:
     return factory
 
 
-_BASELINES = {
-    "majority": lambda env_id, env_kwargs, **kw: MajorityAgent(env_id, env_kwargs),
-    "random": lambda env_id, env_kwargs, **kw: RandomAgent(env_id, env_kwargs, **kw),
-    "prosody-rule": lambda env_id, env_kwargs, **kw: ProsodyRuleAgent(env_id, env_kwargs),
-    "probe": lambda env_id, env_kwargs, **kw: ProbeAgent(env_id, kw.get("features", "both"), env_kwargs),
-    "probe-text": lambda env_id, env_kwargs, **kw: ProbeAgent(env_id, "text", env_kwargs),
-    "probe-prosody": lambda env_id, env_kwargs, **kw: ProbeAgent(env_id, "prosody", env_kwargs),
+_BASELINES: dict[str, tuple[type[Agent], Any]] = {
+    "majority": (MajorityAgent, lambda env_id, env_kwargs, **kw: MajorityAgent(env_id, env_kwargs)),
+    "random": (RandomAgent, lambda env_id, env_kwargs, **kw: RandomAgent(env_id, env_kwargs, **kw)),
+    "prosody-rule": (ProsodyRuleAgent, lambda env_id, env_kwargs, **kw: ProsodyRuleAgent(env_id, env_kwargs)),
+    "probe": (ProbeAgent, lambda env_id, env_kwargs, **kw: ProbeAgent(env_id, kw.get("features", "both"), env_kwargs)),
+    "probe-text": (ProbeAgent, lambda env_id, env_kwargs, **kw: ProbeAgent(env_id, "text", env_kwargs)),
+    "probe-prosody": (ProbeAgent, lambda env_id, env_kwargs, **kw: ProbeAgent(env_id, "prosody", env_kwargs)),
 }
-for _name, _build in _BASELINES.items():
-    register_agent(_name, _baseline_factory(_build, _name))
+for _name, (_class, _build) in _BASELINES.items():
+    register_agent(_name, _baseline_factory(_build, _name), agent_class=_class)

@@ -71,6 +71,8 @@ class CheckReport:
         canaries_checked: (scenario, canary) pairs scored against the reference answer.
         leakage: The leakage check's result, or why it was skipped.
         problems: Every failure, one line each.
+        warnings: What passed without proving anything (e.g. no canaries to score) and the
+            warnings of Gymnasium's own checker, one line each; they do not fail the check.
     """
 
     env_name: str
@@ -80,9 +82,12 @@ class CheckReport:
     canaries_checked: int = 0
     leakage: str = "not run"
     problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         status = "OK" if not self.problems else f"{len(self.problems)} problem(s)"
+        if self.warnings:
+            status += f", {len(self.warnings)} warning(s)"
         lines = [
             f"check_env({self.env_name}): {status}",
             f"  fuzz: {self.fuzzed_actions} actions in {self.fuzzed_episodes} episodes",
@@ -91,6 +96,7 @@ class CheckReport:
             f"  leakage: {self.leakage}",
         ]
         lines += [f"  - {p}" for p in self.problems]
+        lines += [f"  ! {w}" for w in self.warnings]
         return "\n".join(lines)
 
 
@@ -117,7 +123,7 @@ def check_env(
     base = env.unwrapped
     name = type(base).__name__ + (f" [{env.spec.id}]" if env.spec else "")
     report = CheckReport(env_name=name)
-    _run(report, "gymnasium check_env", lambda: _gymnasium_checks(base))
+    _run(report, "gymnasium check_env", lambda: _gymnasium_checks(base, report))
     if isinstance(base, AffectEnv):
         scenarios = _spread(base.scenarios, max_scenarios)
         _run(report, "reset determinism", lambda: _check_reset_determinism(base, seed))
@@ -169,12 +175,16 @@ def _run(report: CheckReport, what: str, check: Callable[[], None]) -> None:
         report.problems.append(f"{what}: {type(exc).__name__}: {exc}"[:2_000])
 
 
-def _gymnasium_checks(env: gym.Env) -> None:
+def _gymnasium_checks(env: gym.Env, report: CheckReport) -> None:
     from gymnasium.utils.env_checker import check_env as gymnasium_check_env
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         gymnasium_check_env(env, skip_render_check=env.spec is None)
+    for warning in caught:
+        line = f"gymnasium check_env: {str(warning.message).strip()}"
+        if line not in report.warnings:
+            report.warnings.append(line)
 
 
 def _spread(items: list[Any], limit: int) -> list[Any]:
@@ -311,13 +321,24 @@ def _check_label_flip(env: AffectEnv, scenarios: list[Any], report: CheckReport)
 def _check_canaries(env: AffectEnv, scenarios: list[Any], report: CheckReport) -> None:
     problems = []
     for scenario in scenarios:
-        reference_text, reference_trace = env.reference_answer(scenario)
+        try:
+            reference_text, reference_trace = env.reference_answer(scenario)
+        except NotImplementedError:
+            raise AssertionError(
+                f"{type(env).__name__} does not implement reference_answer(scenario), the good final answer "
+                "and trace that every canary must score below; return (final_text, trace) (see docs/plugins.md)"
+            ) from None
         reference = env.score(scenario, reference_text, reference_trace).total
         for name, (text, trace) in env.canaries(scenario).items():
             report.canaries_checked += 1
             score = env.score(scenario, text, trace).total
             if not score < reference:
                 problems.append(f"{scenario.id}/{name}: {score:.3f} >= reference {reference:.3f}")
+    if not report.canaries_checked:
+        report.warnings.append(
+            f"canaries: 0 checked, so no reward hack was tried: {type(env).__name__}.canaries(scenario) returns none; "
+            "return {name: (final_text, trace)} of answers that must score below reference_answer (see docs/plugins.md)"
+        )
     if problems:
         raise AssertionError(f"{len(problems)} canaries score at or above the reference: " + "; ".join(problems[:10]))
 

@@ -109,10 +109,12 @@ class AffectEnv(gym.Env[str, str]):
             tool call nor a valid answer (and for steps after the episode ended).
         max_action_chars: Longest message read; longer ones are rejected as invalid.
         max_observation_chars: Longest observation returned; longer tool outputs are cut.
-        render_mode: ``None`` or ``"ansi"`` (``render()`` returns the transcript).
+        render_mode: ``None``, ``"ansi"`` (``render()`` returns the transcript) or ``"human"``
+            (``reset`` and ``step`` print each new message of the transcript to stdout, as
+            Gymnasium's human mode renders during ``step``; ``render()`` returns ``None``).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"], "render_fps": 4}
     #: Range of the rubric total (before invalid-action penalties); subclasses narrow it.
     score_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
     #: Labels a hidden gold answer can take; used by the checker's label-flip test.
@@ -144,7 +146,8 @@ class AffectEnv(gym.Env[str, str]):
                 f"invalid_action_penalty must be a finite number >= 0, got {invalid_action_penalty!r}"
             )
         if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+            modes = ", ".join(repr(mode) for mode in self.metadata["render_modes"])
+            raise ValueError(f"render_mode must be None or one of {modes}, got {render_mode!r}")
         self.split = split
         self.max_turns = max_turns
         self.max_tool_calls = max_tool_calls
@@ -169,6 +172,7 @@ class AffectEnv(gym.Env[str, str]):
         self._turn = 0
         self._paid = 0.0
         self._done = True
+        self._messages_printed = 0  # render_mode="human": messages already on stdout
 
     # ----------------------------------------------------------------- subclass API
     def load_scenarios(self) -> Sequence[Any]:
@@ -412,12 +416,32 @@ class AffectEnv(gym.Env[str, str]):
             *(dict(m) for m in self.history_messages(scenario)),
             {"role": "user", "content": observation},
         ]
+        self._messages_printed = 0
+        if self.render_mode == "human":
+            self.render()
         return observation, self._info({})
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Read one agent message and answer it (see the module docstring). Never raises on ``action``."""
-        if self._done:
-            return self._after_end()
+        result = self._after_end() if self._done else self._step_action(action)
+        if self.render_mode == "human":
+            self.render()
+        return result
+
+    def render(self) -> str | None:
+        """With ``render_mode="ansi"``, the episode's transcript as text; with ``"human"``, print its new messages."""
+        if self.render_mode == "human":
+            new = self._messages[self._messages_printed:]
+            self._messages_printed = len(self._messages)
+            if new:
+                print(_transcript(new), flush=True)
+            return None
+        if self.render_mode != "ansi":
+            return None
+        return _transcript(self._messages)
+
+    # ----------------------------------------------------------------- internals
+    def _step_action(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         self._turn += 1
         problem = self._check_action(action)
         if problem is None:
@@ -429,22 +453,6 @@ class AffectEnv(gym.Env[str, str]):
                 return self._answer(Reply(action, answer))
         return self._reject(action, problem)
 
-    def render(self) -> str | None:
-        """With ``render_mode="ansi"``, the episode's transcript as text."""
-        if self.render_mode != "ansi":
-            return None
-        lines = []
-        for message in self._messages:
-            head = message["role"].upper()
-            if message.get("name"):
-                head += f" ({message['name']})"
-            body = message.get("content") or ""
-            for call in message.get("tool_calls", []):
-                body += f"\n-> {call['function']['name']}({call['function']['arguments']})"
-            lines.append(f"[{head}]\n{body.strip()}")
-        return "\n\n".join(lines) + "\n"
-
-    # ----------------------------------------------------------------- internals
     def _info(self, components: Mapping[str, float | None], **extra: Any) -> dict[str, Any]:
         return {
             "messages": [_copy_message(m) for m in self._messages],
@@ -616,6 +624,20 @@ def successful_tool_calls(trace: Sequence[Mapping[str, Any]]) -> int:
     1
     """
     return sum(1 for entry in trace if entry.get("type") == "tool_call" and entry.get("ok"))
+
+
+def _transcript(messages: Sequence[Mapping[str, Any]]) -> str:
+    """Messages as the readable transcript both render modes show: a ``[ROLE (name)]`` head, then the text and calls."""
+    lines = []
+    for message in messages:
+        head = message["role"].upper()
+        if message.get("name"):
+            head += f" ({message['name']})"
+        body = message.get("content") or ""
+        for call in message.get("tool_calls", []):
+            body += f"\n-> {call['function']['name']}({call['function']['arguments']})"
+        lines.append(f"[{head}]\n{body.strip()}")
+    return "\n\n".join(lines) + "\n"
 
 
 def _copy_message(message: dict[str, Any]) -> dict[str, Any]:

@@ -290,7 +290,7 @@ class SpeechEmotionEnv(AffectEnv):
     audio or shorter than ``ProsodyParams.min_duration_s`` (0.064 s); "skip", the default,
     leaves such clips out with one warning listing each with its path and reason, "error"
     raises a ``DatasetError`` listing them), ``max_turns`` (8), ``invalid_action_penalty``
-    (0.05), ``render_mode`` (None | "ansi").
+    (0.05), ``render_mode`` (None | "ansi" | "human").
 
     ```python
     import affectgym

@@ -129,6 +129,11 @@ class EvalConfig:
             raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
         if not 0 <= self.max_fail_fraction <= 1:
             raise ValueError(f"max_fail_fraction must be in [0, 1], got {self.max_fail_fraction}")
+        if "split" in self.env_kwargs:
+            raise ValueError(
+                f"env_kwargs sets split={self.env_kwargs['split']!r}; the split has its own option "
+                f"(--split on the command line, now {self.split!r}): pass --split {self.env_kwargs['split']} instead"
+            )
 
 
 @dataclasses.dataclass
@@ -292,7 +297,7 @@ def run_eval(
         previous_metadata = _check_resumable(config, out)
         envs = _EnvPool(_env_factory(config, env_factory, cleanup))
         cleanup.callback(envs.close)
-        agent = _open_agent(config, agent, cleanup)
+        agent = _open_agent(config, agent, cleanup, envs.probe)
         outcome_summaries = tuple(getattr(envs.probe.unwrapped, "outcome_summaries", ()))
         check_outcome_summaries(outcome_summaries, config.env_id)
 
@@ -319,10 +324,11 @@ def run_eval(
     if config.progress or console is not None:
         print_summary(summary, console=console, title=f"{config.env_id} - {agent.name}")
     if session.status == "aborted":
+        failed = sum(1 for r in records if r.get("error"))
         raise RunAborted(
-            f"{session.failures} of {session.finished} episodes failed in this session "
+            f"{failed} of the {len(records)} episodes in {out / RESULTS_FILE} failed "
             f"(max_fail_fraction {config.max_fail_fraction}); first error: {_first_error(records)}; "
-            f"the {len(records)} episodes done are in {out / RESULTS_FILE}, rerun with --resume to continue"
+            "rerun with --resume to continue"
         )
     return RunResult(out=out, summary=summary, episodes_played=session.finished, elapsed_s=session.elapsed_s)
 
@@ -414,11 +420,13 @@ def _env_factory(config: EvalConfig, env_factory: Callable[[], Any] | None, clea
     return make
 
 
-def _open_agent(config: EvalConfig, agent: Agent | None, cleanup: ExitStack) -> Agent:
-    """The given agent, or the one ``config.agent`` names (closed when the run ends)."""
+def _open_agent(config: EvalConfig, agent: Agent | None, cleanup: ExitStack, probe_env: Any) -> Agent:
+    """The given agent, or the one ``config.agent`` names, checked against the env first (closed when the run ends)."""
     if agent is not None:
         return agent
-    from affectgym.agents.registry import make_agent
+    from affectgym.agents.registry import check_agent_supports, make_agent
+
+    check_agent_supports(config.agent, probe_env, config.env_id)
 
     built = make_agent(config.agent, env_id=config.env_id, env_kwargs=config.env_kwargs, **config.agent_kwargs)
     cleanup.callback(built.close)

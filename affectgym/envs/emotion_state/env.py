@@ -162,8 +162,10 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
     - ``transition_prior``: path or mapping of the prior JSON (default: shipped file).
     - ``arcs``: path or mapping of the arcs JSON (default: shipped file).
     - ``arc_names``: restrict the arcs drawn at reset to these names.
-    - ``render_mode``: ``"ansi"`` (bars for state and target) or None; other modes warn
-      and render nothing.
+    - ``render_mode``: ``"ansi"`` (text bars for state and target), ``"rgb_array"`` (an
+      image of the state bars and of the intensities over the episode so far, for
+      ``gymnasium.wrappers.RecordVideo``; needs matplotlib) or None; other modes warn and
+      render nothing.
 
     ``reset(options={"arc": name})`` plays the named arc.
 
@@ -172,7 +174,7 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
     * v0: Initial version.
     """
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 10}
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 10}
 
     def __init__(
         self,
@@ -185,7 +187,7 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
             # Warn, as Gymnasium's own envs do: Stable-Baselines3's make_vec_env passes
             # render_mode="rgb_array" to every env it builds.
             gym.logger.warn(
-                f"render_mode {render_mode!r} is not supported (accepted: None, 'ansi'); render() returns None"
+                f"render_mode {render_mode!r} is not supported (accepted: None, 'ansi', 'rgb_array'); render() returns None"
             )
         self.render_mode = render_mode
         self.core = EmotionStateCore(config, **options)
@@ -206,6 +208,8 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
         self._target_changes: list[bool] = []
         self._arc: EmotionArc | None = None
         self._step_index = 0
+        # (state, target) rows of this episode, kept only for render_mode="rgb_array".
+        self._shown: list[tuple[np.ndarray, np.ndarray]] = []
 
     @property
     def arc(self) -> EmotionArc | None:
@@ -255,6 +259,8 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
         batch.target[:] = first_target
         batch.time[:] = 1.0
         info = {"arc": self._arc.name, "target_name": core.target_names[self._arc.name][0]}
+        if self.render_mode == "rgb_array":
+            self._shown = [(batch.state[0].copy(), self._target_row.copy())]
         return self._obs.copy(), info
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -284,16 +290,28 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
                 zip(core.component_names, self._components.tolist(), strict=False)
             )
         }
+        if self.render_mode == "rgb_array":
+            self._shown.append((self._batch.state[0].copy(), self._target_row.copy()))
         return self._obs.copy(), float(reward[0]), False, k >= core.max_episode_steps, info
 
-    def render(self) -> str | None:
-        """Return the state and target as text bars when ``render_mode == "ansi"``."""
-        if self.render_mode != "ansi":
+    def render(self) -> str | np.ndarray | None:
+        """The state and target as text bars (``"ansi"``) or as an ``(320, 640, 3)`` uint8 image (``"rgb_array"``)."""
+        if self.render_mode not in self.metadata["render_modes"]:
             gym.logger.warn(
-                f"render() with render_mode={self.render_mode!r} draws nothing; pass render_mode='ansi' to gym.make"
+                f"render() with render_mode={self.render_mode!r} draws nothing; "
+                "pass render_mode='ansi' or 'rgb_array' to gym.make"
             )
             return None
+        head = (
+            "(not reset)" if self._arc is None
+            else f"arc {self._arc.name}, step {self._step_index}/{self.core.max_episode_steps}"
+        )
+        if self.render_mode == "rgb_array":
+            from affectgym.envs.emotion_state.plot import render_frame
+
+            shown = self._shown or [(self._batch.state[0].copy(), self._target_row.copy())]
+            states, targets = (np.stack(rows) for rows in zip(*shown, strict=True))
+            return render_frame(states, targets, max_steps=self.core.max_episode_steps, title=head)
         if self._arc is None:
-            return "(not reset)"
-        head = f"arc {self._arc.name}, step {self._step_index}/{self.core.max_episode_steps}"
+            return head
         return f"{head}\nstate:\n{describe_state(self._batch.state[0])}\ntarget:\n{describe_state(self._target_row)}"
