@@ -15,7 +15,7 @@ from affectgym.data.speech_sources import (
 )
 from affectgym.data.splits import select_split
 from affectgym.envs.core import AffectEnv, Trace, successful_tool_calls, tool
-from affectgym.envs.parsing import last_json_object
+from affectgym.envs.parsing import last_json_object, tagged_blocks
 from affectgym.rewards.rubric import Criterion, Reply, Rubric, RubricResult
 
 AUDIO_TOOLS = ("get_prosody_features", "get_pitch_contour")
@@ -27,7 +27,6 @@ NO_AUDIO = "No audio for this clip: {what} cannot be measured. Decide from the t
 REASONING_WORDS_FULL_CREDIT = (50, 150)  # words of reasoning that earn full single-shot credit
 PARSIMONY_BY_CALLS = ((3, 1.0), (5, 0.6))  # (at most this many calls, credit); more calls earn 0
 UNGROUNDED_CREDIT = 0.4  # grounding credit without an audio tool, on clips whose words suffice
-_FINAL_BLOCK = re.compile(r"<final>(.*?)</final>", re.DOTALL | re.IGNORECASE)
 
 
 # ----------------------------------------------------------------------------- answers
@@ -49,8 +48,8 @@ def parse_label_answer(text: str | None, labels: Sequence[str]) -> tuple[dict[st
     accepted = f'accepted: <final>{{"label": one of {list(labels)}, "confidence": 0.0-1.0}}</final>'
     if not text:
         return None, f"no final answer; {accepted}"
-    block = _FINAL_BLOCK.search(text)
-    payload, _ = last_json_object(block.group(1) if block else text)
+    blocks = tagged_blocks(text, "final")
+    payload, _ = last_json_object(blocks[0][2] if blocks else text)
     if payload is None:
         return None, f"no JSON answer found; {accepted}"
     label = payload.get("label")
@@ -106,7 +105,11 @@ def reasoning_words(reply: str | None) -> int:
     """
     if not reply:
         return 0
-    text = _FINAL_BLOCK.sub(" ", reply)
+    pieces, position = [], 0
+    for start, end, _ in tagged_blocks(reply, "final"):
+        pieces.append(reply[position:start])
+        position = end
+    text = " ".join([*pieces, reply[position:]])
     payload_start = text.rfind("{")
     if payload_start != -1 and last_json_object(text[payload_start:])[0] is not None:
         text = text[:payload_start]

@@ -7,6 +7,7 @@ its mechanics kept and its mistakes fixed; each departure is documented in
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,10 +20,13 @@ from affectgym.envs.emotion_state.data import EmotionArc
 from affectgym.envs.emotion_state.dynamics import EMOTIONS, NUM_EMOTIONS
 from affectgym.envs.emotion_state.packed import (
     EmotionBatch,
+    checked_actions,
     clip_actions,
     emotion_reward,
     emotion_transition,
 )
+
+_ACTION_SHAPE = (NUM_EMOTIONS,)
 
 
 def describe_state(state: Sequence[float], width: int = 20) -> str:
@@ -72,7 +76,13 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
     ## Action Space
 
     ``Box(0, 1, (7,), float32)``: the commanded intensities, in the emotion order above.
-    Values outside [0, 1] are clipped.
+    Values outside [0, 1] are clipped, ``inf`` and ``-inf`` included (to 1 and 0). An
+    action with a NaN entry is invalid: the state does not move (the previous state
+    becomes the current one), the step pays 0, the lowest reward, with every component 0,
+    ``info["invalid_action"]`` is True (False on valid steps), and the step counts toward
+    the limit. So a NaN never enters the state, the observation or the reward. An action
+    of another shape, or not of real numbers, raises a ``ValueError`` naming the expected
+    shape and dtype; a scalar is never broadcast to the seven emotions.
 
     ## Observation Space
 
@@ -261,7 +271,11 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
         """Command the next intensities.
 
         Args:
-            action: Seven intensities; clipped to [0, 1].
+            action: Seven intensities, shape ``(7,)``; clipped to [0, 1]. With a NaN the
+                step is invalid (see Action Space).
+
+        Raises:
+            ValueError: ``action`` is not a ``(7,)`` array of real numbers.
 
         Returns:
             ``(observation, reward, terminated, truncated, info)``; ``info["reward_components"]``
@@ -272,9 +286,17 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
             raise gym.error.ResetNeeded(
                 "EmotionStateEnv.step() called before reset() or after the episode was truncated"
             )
-        clip_actions(action, self._action_row)
-        emotion_transition(self._batch, core.rise)
-        reward = emotion_reward(self._batch, core.reward_table)[0]
+        clip_actions(checked_actions(action, _ACTION_SHAPE), self._action_row)
+        invalid = math.isnan(self._action_row.sum())
+        if invalid:
+            batch = self._batch
+            np.copyto(batch.prev, batch.state)
+            np.copyto(batch.action, batch.state)
+            self._components[:] = 0.0
+            reward = 0.0
+        else:
+            emotion_transition(self._batch, core.rise)
+            reward = float(emotion_reward(self._batch, core.reward_table)[0][0])
         k = self._step_index = self._step_index + 1
         if self._target_changes[k]:
             np.copyto(self._target_row, self._target_rows[k])
@@ -282,9 +304,10 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
         info = {
             "reward_components": dict(
                 zip(core.component_names, self._components.tolist(), strict=False)
-            )
+            ),
+            "invalid_action": invalid,
         }
-        return self._obs.copy(), float(reward[0]), False, k >= core.max_episode_steps, info
+        return self._obs.copy(), reward, False, k >= core.max_episode_steps, info
 
     def render(self) -> str | None:
         """Return the state and target as text bars when ``render_mode == "ansi"``."""
