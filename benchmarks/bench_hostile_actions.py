@@ -18,6 +18,15 @@ import time
 GOAL_MS = 50.0  # longest step allowed on any action up to max_action_chars
 
 
+def python_loop_ms() -> float:
+    """Time of a 1,000,000-iteration Python loop: how loaded the machine is (~30 ms when idle)."""
+    start = time.perf_counter()
+    total = 0
+    for i in range(1_000_000):
+        total += i
+    return (time.perf_counter() - start) * 1_000
+
+
 def time_case(env, action: str, repeats: int) -> tuple[float, str | None]:
     """Median wall time of ``env.step(action)`` on a fresh episode, in ms, and the exception it raised, if any."""
     times = []
@@ -79,6 +88,7 @@ def main() -> None:
         if isinstance(creator, type) and issubclass(creator, AffectEnv):
             text_envs.append(env_id)
     print(f"Worst step time over the hostile-action corpus (median of {args.repeats}; goal <= {GOAL_MS:.0f} ms)")
+    print(f"machine load: a 1M-iteration Python loop takes {python_loop_ms():.0f} ms now")
     print(f"| env | cases | worst ms | worst case | verdict | slowest {args.show} (ms) |")
     print("|---|---|---|---|---|---|")
     for env_id in text_envs:

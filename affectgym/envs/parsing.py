@@ -31,6 +31,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 TOOL_CALL_FORMAT = '<tool_call>{"name": "<tool>", "arguments": {...}}</tool_call>'
 
 #: What :func:`last_json_object` says when a message holds no ``{...}`` span at all.
@@ -48,6 +50,8 @@ _JSON_TOKENS = re.compile(r'\{+|\}+|\[+|\]+|"')
 _STRING_REST = re.compile(r'(?:[^"\\]|\\.)*+"', re.DOTALL)
 # How a JSON object starts: a key or its end (a span that does not is not decoded).
 _OBJECT_START = re.compile(r'\{[ \t\n\r]*["}]')
+# A {...} with no braces or brackets inside but in its strings: a whole span in one match.
+_FLAT_OBJECT = re.compile(r'\{(?:[^{}\[\]"]++|"(?:[^"\\]|\\.)*+")*+\}', re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -129,7 +133,7 @@ def loads_json(text: str) -> tuple[Any, str | None]:
 
 def _nests_deeper(text: str, limit: int) -> bool:
     """Whether objects and lists nest more than ``limit`` deep in ``text`` read as JSON (brackets in strings do not count)."""
-    if text.count("{") + text.count("[") <= limit:
+    if text.count("{") + text.count("[") <= limit or _bracket_depth_bound(text) <= limit:
         return False
     depth = 0
     position = 0
@@ -148,6 +152,19 @@ def _nests_deeper(text: str, limit: int) -> bool:
         else:
             depth = max(0, depth - len(run))
     return False
+
+
+def _bracket_depth_bound(text: str) -> int:
+    """How deep brackets nest in ``text`` counting those in strings too: at least the JSON depth, in C time."""
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    steps = np.isin(codes, _OPENING_CODES).astype(np.int32) - np.isin(codes, _CLOSING_CODES)
+    depth = np.cumsum(steps)
+    # A closing bracket with nothing open closes nothing, as in the exact scan.
+    return int((depth - np.minimum(np.minimum.accumulate(depth), 0)).max(initial=0))
+
+
+_OPENING_CODES = np.array([ord("{"), ord("[")], dtype=np.uint32)
+_CLOSING_CODES = np.array([ord("}"), ord("]")], dtype=np.uint32)
 
 
 class _IntegerTooLong(ValueError):
@@ -365,15 +382,24 @@ def _object_spans(text: str) -> list[_Span]:
     too: the spans closed inside it stand on their own.
     """
     top: list[_Span] = []
-    stack: list[_Span] = []
+    # Open braces as runs: [first brace, braces still open, level of the first, children
+    # and peak of the innermost]. A run of n braces is one entry, so "{" * n costs one step.
+    stack: list[list[Any]] = []
     level = 0
     position = 0
+    search = _JSON_TOKENS.search
     while True:
         if not stack:
             position = text.find("{", position)
             if position == -1:
                 break
-        match = _JSON_TOKENS.search(text, position)
+            flat = _FLAT_OBJECT.match(text, position)
+            if flat is not None:
+                span = _Span(position, 1)
+                span.end = position = flat.end()
+                top.append(span)
+                continue
+        match = search(text, position)
         if match is None:
             break
         run = match.group()
@@ -384,29 +410,35 @@ def _object_spans(text: str) -> list[_Span]:
                 break
             position = rest.end()
         elif run[0] == "{":
-            for start in range(match.start(), position):
-                level += 1
-                stack.append(_Span(start, level))
+            stack.append([match.start(), len(run), level + 1, [], level + len(run)])
+            level += len(run)
         elif run[0] == "[":
             level += len(run)
-            stack[-1].peak = max(stack[-1].peak, level)
+            stack[-1][4] = max(stack[-1][4], level)
         elif run[0] == "]":
-            level = max(stack[-1].level, level - len(run))
+            entry = stack[-1]
+            level = max(entry[2] + entry[1] - 1, level - len(run))
         else:
             for end in range(match.start() + 1, position + 1):
-                span = stack.pop()
-                span.end = end
+                entry = stack[-1]
+                inner = entry[1] - 1
+                span = _Span(entry[0] + inner, entry[2] + inner)
+                span.end, span.peak, span.children = end, entry[4], entry[3]
                 level = span.level - 1
+                if inner:
+                    entry[1], entry[3] = inner, [span]
+                    continue
+                stack.pop()
                 if stack:
-                    stack[-1].children.append(span)
-                    stack[-1].peak = max(stack[-1].peak, span.peak)
+                    stack[-1][3].append(span)
+                    stack[-1][4] = max(stack[-1][4], span.peak)
                 else:
                     top.append(span)
                     position = end
                     break
     while stack:
         unclosed = stack.pop()
-        (stack[-1].children if stack else top).extend(unclosed.children)
+        (stack[-1][3] if stack else top).extend(unclosed[3])
     return top
 
 

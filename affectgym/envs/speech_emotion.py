@@ -240,7 +240,9 @@ class SpeechEmotionEnv(AffectEnv):
     or a final answer ``<final>{"label": ..., "confidence": 0..1}</final>`` (the last JSON
     object of the message is accepted too); with ``answer="word"``, the label word alone, and
     with ``"yesno"``, yes or no (the first answer word the message names is read; its
-    confidence is 1).
+    confidence is 1). A message with tool calls and then an answer: the tools run, the
+    answer is not read (it was written before their outputs), and the message costs the
+    invalid-action penalty; answer in a message of its own.
 
     ## Observation Space
     Text: the task, then each tool's output.
