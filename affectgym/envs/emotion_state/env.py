@@ -7,7 +7,6 @@ its mechanics kept and its mistakes fixed; each departure is documented in
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -286,17 +285,19 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
             raise gym.error.ResetNeeded(
                 "EmotionStateEnv.step() called before reset() or after the episode was truncated"
             )
+        batch = self._batch
         clip_actions(checked_actions(action, _ACTION_SHAPE), self._action_row)
-        invalid = math.isnan(self._action_row.sum())
+        emotion_transition(batch, core.rise)
+        reward = float(emotion_reward(batch, core.reward_table)[0][0])
+        # A NaN action makes the whole packed row, so the reward, NaN (and nothing else
+        # does): testing the reward costs nothing; the step is then undone (prev holds the
+        # state before it) and pays 0.
+        invalid = reward != reward
         if invalid:
-            batch = self._batch
-            np.copyto(batch.prev, batch.state)
+            np.copyto(batch.state, batch.prev)
             np.copyto(batch.action, batch.state)
             self._components[:] = 0.0
             reward = 0.0
-        else:
-            emotion_transition(self._batch, core.rise)
-            reward = float(emotion_reward(self._batch, core.reward_table)[0][0])
         k = self._step_index = self._step_index + 1
         if self._target_changes[k]:
             np.copyto(self._target_row, self._target_rows[k])
