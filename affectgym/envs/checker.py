@@ -4,8 +4,9 @@ On top of :func:`gymnasium.utils.env_checker.check_env` (spaces, reset/step API,
 determinism), an affectgym text environment must:
 
 1. reset deterministically by seed and by ``scenario_id``;
-2. survive a fuzz of agent messages (the classic bad inputs, valid tool calls and random
-   Unicode, drawn by hypothesis) without raising, with finite step rewards inside
+2. survive a fuzz of agent messages (the classic bad inputs, the hostile ones of
+   :func:`hostile_actions`, valid tool calls, tool calls followed by an answer and random
+   Unicode with lone surrogates, drawn by hypothesis) without raising, with finite step rewards inside
    ``reward_range``, observations inside the observation space, every episode ending
    within its turn limit and its step rewards summing to its score;
 3. not leak its gold label: with only the label changed, everything an agent can see
@@ -19,6 +20,7 @@ determinism), an affectgym text environment must:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -53,6 +55,99 @@ BAD_ACTIONS: tuple[str, ...] = (
     "<final>" + "{" * 100 + "</final>",
     "```json\n{\"name\": \"x\"}\n```",
 )
+
+
+_ANSWER = '{"label": "sarcastic", "confidence": 0.5}'
+_CALL = '<tool_call>{"name": "get_transcript", "arguments": {}}</tool_call>'
+
+
+@functools.lru_cache(maxsize=8)
+def hostile_actions(max_chars: int = 32_768) -> dict[str, str]:
+    """Pathological agent messages of at most ``max_chars`` characters, by name.
+
+    Every env must answer each of them within its usual time (linear-time parsing) and
+    without raising: integers longer than Python converts, nesting deeper than the JSON
+    reader allows, repetitions that make backtracking regexes quadratic (runs of spaces,
+    braces, opening tags without their closing tag), lone surrogates, and a tool call and
+    a final answer in one message. The repetitions fill ``max_chars``: the longest message
+    an env reads is the one that has to be fast.
+
+    Args:
+        max_chars: The env's ``max_action_chars``.
+
+    Returns:
+        ``{case name: message}``.
+
+    >>> actions = hostile_actions(1_000)
+    >>> len(actions["open_braces"]), max(len(a) for a in actions.values())
+    (1000, 1000)
+    """
+
+    def fill(unit: str, head: str = "", tail: str = "") -> str:
+        return head + unit * max(1, (max_chars - len(head) - len(tail)) // len(unit)) + tail
+
+    half = max_chars // 2
+    digits = max(1, min(5_000, max_chars - 100))  # 5,000 is beyond Python's 4,300-digit int(str) limit
+    big = "9" * digits
+    depth = max(1, min(3_000, half - 50))
+    cases = {
+        "big_integer_tool_argument": '<tool_call>{"name": "get_transcript", "arguments": {"x": ' + big + "}}</tool_call>",
+        "big_integer_answer": '<final>{"label": "sarcastic", "confidence": ' + "1" * digits + "}</final>",
+        "big_integer_bare_call": '{"name": "get_transcript", "arguments": {"x": -' + big + "}}",
+        "big_integer_object": '{"anger": ' + big + "}",
+        "big_integer_arguments_string": '{"name": "get_transcript", "arguments": "{\\"x\\": ' + big + '}"}',
+        "huge_exponent": '{"label": "sarcastic", "confidence": 1e999999}',
+        "nan_answer": '<final>{"label": "sarcastic", "confidence": NaN}</final>',
+        "nan_tool_argument": '<tool_call>{"name": "get_transcript", "arguments": {"x": NaN, "y": -Infinity}}</tool_call>',
+        "digits": fill("9"),
+        "deep_list_in_object": '{"anger": ' + "[" * depth + "]" * depth + "}",
+        "deep_objects": '{"a": ' * (max_chars // 7) + "1" + "}" * (max_chars // 7),
+        "deep_tool_arguments": '<tool_call>{"name": "get_transcript", "arguments": ' + "[" * depth + "]" * depth + "}</tool_call>",
+        "deep_answer": "<final>" + "[" * depth + "]" * depth + "</final>",
+        "deep_arguments_string": '{"name": "get_transcript", "arguments": "' + "[" * depth + '"}',
+        "open_braces": fill("{"),
+        "open_brackets": fill("["),
+        "close_braces": fill("}"),
+        "balanced_brackets": "[" * half + "]" * half,
+        "balanced_braces_around_answer": "{" * (half // 2) + _ANSWER + "}" * (half // 2),
+        "spaces_between_words": fill(" ", "x", "x"),
+        "spaces_in_fence": fill(" ", "```json", "x```"),
+        "newlines": fill("\n", tail="x"),
+        "final_tags_then_answer": fill("<final>", tail=_ANSWER),
+        "final_tags_closed_once": fill("<final>", tail=_ANSWER + "</final>"),
+        "closing_final_tags": fill("</final>", head=_ANSWER),
+        "tool_call_tags": fill("<tool_call>"),
+        "tool_call_tags_then_call": fill("<tool_call>", tail=_CALL),
+        "closing_tool_call_tags": fill("</tool_call>"),
+        "many_tool_calls": fill(_CALL),
+        "think_tags": fill("<think>"),
+        "fences": fill("```"),
+        "json_fences": fill("```json\n"),
+        "open_parentheses": fill("("),
+        "tag_with_spaces": fill(" ", "(a", "b"),
+        "asterisks_before_tag": fill("*", tail="(JOY) x"),
+        "tags": fill("(JOY) "),
+        "dots": fill(".", tail="x"),
+        "dashes": fill(" -"),
+        "question_marks": fill("?"),
+        "tagged_reply_ending_in_dots": fill(".", "(SADNESS) Oh no. (HAPPINESS) Well done. (NEUTRAL) ", "x?"),
+        "quotes": fill('"'),
+        "backslashes": fill("\\"),
+        "empty_objects": fill("{}"),
+        "answers": fill(_ANSWER),
+        "open_keys": fill('{"'),
+        "open_string_values": fill('{"a": "'),
+        "unterminated_string": fill("x", '{"label": "'),
+        "lone_surrogate": "\ud800",
+        "lone_surrogates": fill("\udfff"),
+        "surrogate_in_answer": '<final>{"label": "\ud800", "confidence": 0.5}</final>',
+        "surrogate_in_tool_name": '<tool_call>{"name": "\ud800", "arguments": {"\udc00": 1}}</tool_call>',
+        "tool_call_and_answer": _CALL + "\n<final>" + _ANSWER + "</final>",
+        "answer_and_tool_call": "<final>" + _ANSWER + "</final>\n" + _CALL,
+        "bare_call_and_answer": '{"name": "get_transcript", "arguments": {}} ' + _ANSWER,
+        "escaped_quotes": fill('\\"', '{"a": "'),
+    }
+    return {name: action for name, action in cases.items() if len(action) <= max_chars}
 
 
 class EnvCheckError(AssertionError):
@@ -232,12 +327,25 @@ def _fuzz(env: AffectEnv, report: CheckReport, n_actions: int, seed: int) -> Non
         st.dictionaries(st.text(max_size=10), json_values, max_size=3),
         st.booleans(),
     )
+    well_formed = env.fuzz_actions() or ["<noop>"]
+    calls = [a for a in well_formed if "<tool_call>" in a] or [_CALL]
+    answers = _reference_answers(env) or well_formed
+    mixed = st.builds(
+        lambda call, answer, call_first: f"{call}\n{answer}" if call_first else f"{answer}\n{call}",
+        st.sampled_from(calls),
+        st.sampled_from(answers),
+        st.booleans(),
+    )
+    surrogates = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
     actions = st.one_of(
         st.sampled_from(BAD_ACTIONS),
-        st.sampled_from(env.fuzz_actions() or ["<noop>"]),
+        st.sampled_from(tuple(hostile_actions(env.max_action_chars).values())),
+        st.sampled_from(well_formed),
         st.text(max_size=200),
+        st.text(st.characters() | surrogates, max_size=50),
         st.binary(max_size=64).map(lambda b: b.decode("latin-1")),
         random_calls,
+        mixed,
     )
     episode_length = env.max_turns + 2
     examples = max(1, math.ceil(n_actions / episode_length))
@@ -279,6 +387,14 @@ def _fuzz(env: AffectEnv, report: CheckReport, n_actions: int, seed: int) -> Non
         report.fuzzed_episodes += 1
 
     episode()
+
+
+def _reference_answers(env: AffectEnv) -> list[str]:
+    """A few good final answers of the env (none when it defines no ``reference_answer``)."""
+    try:
+        return [env.reference_answer(scenario)[0] for scenario in env.scenarios[:3]]
+    except NotImplementedError:
+        return []
 
 
 def _dumps(value: Any) -> str:
@@ -343,4 +459,4 @@ def _check_canaries(env: AffectEnv, scenarios: list[Any], report: CheckReport) -
         raise AssertionError(f"{len(problems)} canaries score at or above the reference: " + "; ".join(problems[:10]))
 
 
-__all__ = ["BAD_ACTIONS", "CheckReport", "EnvCheckError", "agent_view", "check_env"]
+__all__ = ["BAD_ACTIONS", "CheckReport", "EnvCheckError", "agent_view", "check_env", "hostile_actions"]

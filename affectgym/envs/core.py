@@ -7,7 +7,15 @@ format. Anything else (empty text, junk, a malformed call, an unknown tool, wron
 arguments, a call over the tool budget) is answered with an observation that says what was
 wrong and what is accepted, plus a small penalty; the episode goes on until the turn
 limit, where it is truncated and scored as unanswered. ``step`` never raises on an
-agent's text.
+agent's text, and reads any message up to ``max_action_chars`` in linear time.
+
+A message with tool calls *and* a final answer after them (``<tool_call>...</tool_call>
+<final>...</final>``): the tool calls run and their outputs are returned, but the answer
+is not read, since it was written before the agent saw those outputs; the message counts
+as one invalid action (the penalty, and an error after the outputs that says to answer in
+a message of its own), and the episode goes on. Reading the answer would pay for tools
+whose outputs the answer never used. Text *before* a tool call is the agent's reasoning
+and is never read as an answer.
 
 One reward path: the reward of an episode is ``score(scenario, final_text, trace)``, the
 env's rubric applied to the final answer (parsed once into a
@@ -67,6 +75,12 @@ from affectgym.envs.tools import ToolArgumentError, ToolSpec, tool, tool_specs
 from affectgym.rewards.rubric import Criterion, Reply, Rubric, RubricResult
 
 Trace = list[dict[str, Any]]
+
+#: The error of a message that gives a final answer after its tool calls (the answer is not read).
+ANSWER_AFTER_TOOL_CALLS = (
+    "this message also gives a final answer after its tool calls; it was not read, because it was "
+    "written before the tool outputs. Read the outputs, then send the final answer as a message of its own"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,7 +234,15 @@ class AffectEnv(gym.Env[str, str]):
         else one drawn with ``self.np_random``.
         """
         if "scenario" in options:
-            return options["scenario"]
+            scenario = options["scenario"]
+            if not isinstance(getattr(scenario, "id", None), str):
+                shown = clip_text(repr(scenario), 60)
+                hint = f"; to pick one by its id, pass options={{'scenario_id': {shown}}}" if isinstance(scenario, str) else ""
+                raise ValueError(
+                    f"options['scenario'] must be a scenario object with a str id (like those in env.scenarios), "
+                    f"got {type(scenario).__name__} {shown}{hint}"
+                )
+            return scenario
         if "scenario_id" in options:
             return self.get_scenario(options["scenario_id"])
         return self.scenarios[int(self.np_random.integers(len(self.scenarios)))]
@@ -392,19 +414,24 @@ class AffectEnv(gym.Env[str, str]):
 
         Args:
             seed: Seeds ``self.np_random``; the same seed picks the same scenario.
-            options: ``{"scenario_id": id}`` picks a scenario by id; ``{"scenario": obj}``
-                runs a scenario object directly (used by training adapters).
+            options: ``{"scenario_id": id}`` picks a scenario by id (a ``str``);
+                ``{"scenario": obj}`` runs a scenario object directly (used by training
+                adapters).
 
         Returns:
             The first observation and ``info`` with ``messages``, ``tools``, ``scenario_id``,
             ``split`` and ``reward_components`` (empty).
+
+        Raises:
+            ValueError: ``options`` is not a dict, has other keys, or holds a value of the
+                wrong type; the env stays usable (the next ``step`` asks for a reset).
+            KeyError: No scenario of this split has that ``scenario_id``.
         """
         super().reset(seed=seed)
-        options = dict(options or {})
-        unknown = sorted(set(options) - {"scenario_id", "scenario"})
-        if unknown:
-            raise ValueError(f"unknown reset options {unknown}; accepted: 'scenario_id', 'scenario'")
-        scenario = self.start_episode(options)
+        # Between episodes until the new one is set up: a reset that raises leaves no
+        # half-started episode, and the next step asks for a reset.
+        self._done = True
+        scenario = self.start_episode(self._reset_options(options))
         self.scenario = scenario
         self._trace = []
         self._turn = 0
@@ -447,11 +474,31 @@ class AffectEnv(gym.Env[str, str]):
         if problem is None:
             parsed = parse_tool_calls(action)
             if parsed.found and self.tools:
-                return self._run_tools(action, parsed.calls, parsed.errors)
+                errors = list(parsed.errors)
+                if parsed.after.strip() and self.parse_final(parsed.after)[1] is None:
+                    errors.append(ANSWER_AFTER_TOOL_CALLS)
+                return self._run_tools(action, parsed.calls, errors)
             answer, problem = self.parse_final(action)
             if problem is None:
                 return self._answer(Reply(action, answer))
         return self._reject(action, problem)
+
+    def _reset_options(self, options: Any) -> dict[str, Any]:
+        accepted = "accepted: {'scenario_id': <id, a str>} or {'scenario': <scenario object>}"
+        if options is None:
+            return {}
+        if not isinstance(options, Mapping):
+            raise ValueError(f"reset options must be a dict, got {type(options).__name__}; {accepted}")
+        unknown = sorted(map(str, set(options) - {"scenario_id", "scenario"}))
+        if unknown:
+            raise ValueError(f"unknown reset options {unknown}; {accepted}")
+        scenario_id = options.get("scenario_id")
+        if "scenario_id" in options and not isinstance(scenario_id, str):
+            raise ValueError(
+                f"options['scenario_id'] must be a scenario id (a str), got {type(scenario_id).__name__} "
+                f"{clip_text(repr(scenario_id), 60)}; ids are in env.scenario_ids, e.g. {self.scenario_ids[0]!r}"
+            )
+        return dict(options)
 
     def _info(self, components: Mapping[str, float | None], **extra: Any) -> dict[str, Any]:
         return {
@@ -502,8 +549,9 @@ class AffectEnv(gym.Env[str, str]):
             if not ok:
                 failed.append(output)
         components: dict[str, float] = {}
-        for entry in self._trace[len(self._trace) - len(calls):]:
-            _add(components, self.step_contribution(entry, self._trace))
+        # Each call is priced on the trace up to itself, as if it had come in a message of its own.
+        for end in range(len(self._trace) - len(calls) + 1, len(self._trace) + 1):
+            _add(components, self.step_contribution(self._trace[end - 1], self._trace[:end]))
         if failed:
             entry = {"type": "invalid", "error": "; ".join(failed)}
             self._trace.append(entry)
@@ -660,4 +708,7 @@ def _json(value: Any) -> str:
         return json.dumps(repr(value))
 
 
-__all__ = ["AffectEnv", "Continue", "Reply", "TextSpace", "Trace", "count_invalid_actions", "successful_tool_calls", "tool"]
+__all__ = [
+    "ANSWER_AFTER_TOOL_CALLS",
+    "AffectEnv",
+    "Continue", "Reply", "TextSpace", "Trace", "count_invalid_actions", "successful_tool_calls", "tool"]

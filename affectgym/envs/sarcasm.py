@@ -34,7 +34,9 @@ class SarcasmEnv(SpeechEmotionEnv):
 
     ## Action Space
     Text: ``<tool_call>{"name": "get_prosody_features", "arguments": {}}</tool_call>`` or
-    ``<final>{"label": "sarcastic" | "sincere", "confidence": 0..1}</final>``.
+    ``<final>{"label": "sarcastic" | "sincere", "confidence": 0..1}</final>``. An answer
+    after tool calls in the same message is not read: the tools run and the message costs
+    the invalid-action penalty (see :mod:`affectgym.envs.core`).
 
     ## Observation Space
     Text: the task, then each tool's output (``get_transcript``, ``get_prosody_features``,

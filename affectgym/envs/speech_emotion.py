@@ -19,7 +19,7 @@ from affectgym.data.speech_sources import (
 )
 from affectgym.data.splits import select_split
 from affectgym.envs.core import AffectEnv, Trace, successful_tool_calls, tool
-from affectgym.envs.parsing import last_json_object
+from affectgym.envs.parsing import last_json_object, tagged_blocks
 from affectgym.rewards.rubric import Criterion, Reply, Rubric, RubricResult
 
 AUDIO_TOOLS = ("get_prosody_features", "get_pitch_contour")
@@ -32,7 +32,6 @@ REASONING_WORDS_FULL_CREDIT = (50, 150)  # words of reasoning that earn full sin
 PARSIMONY_BY_CALLS = ((3, 1.0), (5, 0.6))  # (at most this many calls, credit); more calls earn 0
 UNGROUNDED_CREDIT = 0.4  # grounding credit without an audio tool, on clips whose words suffice
 log = logging.getLogger(__name__)
-_FINAL_BLOCK = re.compile(r"<final>(.*?)</final>", re.DOTALL | re.IGNORECASE)
 
 
 # ----------------------------------------------------------------------------- answers
@@ -54,8 +53,8 @@ def parse_label_answer(text: str | None, labels: Sequence[str]) -> tuple[dict[st
     accepted = f'accepted: <final>{{"label": one of {list(labels)}, "confidence": 0.0-1.0}}</final>'
     if not text:
         return None, f"no final answer; {accepted}"
-    block = _FINAL_BLOCK.search(text)
-    payload, _ = last_json_object(block.group(1) if block else text)
+    blocks = tagged_blocks(text, "final")
+    payload, _ = last_json_object(blocks[0][2] if blocks else text)
     if payload is None:
         return None, f"no JSON answer found; {accepted}"
     label = payload.get("label")
@@ -111,7 +110,11 @@ def reasoning_words(reply: str | None) -> int:
     """
     if not reply:
         return 0
-    text = _FINAL_BLOCK.sub(" ", reply)
+    pieces, position = [], 0
+    for start, end, _ in tagged_blocks(reply, "final"):
+        pieces.append(reply[position:start])
+        position = end
+    text = " ".join([*pieces, reply[position:]])
     payload_start = text.rfind("{")
     if payload_start != -1 and last_json_object(text[payload_start:])[0] is not None:
         text = text[:payload_start]
@@ -244,7 +247,9 @@ class SpeechEmotionEnv(AffectEnv):
     or a final answer ``<final>{"label": ..., "confidence": 0..1}</final>`` (the last JSON
     object of the message is accepted too); with ``answer="word"``, the label word alone, and
     with ``"yesno"``, yes or no (the first answer word the message names is read; its
-    confidence is 1).
+    confidence is 1). A message with tool calls and then an answer: the tools run, the
+    answer is not read (it was written before their outputs), and the message costs the
+    invalid-action penalty; answer in a message of its own.
 
     ## Observation Space
     Text: the task, then each tool's output.

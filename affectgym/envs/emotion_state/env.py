@@ -19,10 +19,13 @@ from affectgym.envs.emotion_state.data import EmotionArc
 from affectgym.envs.emotion_state.dynamics import EMOTIONS, NUM_EMOTIONS
 from affectgym.envs.emotion_state.packed import (
     EmotionBatch,
+    checked_actions,
     clip_actions,
     emotion_reward,
     emotion_transition,
 )
+
+_ACTION_SHAPE = (NUM_EMOTIONS,)
 
 
 def describe_state(state: Sequence[float], width: int = 20) -> str:
@@ -72,7 +75,13 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
     ## Action Space
 
     ``Box(0, 1, (7,), float32)``: the commanded intensities, in the emotion order above.
-    Values outside [0, 1] are clipped.
+    Values outside [0, 1] are clipped, ``inf`` and ``-inf`` included (to 1 and 0). An
+    action with a NaN entry is invalid: the state does not move (the previous state
+    becomes the current one), the step pays 0, the lowest reward, with every component 0,
+    ``info["invalid_action"]`` is True (False on valid steps), and the step counts toward
+    the limit. So a NaN never enters the state, the observation or the reward. An action
+    of another shape, or not of real numbers, raises a ``ValueError`` naming the expected
+    shape and dtype; a scalar is never broadcast to the seven emotions.
 
     ## Observation Space
 
@@ -267,7 +276,11 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
         """Command the next intensities.
 
         Args:
-            action: Seven intensities; clipped to [0, 1].
+            action: Seven intensities, shape ``(7,)``; clipped to [0, 1]. With a NaN the
+                step is invalid (see Action Space).
+
+        Raises:
+            ValueError: ``action`` is not a ``(7,)`` array of real numbers.
 
         Returns:
             ``(observation, reward, terminated, truncated, info)``; ``info["reward_components"]``
@@ -278,9 +291,19 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
             raise gym.error.ResetNeeded(
                 "EmotionStateEnv.step() called before reset() or after the episode was truncated"
             )
-        clip_actions(action, self._action_row)
-        emotion_transition(self._batch, core.rise)
-        reward = emotion_reward(self._batch, core.reward_table)[0]
+        batch = self._batch
+        clip_actions(checked_actions(action, _ACTION_SHAPE), self._action_row)
+        emotion_transition(batch, core.rise)
+        reward = float(emotion_reward(batch, core.reward_table)[0][0])
+        # A NaN action makes the whole packed row, so the reward, NaN (and nothing else
+        # does): testing the reward costs nothing; the step is then undone (prev holds the
+        # state before it) and pays 0.
+        invalid = reward != reward
+        if invalid:
+            np.copyto(batch.state, batch.prev)
+            np.copyto(batch.action, batch.state)
+            self._components[:] = 0.0
+            reward = 0.0
         k = self._step_index = self._step_index + 1
         if self._target_changes[k]:
             np.copyto(self._target_row, self._target_rows[k])
@@ -288,11 +311,12 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
         info = {
             "reward_components": dict(
                 zip(core.component_names, self._components.tolist(), strict=False)
-            )
+            ),
+            "invalid_action": invalid,
         }
         if self.render_mode == "rgb_array":
             self._shown.append((self._batch.state[0].copy(), self._target_row.copy()))
-        return self._obs.copy(), float(reward[0]), False, k >= core.max_episode_steps, info
+        return self._obs.copy(), reward, False, k >= core.max_episode_steps, info
 
     def render(self) -> str | np.ndarray | None:
         """The state and target as text bars (``"ansi"``) or as an ``(320, 640, 3)`` uint8 image (``"rgb_array"``)."""
