@@ -340,7 +340,7 @@ def plot(rows: list[dict[str, Any]], steps: int, path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--steps", type=int, default=30, help="GRPO steps per run")
+    parser.add_argument("--steps", type=int, default=60, help="GRPO steps per run")
     parser.add_argument("--eval-every", type=int, default=10, help="held-out evaluation every N steps")
     parser.add_argument("--speed-steps", type=int, default=2, help="steps timed per recipe for the speed table (0 = skip)")
     parser.add_argument("--work", default=str(ROOT / "runs" / "bench-learning"), help="scratch folder of the runs")

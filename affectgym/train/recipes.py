@@ -13,9 +13,12 @@ form of ``affectgym/Sarcasm-v0``, through its public options:
   answering pays from the first step, and the answer a policy happens to favour loses on
   the lines where it is wrong (with 0 for a wrong answer the favourite only gains, and the
   policy collapses onto it; with no credit for answering, it learns to say nothing);
-* 8-token answers, read leniently ("The delivery is sarcastic." is an answer), sampled at
-  temperature 0.7: at 1.0 under one completion in ten names an answer within 8 tokens, so
-  most groups have zero reward variance and give no gradient;
+* 2-token answers ("Yes" and its end), read leniently, sampled at temperature 1.0: with the
+  question asked last, about a third of the base model's samples answer, and the format
+  credit makes every sample answer within ~10 steps; at 0.7, or with a peak learning rate
+  of 1e-3 or more, the yes/no split collapsed onto one answer within 20 steps (every group
+  then has zero reward variance and gives no gradient);
+* learning rate 5e-4 after a linear warmup over the first sixth of the steps;
 * LoRA on the last 10 of 30 layers: a linear probe of the frozen model's hidden state at
   the answer position tells held-out sarcastic from sincere clips apart at 0.98 from the
   input of layer 20 but at 0.74 from the top layers, so the adapter must reach that deep;
@@ -66,9 +69,10 @@ def sarcasm_cpu_config(output_dir: str | Path, *, max_steps: int = 60, seed: int
         "max_steps": max_steps,
         "num_generations": 8,
         "batch_size": 16,
-        "learning_rate": 1.5e-3,
-        "max_completion_length": 8,
-        "temperature": 0.7,
+        "learning_rate": 5e-4,
+        "warmup_steps": max_steps // 6,
+        "max_completion_length": 2,
+        "temperature": 1.0,
         "beta": 0.0,
         "lora_r": 16,
         "lora_alpha": 32,
