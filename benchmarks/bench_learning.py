@@ -4,7 +4,7 @@ The embedded SmolLM2-135M-Instruct is trained with GRPO (TRL, flat mode, LoRA on
 layers) on ``affectgym/Sarcasm-v0``'s train split, through the env's own reward functions,
 in the short form a 2-core CPU can afford (:mod:`affectgym.train.recipes`): the compact
 flat prompt (the line and one line of delivery cues, ~110 tokens) and a yes/no answer to
-"is the line sarcastic?" (``reward="label"``: 0.70 signed correctness + 0.30 format).
+"is the line sarcastic?" (``reward="label"`` with the format weight at 0.05: 0.70 signed correctness + 0.05 format).
 Three arms, on the line-grouped eval split (no eval line is
 heard in train; its pivot pairs say the same words both ways, so text alone is at chance):
 

@@ -8,11 +8,14 @@ form of ``affectgym/Sarcasm-v0``, through its public options:
 * ``answer="yesno"``: "yes" or "no" to "is the line sarcastic?". The base model starts
   "sarcastic" and "sincere" with the same token and all but never samples "sincere", so
   GRPO would never see it rewarded; "yes" and "no" it samples alike;
-* ``reward="label"``: 0.70 signed correctness (+1 right, -1 wrong, 0 unanswered) + 0.30
-  format (an answer could be read). A right answer earns 1.0, none 0, a wrong one -0.4:
-  answering pays from the first step, and the answer a policy happens to favour loses on
-  the lines where it is wrong (with 0 for a wrong answer the favourite only gains, and the
-  policy collapses onto it; with no credit for answering, it learns to say nothing);
+* ``reward="label"`` with the format weight lowered from 0.30 to 0.05
+  (``reward_weights={"format": 0.05}``): 0.70 signed correctness (+1 right, -1 wrong, 0
+  unanswered) + 0.05 format (an answer could be read). A right answer earns 0.75, none 0,
+  a wrong one -0.65. Some credit for answering is needed (without it the policy learns to
+  say nothing), but while the policy is learning to answer, that credit is shared by both
+  answers and raises the one it already favours most: at 0.30 the yes/no split collapsed
+  onto one answer within 20 steps; at 0.05 the sampled answers stayed mixed for 60 steps
+  (entropy above 1.2), though the greedy answer still settled on one label;
 * 2-token answers ("Yes" and its end), read leniently, sampled at temperature 1.0: with the
   question asked last, about a third of the base model's samples answer, and the format
   credit makes every sample answer within ~10 steps; at 0.7, or with a peak learning rate
@@ -31,7 +34,7 @@ control; ``affectgym demo`` runs a short version.
 >>> config.env_kwargs["flat_prompt"], config.lora_layers, config.group_batches
 ('compact', 10, True)
 >>> sarcasm_cpu_config("runs/x", control=True).env_kwargs["reward_weights"]
-{'correctness': 0.0}
+{'format': 0.05, 'correctness': 0.0}
 """
 
 from __future__ import annotations
@@ -60,8 +63,9 @@ def sarcasm_cpu_config(output_dir: str | Path, *, max_steps: int = 60, seed: int
         **overrides: Any other :class:`~affectgym.train.config.TrainConfig` field.
     """
     env_kwargs = dict(SARCASM_SHORT_FORM)
+    env_kwargs["reward_weights"] = {"format": 0.05}
     if control:
-        env_kwargs["reward_weights"] = {"correctness": 0.0}
+        env_kwargs["reward_weights"]["correctness"] = 0.0
     options: dict[str, Any] = {
         "env_id": SARCASM_ENV_ID,
         "model": model,
