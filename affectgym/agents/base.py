@@ -44,6 +44,9 @@ class Agent:
 
     #: Short name shown in tables and written to ``metadata.json``.
     name: str = "agent"
+    #: The kinds of env (:func:`env_kind`) the agent can play: ``"text"`` (messages in and
+    #: out, the AffectEnv contract) and/or ``"numeric"`` (array observations and actions).
+    env_kinds: tuple[str, ...] = ("text",)
 
     def reset(self, seed: int | None = None) -> None:
         """Forget the previous episode; ``seed`` is the new episode's seed (for sampling agents)."""
@@ -105,6 +108,23 @@ class FunctionAgent(Agent):
     def act(self, observation: str, info: Mapping[str, Any]) -> str:
         """Call the function."""
         return self.fn(observation, info)
+
+
+ENV_KINDS = ("text", "numeric")
+
+
+def env_kind(env: Any) -> str:
+    """``"text"`` for an env whose observations are text (every AffectEnv), else ``"numeric"``.
+
+    >>> import gymnasium as gym
+    >>> env_kind(gym.make("affectgym/EmotionState-v0")), env_kind(gym.make("affectgym/EmotionStyle-v0", classifier="nade"))
+    ('numeric', 'text')
+    """
+    from gymnasium import spaces
+
+    from affectgym.envs.spaces import TextSpace
+
+    return "text" if isinstance(env.observation_space, (TextSpace, spaces.Text)) else "numeric"
 
 
 def chat_function(agent: Agent) -> Callable[[list[dict[str, Any]]], str]:
@@ -177,4 +197,4 @@ def raw_text_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, A
     return out
 
 
-__all__ = ["Agent", "FunctionAgent", "StepFn", "chat_function", "raw_text_messages", "text_without_tool_calls", "tool_call_text"]
+__all__ = ["ENV_KINDS", "Agent", "FunctionAgent", "StepFn", "chat_function", "env_kind", "raw_text_messages", "text_without_tool_calls", "tool_call_text"]

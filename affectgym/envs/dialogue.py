@@ -739,6 +739,8 @@ class DialogueEnv(AffectEnv):
 
     #: BLEU-4, ROUGE-1/2/L and per-slot tag accuracy of the replies against the references.
     outcome_summaries = ("dialogue",)
+    #: The LLM-free agent ``affectgym eval --agent baseline`` plays: tagged sentences from a lexicon.
+    recommended_baseline = "dialogue-template"
 
     # ------------------------------------------------------------------ episodes
     def start_episode(self, options: Mapping[str, Any]) -> DialogueTurn:

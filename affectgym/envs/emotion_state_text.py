@@ -216,6 +216,8 @@ class EmotionStateTextEnv(AffectEnv):
     """
 
     score_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
+    #: The LLM-free agent ``affectgym eval --agent baseline`` plays: the proportional controller.
+    recommended_baseline: ClassVar[str] = "controller"
 
     def __init__(
         self,

@@ -545,6 +545,8 @@ class EmotionStyleEnv(AffectEnv):
 
     #: The mean reward per requested emotion (the outcome's ``target``).
     outcome_summaries = ("reward_by_target",)
+    #: The LLM-free agent ``affectgym eval --agent baseline`` plays: a templated reply from an emotion lexicon.
+    recommended_baseline = "style-lexicon"
 
     # ------------------------------------------------------------------ checker
     def reference_answer(self, scenario: StyleScenario) -> tuple[str, Trace]:

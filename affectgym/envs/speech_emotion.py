@@ -569,6 +569,8 @@ class SpeechEmotionEnv(AffectEnv):
 
     #: Accuracy, P/R/F1, confusion matrix, calibration and subsets (``pivot``) of the outcomes.
     outcome_summaries = ("classification",)
+    #: The LLM-free agent ``affectgym eval --agent baseline`` plays (see :mod:`affectgym.agents.baselines`).
+    recommended_baseline = "probe"
 
     # ------------------------------------------------------------------ checker
     def reference_answer(self, scenario: SpeechClip) -> tuple[str, Trace]:

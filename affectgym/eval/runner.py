@@ -218,7 +218,8 @@ def play_episode(env: Any, agent: Agent, scenario_id: str, rollout: int, seed: i
         "rollout": rollout,
         "seed": seed,
         "reward": math.fsum(step_rewards) if error is None else None,
-        "reward_components": dict(info.get("reward_components") or {}) if error is None else {},
+        # A numeric env's last step reports the episode's means beside that step's own components.
+        "reward_components": dict(info.get("episode_reward_components") or info.get("reward_components") or {}) if error is None else {},
         "step_rewards": step_rewards,
         "terminated": state["terminated"],
         "truncated": state["truncated"],

@@ -15,7 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from affectgym.envs.emotion_state.data import SPLITS, EmotionArc, arcs_in_split, load_arcs, load_transition_prior
+from affectgym.envs.emotion_state.data import (
+    SPLITS,
+    EmotionArc,
+    arcs_in_split,
+    load_arcs,
+    load_transition_prior,
+)
 from affectgym.envs.emotion_state.dynamics import (
     COMPONENT_NAMES,
     DEFAULT_ALPHA,

@@ -18,7 +18,11 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec
 
-from affectgym.envs.emotion_state.config import DEFAULT_MAX_EPISODE_STEPS, EmotionStateConfig, EmotionStateCore
+from affectgym.envs.emotion_state.config import (
+    DEFAULT_MAX_EPISODE_STEPS,
+    EmotionStateConfig,
+    EmotionStateCore,
+)
 from affectgym.envs.emotion_state.data import EmotionArc
 from affectgym.envs.emotion_state.dynamics import EMOTIONS, NUM_EMOTIONS
 from affectgym.envs.emotion_state.packed import (
