@@ -12,7 +12,8 @@ writes to ``out`` (:mod:`affectgym.eval.results`):
   envs). Lines are only ever written whole (:class:`~affectgym.eval.results.ResultsWriter`),
   so after a crash or Ctrl-C ``resume=True`` keeps every complete line, drops a
   half-written last one and plays only the missing (scenario, rollout) episodes.
-* ``metadata.json``: env id and kwargs, agent spec and settings, package versions, seed,
+* ``metadata.json``: env id and kwargs, agent spec and settings, the scorers the env
+  reports (its ``scorers``, e.g. which emotion classifier ran), package versions, seed,
   start and end times, host and the exact command.
 * ``summary.json``: mean reward with its 95% interval, each reward component, pass@k when
   rollouts > 1, tool use, timings and errors, and the summaries the env declares in its
@@ -284,7 +285,8 @@ def run_eval(
         planned = _planned_episodes(config, envs.probe)
         done = {(r["scenario_id"], r["rollout"]) for r in kept}
         todo = [key for key in planned if key not in done]
-        metadata = _metadata(config, agent, previous_metadata, outcome_summaries, len(planned), len(kept))
+        metadata = _metadata(config, agent, previous_metadata, outcome_summaries, len(planned), len(kept),
+                             scorers=getattr(envs.probe.unwrapped, "scorers", None))
         write_json(out / METADATA_FILE, metadata)
 
         writer = ResultsWriter(out / RESULTS_FILE, fsync=fsync)
@@ -503,7 +505,7 @@ def _check_resumable(config: EvalConfig, out: Path) -> dict[str, Any] | None:
 
 def _metadata(
     config: EvalConfig, agent: Agent, previous: Mapping[str, Any] | None, outcome_summaries: Sequence[str],
-    planned_episodes: int, resumed_records: int,
+    planned_episodes: int, resumed_records: int, scorers: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     from importlib import metadata as importlib_metadata
 
@@ -529,6 +531,7 @@ def _metadata(
         "agent": agent.describe(),
         "agent_kwargs": config.agent_kwargs,
         "user_simulator": config.user_simulator,
+        "scorers": dict(scorers) if scorers is not None else None,  # which classifier/judge an env scored with
         "outcome_summaries": list(outcome_summaries),
         "seed": config.seed,
         "n": config.n,
