@@ -32,6 +32,8 @@ from affectgym.agents.base import Agent
 #: target in one step; with the numeric env's 0.2 it closes 40 % of the gap per step.
 DEFAULT_CONTROLLER_GAIN = 2.0
 NUM_EMOTIONS = 7
+#: The algorithms ``affectgym train`` saves models of (the train layer's ``ALGOS``; agents sit below it).
+SB3_ALGOS = ("ppo", "sac")
 STATE, TARGET = slice(0, NUM_EMOTIONS), slice(NUM_EMOTIONS, 2 * NUM_EMOTIONS)  # EmotionState-v0's observation layout
 
 
@@ -125,8 +127,6 @@ class SB3Policy(PolicyAgent):
     name = "sb3"
 
     def __init__(self, path: str | Path, algo: str | None = None, device: str = "cpu"):
-        from affectgym.train.sb3 import ALGOS
-
         self.path = Path(path)
         if not self.path.is_file():
             raise FileNotFoundError(
@@ -136,7 +136,7 @@ class SB3Policy(PolicyAgent):
         summary = self.path.with_name("summary.json")
         if algo is None and summary.is_file():
             algo = json.loads(summary.read_text(encoding="utf-8")).get("algo")
-        candidates = (algo,) if algo is not None else ALGOS
+        candidates = (algo,) if algo is not None else SB3_ALGOS
         problems = []
         for candidate in candidates:
             try:
@@ -161,8 +161,8 @@ class SB3Policy(PolicyAgent):
 def _sb3_class(algo: str) -> Any:
     import stable_baselines3
 
-    if algo not in ("ppo", "sac"):
-        raise ValueError(f"algo {algo!r} is not supported; accepted: 'ppo', 'sac'")
+    if algo not in SB3_ALGOS:
+        raise ValueError(f"algo {algo!r} is not supported; accepted: {', '.join(SB3_ALGOS)}")
     return getattr(stable_baselines3, algo.upper())
 
 
