@@ -2,7 +2,8 @@
 
 Subcommands live beside the code they drive; each module in :data:`COMMAND_MODULES`
 has a ``register(subparsers)`` that adds its parser and handler. Errors are one line
-(``affectgym: error: ...``) unless ``--debug`` is given.
+(``affectgym: error: ...``) unless ``--debug`` is given. ``python -m affectgym`` runs the same
+command.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+
+from affectgym._version import __version__
 
 #: Modules that add subcommands, in the order ``--help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -28,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Gymnasium environments for language-model agents on affective tasks.",
     )
     parser.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
+    parser.add_argument("--version", action="version", version=f"affectgym {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(subparsers)

@@ -9,6 +9,10 @@ from typing import Any
 def register(subparsers: Any) -> None:
     """Add ``list`` and ``demo`` to the ``affectgym`` command."""
     listing = subparsers.add_parser("list", help="list every registered environment id")
+    listing.add_argument(
+        "filter", nargs="?", default=None, metavar="TEXT",
+        help="only the envs whose id or summary contains TEXT (any case), e.g. speech or State",
+    )
     listing.add_argument("--verbose", "-v", action="store_true", help="print each env's whole docstring")
     listing.set_defaults(func=run_list)
 
@@ -25,7 +29,7 @@ def register(subparsers: Any) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    """Print every affectgym id with the first line of its docstring."""
+    """Print every affectgym id (or those matching ``args.filter``) with the first line of its docstring."""
     import affectgym
     from affectgym.envs.registration import env_summary
 
@@ -33,6 +37,13 @@ def run_list(args: argparse.Namespace) -> int:
     if not ids:
         print("no affectgym environments are registered")
         return 0
+    text = (getattr(args, "filter", None) or "").lower()
+    if text:
+        matching = [env_id for env_id in ids if text in env_id.lower() or text in env_summary(env_id).lower()]
+        if not matching:
+            print(f"no environment id or summary contains {args.filter!r}; registered: {', '.join(ids)}")
+            return 1
+        ids = matching
     width = max(map(len, ids))
     for env_id in ids:
         if args.verbose:

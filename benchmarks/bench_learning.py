@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
+import hashlib
 import json
 import math
 import shutil
@@ -62,11 +64,32 @@ def recipe(arm: str, seed: int, steps: int, eval_every: int, output_dir: Path) -
     return sarcasm_cpu_config(output_dir, max_steps=steps, seed=seed, control=arm == "control", eval_every_steps=eval_every)
 
 
+@functools.lru_cache(maxsize=1)
+def recipe_id() -> str:
+    """A short fingerprint of the recipe: its options (seed and folders aside) and the
+    prompt the env renders for the first train clip, so that a change of the env's prompt
+    counts as a new recipe too.
+
+    Every row carries it, so that a results file never mixes runs of an older recipe with
+    the current one: those rows are kept but no longer read.
+    """
+    from affectgym.train.flatten import make_env
+
+    options = dataclasses.asdict(recipe("trained", 0, 1, 0, Path("runs")))
+    for varying in ("seed", "max_steps", "n_train", "eval_every_steps", "output_dir"):
+        options.pop(varying)
+    env = make_env(ENV_ID, {**ENV_KWARGS, "split": "train"})
+    options["first_prompt"] = env.flat_prompt(env.scenarios[0])
+    return hashlib.sha1(json.dumps(options, sort_keys=True, default=str).encode()).hexdigest()[:10]
+
+
 def read_rows() -> list[dict[str, Any]]:
-    """Every line written so far."""
+    """Every line written so far with the current recipe."""
     if not RUNS_FILE.is_file():
         return []
-    return [json.loads(line) for line in RUNS_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [json.loads(line) for line in RUNS_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    current = recipe_id()
+    return [row for row in rows if row.get("recipe_id") == current]
 
 
 def append_rows(rows: list[dict[str, Any]]) -> None:
@@ -91,8 +114,9 @@ def run_arm(arm: str, seed: int, steps: int, eval_every: int, work: Path) -> Non
     curve = [json.loads(line) for line in (out / "heldout.jsonl").read_text(encoding="utf-8").splitlines()]
     history = json.loads((out / "log_history.json").read_text(encoding="utf-8"))
     step_s = [row["step_time"] for row in history if "step_time" in row]
-    append_rows([{"kind": "eval", "arm": arm, "seed": seed, "steps": steps, **point} for point in curve] + [{
-        "kind": "run", "arm": arm, "seed": seed, "steps": steps, "wall_s": round(time.perf_counter() - start_s, 1),
+    tags = {"arm": arm, "seed": seed, "steps": steps, "recipe_id": recipe_id()}
+    append_rows([{"kind": "eval", **tags, **point} for point in curve] + [{
+        "kind": "run", **tags, "wall_s": round(time.perf_counter() - start_s, 1),
         "train_s": summary["train_s"], "step_s_median": statistics.median(step_s) if step_s else None,
         "first_reward": summary["first_reward"], "last_reward": summary["last_reward"],
     }])
@@ -156,7 +180,7 @@ def measure_speed(steps: int, work: Path) -> None:
     rows = [step_breakdown(default, "default flat recipe (full prompt, LoRA on every layer)")]
     cpu = dataclasses.replace(recipe("trained", 0, steps + 1, 0, work / "speed-recipe"), batch_size=8)
     rows.append(step_breakdown(cpu, "CPU recipe"))
-    append_rows(rows)
+    append_rows([{**row, "recipe_id": recipe_id()} for row in rows])
 
 
 def t_interval(values: list[float]) -> tuple[float, float]:

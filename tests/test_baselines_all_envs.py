@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import affectgym
-from affectgym.agents.base import ENV_KINDS, Agent, env_kind
+from affectgym.agents.base import Agent
 from affectgym.agents.baselines import (
     DialogueTemplateAgent,
     StateControllerAgent,
@@ -19,7 +19,13 @@ from affectgym.agents.baselines import (
     recommended_baseline,
 )
 from affectgym.agents.policies import ControllerPolicy, RandomPolicy, SB3Policy
-from affectgym.agents.registry import make_agent
+from affectgym.agents.registry import (
+    ENV_KIND_WORDS,
+    agent_env_problem,
+    check_agent_supports,
+    make_agent,
+)
+from affectgym.envs.spaces import env_kind
 from affectgym.eval import EvalConfig, run_eval
 
 BUILTIN_IDS = list(affectgym.list_envs())
@@ -49,7 +55,7 @@ def test_every_agent_class_declares_the_env_kinds_it_plays():
     from affectgym.agents import baselines, policies
 
     classes = [c for module in (baselines, policies) for c in vars(module).values() if isinstance(c, type) and issubclass(c, Agent)]
-    assert all(set(c.env_kinds) <= set(ENV_KINDS) and c.env_kinds for c in classes)
+    assert all(set(c.env_kinds) <= set(ENV_KIND_WORDS) and c.env_kinds for c in classes)
     assert ControllerPolicy.env_kinds == RandomPolicy.env_kinds == SB3Policy.env_kinds == ("numeric",)
     assert StyleLexiconAgent.env_kinds == DialogueTemplateAgent.env_kinds == StateControllerAgent.env_kinds == ("text",)
 
@@ -61,8 +67,42 @@ def test_random_and_controller_pick_the_policy_that_fits_the_env_kind():
 
 
 def test_random_on_an_env_without_labels_says_what_it_plays():
-    with pytest.raises(ValueError, match="has no label set.*--agent baseline"):
+    with pytest.raises(ValueError, match="label_set is empty.*--agent baseline"):
         make_agent("random", env_id="affectgym/EmotionStyle-v0", env_kwargs={"classifier": "nade"})
+
+
+@pytest.mark.parametrize("env_id", BUILTIN_IDS)
+def test_the_agent_check_accepts_the_baseline_and_the_recommended_agent_of_every_env(env_id):
+    env = affectgym.make(env_id)
+    check_agent_supports("baseline", env)
+    check_agent_supports(recommended_baseline(env_id), env)
+
+
+@pytest.mark.parametrize(
+    ("spec", "env_id", "problem"),
+    [
+        ("style-lexicon", "affectgym/Sarcasm-v0", "it reads EmotionStyle-v0's prompt"),
+        ("dialogue-template", "affectgym/EmotionStyle-v0", "the env is a EmotionStyleEnv, not a DialogueEnv"),
+        ("controller", "affectgym/EmpatheticDialogue-v0", "EmotionStateText-v0's 'Current state:'"),
+        ("controller", "affectgym/EmotionStyle-v0", "not a EmotionStateTextEnv"),
+        ("random", "affectgym/EmotionStateText-v0", "label_set is empty"),
+        ("sb3:model.zip", "affectgym/Sarcasm-v0", "it plays numeric envs and this env is text"),
+        ("style-lexicon", "affectgym/EmotionState-v0", "it plays text envs and this env is numeric"),
+    ],
+)
+def test_the_agent_check_refuses_a_new_baseline_on_an_env_it_cannot_play(spec, env_id, problem):
+    env = affectgym.make(env_id)
+    assert problem in agent_env_problem(spec, env)
+    with pytest.raises(ValueError, match=f"agent '{spec}' cannot play {env_id}: .*; agents that can: .*baseline"):
+        check_agent_supports(spec, env)
+
+
+def test_the_agent_check_lists_the_policies_that_play_the_numeric_env():
+    env = gym.make("affectgym/EmotionState-v0")
+    for spec in ("baseline", "controller", "random", "sb3:runs/es/model.zip"):
+        check_agent_supports(spec, env)
+    with pytest.raises(ValueError, match=r"agents that can: baseline, controller, random, sb3:<path/model.zip>$"):
+        check_agent_supports("majority", env)
 
 
 def test_the_runner_plays_a_numeric_env_and_writes_the_same_files(tmp_path):

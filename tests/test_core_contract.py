@@ -179,5 +179,5 @@ def test_ansi_render_prints_the_transcript():
 def test_constructor_rejects_bad_configuration_with_a_clear_message():
     with pytest.raises(ValueError, match="max_turns must be a positive integer"):
         ToyMoodEnv(max_turns=0)
-    with pytest.raises(ValueError, match="render_mode must be None or 'ansi'"):
-        ToyMoodEnv(render_mode="human")
+    with pytest.raises(ValueError, match="render_mode must be None or one of 'ansi', 'human'"):
+        ToyMoodEnv(render_mode="rgb_array")

@@ -10,19 +10,22 @@ import pytest
 
 from affectgym.envs.emotion_state import EmotionStateEnv
 from affectgym.envs.emotion_state.plot import plot_episode, rollout
-from affectgym.train.sb3 import add_sb3_arguments, read_monitor_logs, run_sb3_from_args, train_sb3
+from affectgym.train import commands
+from affectgym.train.config import config_from_args, load_config
+from affectgym.train.sb3 import read_monitor_logs, train_sb3
 
 
 def test_short_ppo_run_beats_the_random_policy_by_a_clear_margin(tmp_path, capsys):
     parser = argparse.ArgumentParser()
-    add_sb3_arguments(parser)
+    commands.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(
-        ["affectgym/EmotionState-v0", "--algo", "ppo", "--timesteps", "30000", "--seed", "0",
+        ["train", "affectgym/EmotionState-v0", "--algo", "ppo", "--timesteps", "30000", "--seed", "0",
          "--output-dir", str(tmp_path), "--eval-episodes", "10"]
     )  # fmt: skip
-    assert run_sb3_from_args(args) == 0
+    assert args.func(args) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary == json.loads(capsys.readouterr().out)
+    assert load_config(tmp_path / "config.yaml") == config_from_args(args)
     # Random play scores about 39 per 60-step episode, commanding the target about 56.
     assert summary["mean_reward"] > summary["random_mean_reward"] + 4.0
     assert (tmp_path / "model.zip").exists() and (

@@ -349,3 +349,58 @@ def test_an_agent_spec_plays_the_user_of_an_env_with_a_user_simulator(tmp_path):
     with pytest.raises(ValueError, match="default env factory"):
         run_eval(config(tmp_path / "other", user_simulator="test-dialogue-user"), agent=FunctionAgent(happy_reader),
                  env_factory=lambda: gym.make(TOY_ID))
+
+
+def test_a_reply_with_a_lone_surrogate_is_stored_replaced_and_flagged_and_resume_keeps_it(tmp_path):
+    half_an_emoji = "<answer>happy</answer> \ud83d"  # max_tokens cut a surrogate pair in two
+    agent = FunctionAgent(lambda o, i: half_an_emoji if i["scenario_id"] == "n03" else "<answer>happy</answer>")
+    result = run_eval(config(tmp_path), agent=agent)
+    records, bad = read_results(result.out / "results.jsonl")
+    assert bad == 0 and len(records) == 6 and result.summary["status"] == "complete"
+    (cut,) = [r for r in records if r.get("replaced_lone_surrogates")]
+    assert cut["scenario_id"] == "n03" and cut["final_text"] == "<answer>happy</answer> \ufffd"
+    assert cut["replaced_lone_surrogates"] == 2  # the final text and its message in the transcript
+    assert cut["error"] is None and cut["outcome"]["prediction"] == "happy"
+    again = run_eval(config(tmp_path, resume=True), agent=agent)
+    assert again.episodes_played == 0 and len(read_results(result.out / "results.jsonl")[0]) == 6
+
+
+def test_a_judge_answering_http_500_is_counted_in_each_record_the_summary_and_the_printed_table(tmp_path):
+    import io
+
+    from openai_server import OpenAIServer
+    from rich.console import Console
+
+    import affectgym
+    from affectgym.rewards.judge import JudgeConfig, format_judge_reply
+
+    style_id = "affectgym/EmotionStyle-v0"
+    if style_id not in affectgym.list_envs():
+        pytest.skip(f"{style_id} is not registered")
+    judge_config = JudgeConfig(cache=False, max_retries=1, timeout_s=10, backoff_s=0.001, max_backoff_s=0.01)
+    reply = FunctionAgent(lambda o, i: "Red. Again. Of course it is.", name="fixed-reply")
+
+    def run(server, folder):
+        console = Console(file=io.StringIO(), width=200)
+
+        def make():
+            return affectgym.make(style_id, split="eval", classifier=constant_classifier, judge_url=server.url,
+                                  judge_model="judge-model", judge_config=judge_config)
+
+        result = run_eval(config(tmp_path / folder, env_id=style_id, agent="fixed-reply", n=3), agent=reply,
+                          env_factory=make, console=console)
+        return result, read_results(result.out / "results.jsonl")[0], console.file.getvalue()
+
+    with OpenAIServer(fail_first=10**6, fail_status=500) as down:
+        result, records, printed = run(down, "down")
+    assert down.calls == 6  # each of the 3 replies: one call and one retry
+    assert [(r["error"], r["judge_failures"], r["reward_components"]["judge"]) for r in records] == [(None, 1, None)] * 3
+    assert result.summary["errors"]["count"] == 0
+    assert result.summary["judge_failures"] == {"count": 3, "episodes": 3, "rate": 1.0}
+    assert json.loads((result.out / "summary.json").read_text())["judge_failures"]["count"] == 3
+    assert "judge failures" in printed and "3 in 3 episodes" in printed
+
+    with OpenAIServer(default_reply=format_judge_reply()) as up:
+        result, records, printed = run(up, "up")
+    assert [r["judge_failures"] for r in records] == [0] * 3 and all(r["reward_components"]["judge"] == 1.0 for r in records)
+    assert result.summary["judge_failures"] == {"count": 0, "episodes": 0, "rate": 0.0} and "judge failures" not in printed

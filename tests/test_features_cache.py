@@ -133,3 +133,120 @@ def test_extract_many_skips_and_records_files_it_cannot_read_when_asked(tmp_path
         extract_many([good, bad], n_jobs=1, cache=False, progress=False)
     with pytest.raises(ValueError, match="on_error must be 'raise' or 'skip'"):
         extract_many([good], on_error="ignore")
+
+
+# ----------------------------------------------------------------------------- faults
+def _write_tone(path, frequency_hz):
+    soundfile.write(str(path), tone(frequency_hz, 0.6), 16000, subtype="PCM_16")
+
+
+def test_prosody_tool_answers_and_warns_once_when_the_cache_folder_cannot_be_written(tmp_path, monkeypatch, caplog):
+    import affectgym
+
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder should be: nothing can be created below it")
+    monkeypatch.setenv("AFFECTGYM_CACHE", str(blocked))
+    env = affectgym.make("affectgym/SpeechEmotion-v0", split="all")
+    call = '<tool_call>{"name": "get_prosody_features", "arguments": {}}</tool_call>'
+    with caplog.at_level("WARNING", logger="affectgym.features.cache"):
+        for scenario_id in env.unwrapped.scenario_ids[:2]:
+            env.reset(options={"scenario_id": scenario_id})
+            observation = env.step(call)[0]
+            assert "Pitch: mean=" in observation
+    warnings = [r for r in caplog.records if "cannot be written" in r.getMessage()]
+    assert len(warnings) == 1 and str(blocked) in warnings[0].getMessage()
+    assert "AFFECTGYM_CACHE" in warnings[0].getMessage()
+
+
+def test_full_disk_during_a_cache_write_still_returns_the_computed_features(tmp_path, clip, monkeypatch, caplog):
+    import errno
+    from pathlib import Path
+
+    real_write_bytes = Path.write_bytes
+
+    def disk_full(self, data):
+        if self.suffix == ".tmp":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write_bytes(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", disk_full)
+    store = ProsodyCache(tmp_path / "cache")
+    with caplog.at_level("WARNING", logger="affectgym.features.cache"):
+        assert cached_prosody(clip, cache=store) == extract_prosody(clip)
+        store.clear_memo()
+        assert cached_prosody(clip, cache=store) == extract_prosody(clip)
+    assert sum("No space left on device" in r.getMessage() for r in caplog.records) == 1
+    assert store.entries() == [] and not list((tmp_path / "cache").rglob("*.tmp"))
+
+
+def test_file_rewritten_with_same_size_and_mtime_gives_the_new_features(tmp_path):
+    path = tmp_path / "take.wav"
+    _write_tone(path, 150.0)
+    store = ProsodyCache(tmp_path / "cache")
+    assert round(cached_prosody(path, cache=store).f0_median_hz) == 150
+    before = path.stat()
+    _write_tone(path, 300.0)  # what `cp -p other.wav take.wav` does: new bytes, old mtime
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size and path.stat().st_mtime_ns == before.st_mtime_ns
+    assert round(cached_prosody(path, cache=store).f0_median_hz) == 300
+
+
+def test_file_digest_memo_keys_on_the_ctime_that_cp_p_cannot_restore(tmp_path, monkeypatch):
+    import time
+
+    from affectgym.features import cache as cache_module
+
+    monkeypatch.setattr(cache_module, "_RACY_WINDOW_NS", -(10**18))  # memoise even fresh files
+    path = tmp_path / "take.wav"
+    _write_tone(path, 150.0)
+    first = cache_module._file_digest(path)
+    assert first in cache_module._FILE_DIGESTS.values()
+    before = path.stat()
+    time.sleep(0.05)  # past the file system's timestamp granularity
+    _write_tone(path, 300.0)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert cache_module._file_digest(path) != first
+
+
+def test_entry_copied_to_another_key_is_refused(tmp_path):
+    store = ProsodyCache(tmp_path)
+    prosody = extract_prosody(_tone_audio())
+    store.put("aa" * 32, prosody)
+    (entry,) = store.entries()
+    copy = tmp_path / "bb" / ("bb" * 32 + ".json")
+    copy.parent.mkdir()
+    copy.write_bytes(entry.read_bytes())
+    store.clear_memo()
+    assert store.get("bb" * 32) is None and not copy.exists()
+    assert store.get("aa" * 32) == prosody
+
+
+def test_entry_replaced_by_a_folder_is_recomputed(tmp_path, clip):
+    store = ProsodyCache(tmp_path / "cache")
+    first = cached_prosody(clip, cache=store)
+    (entry,) = store.entries()
+    entry.unlink()
+    entry.mkdir()
+    (entry / "inside").write_text("x")
+    store.clear_memo()
+    assert cached_prosody(clip, cache=store) == first
+    assert store.entries() == [] and store.evict() == 0
+
+
+def test_eviction_removes_temporary_files_of_killed_writers_only(tmp_path):
+    import time
+
+    from affectgym.features.cache import ORPHAN_TMP_AGE_S
+
+    store = ProsodyCache(tmp_path)
+    store.put("cd" * 32, extract_prosody(_tone_audio()))
+    shard = tmp_path / "cd"
+    orphan = shard / f".{'cd' * 32}.4242.dead.tmp"
+    live = shard / f".{'cd' * 32}.4243.live.tmp"
+    for path in (orphan, live):
+        path.write_bytes(b"half an entry")
+    old_ns = time.time_ns() - int((ORPHAN_TMP_AGE_S + 60) * 1e9)
+    os.utime(orphan, ns=(old_ns, old_ns))
+    store.evict()
+    assert not orphan.exists() and live.exists()
+    assert len(store.entries()) == 1

@@ -98,3 +98,40 @@ def test_librosa_backend_agrees_on_a_tone_and_leaves_voice_quality_empty():
     assert p.f0_median_hz == pytest.approx(150.0, abs=3.0)
     assert p.jitter_local_pct is None and p.shimmer_local_pct is None and p.hnr_db is None
     assert p.speaking_rate_syl_per_s == pytest.approx(4.0, abs=0.7)
+
+
+def _written(tmp_path, name, samples):
+    import soundfile
+
+    path = tmp_path / name
+    soundfile.write(str(path), samples, SR, subtype="PCM_16")
+    return path
+
+
+@pytest.mark.parametrize("backend", ["praat", "librosa"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n: np.zeros(n),
+        # one-LSB dither of 16-bit silence; with this seed pyin used to find 77 Hz in 11% of frames
+        lambda n: np.random.default_rng(10).integers(-1, 2, n) / 32768,
+        lambda n: 1e-5 * np.sin(2 * np.pi * 50.0 * np.arange(n) / SR),  # mains hum at -100 dBFS
+    ],
+    ids=["zeros", "dither", "inaudible-hum"],
+)
+def test_digital_silence_has_no_pitch_in_either_backend(tmp_path, make, backend):
+    p = extract_prosody(_written(tmp_path, "silence.wav", make(SR)), backend=backend)
+    assert p.voiced_fraction == 0.0 and p.f0_median_hz is None
+    assert not any(p.contour_f0_hz)
+
+
+@pytest.mark.parametrize("backend", ["praat", "librosa"])
+def test_clip_shorter_than_the_analysis_window_is_refused_naming_file_and_minimum(tmp_path, backend):
+    from affectgym.features.audio import AudioLoadError
+    from affectgym.features.prosody import ProsodyParams
+
+    one_ms = 0.3 * np.sin(2 * np.pi * 200.0 * np.arange(SR // 1000) / SR)
+    with pytest.raises(AudioLoadError, match=r"blip\.wav: 0\.001 s .*too short.* at least 0\.064 s"):
+        extract_prosody(_written(tmp_path, "blip.wav", one_ms), backend=backend)
+    shortest = 0.3 * np.sin(2 * np.pi * 200.0 * np.arange(int(ProsodyParams().min_duration_s * SR)) / SR)
+    assert extract_prosody(_audio(shortest.astype(np.float32)), backend=backend).f0_median_hz == pytest.approx(200, abs=3)

@@ -17,12 +17,12 @@ import pytest
 PACKAGE_ROOT = Path(__file__).resolve().parents[1] / "affectgym"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("affectgym.emotions", "affectgym._version", "affectgym.cache_root"),
+    ("affectgym.emotions", "affectgym._version", "affectgym.cache_root", "affectgym.hub"),
     ("affectgym.features", "affectgym.rewards", "affectgym.data"),
     ("affectgym.envs", "affectgym"),
     ("affectgym.agents", "affectgym.eval"),
     ("affectgym.train",),
-    ("affectgym.cli", "affectgym.commands"),
+    ("affectgym.cli", "affectgym.__main__", "affectgym.commands"),
 )
 """Module prefixes of each layer, bottom first; ``affectgym`` alone is the package's ``__init__``."""
 

@@ -89,11 +89,32 @@ def test_train_command_runs_a_two_step_flat_run(tmp_path, capsys):
     assert (tmp_path / "run" / "config.yaml").is_file() and (tmp_path / "run" / "adapter").is_dir()
 
 
-def test_algo_ppo_dispatches_to_stable_baselines3_with_its_own_defaults(monkeypatch):
-    sb3 = pytest.importorskip("affectgym.train.sb3", reason="affectgym.train.sb3 (the SB3 helper's module) is not there")
+def test_algo_ppo_dispatches_to_stable_baselines3_with_its_own_defaults(monkeypatch, tmp_path):
+    from affectgym.train import sb3
+
     seen = {}
-    monkeypatch.setattr(sb3, "run_sb3_from_args", lambda args: seen.update(vars(args)) or 0)
+
+    def fake_train_sb3(**options):
+        seen.update(options)
+        return sb3.SB3Result(options["env_id"], options["algo"], options["timesteps"], options["seed"], 1.0, 0.0, 0.5, 0.0,
+                             options["eval_episodes"], 0.1, "model.zip", "curve.png", "summary.json")
+
+    monkeypatch.setattr(sb3, "train_sb3", fake_train_sb3)
+    monkeypatch.chdir(tmp_path)
     args = parse(["affectgym/EmotionState-v0", "--algo", "ppo", "--timesteps", "64"])
     assert args.func(args) == 0
     assert (seen["env_id"], seen["algo"], seen["timesteps"]) == ("affectgym/EmotionState-v0", "ppo", 64)
-    assert seen["output_dir"] == "runs/sb3" and seen["seed"] == 0 and seen["eval_episodes"] == 20
+    assert str(seen["output_dir"]) == "runs/sb3" and seen["seed"] == 0 and seen["eval_episodes"] == 20
+    assert seen["n_envs"] == 8
+
+
+def test_warmup_and_reward_scaling_reach_the_grpo_config(tmp_path):
+    from affectgym.train.grpo import grpo_config
+
+    config = TrainConfig(env_id="x", max_steps=20, warmup_steps=5, scale_rewards="batch", output_dir=str(tmp_path))
+    trl_config = grpo_config(config, [1.0], gpu=False)
+    assert (trl_config.warmup_steps, trl_config.scale_rewards) == (5, "batch")
+    with pytest.raises(ValueError, match="warmup_steps must be an integer in \\[0, max_steps\\), got 20"):
+        TrainConfig(env_id="x", max_steps=20, warmup_steps=20)
+    with pytest.raises(ValueError, match="scale_rewards must be 'group', 'batch' or 'none', got 'std'"):
+        TrainConfig(env_id="x", scale_rewards="std")

@@ -246,3 +246,42 @@ def test_flat_episode_wrapper_shows_the_flat_prompt_and_returns_the_episode_scor
     assert terminated
     assert reward == pytest.approx(interactive_return(env_id, {"split": "train"}, scenario_id, reply), abs=1e-9)
     assert info["messages"][-1] == {"role": "assistant", "content": reply}
+
+
+def test_a_sample_whose_judging_failed_gets_no_reward_from_any_function_and_the_batch_logs_the_count():
+    """TRL 1.16 sums the reward functions with nansum: a None judge alone would score the sample as if the judge said 0."""
+    import functools
+
+    from openai_server import OpenAIServer, Reply, last_user_text
+
+    from affectgym.envs.emotion_style import EmotionStyleEnv
+    from affectgym.rewards.judge import JudgeConfig, format_judge_reply
+
+    def judge_server(request):
+        return Reply(status=500) if "JUDGE-DOWN" in last_user_text(request) else format_judge_reply()
+
+    with OpenAIServer(judge_server) as server:
+        env_id = f"affectgym-test/StyleJudgeDown{server.url.rsplit(':', 1)[1].split('/')[0]}-v0"
+        gym.register(id=env_id, entry_point=functools.partial(
+            EmotionStyleEnv, classifier=lambda texts: [{"anger": 1.0} for _ in texts], judge_url=server.url,
+            judge_model="judge-model", judge_config=JudgeConfig(cache=False, max_retries=0),
+        ))
+        env = make_env(env_id, {"split": "train"})
+        scenario_id = next(s.id for s in env.scenarios if s.emotion == "anger")
+        funcs, weights = reward_functions(env_id)
+        replies = ["Red. Again. Of course it is.", "Red. Again. JUDGE-DOWN.", "Move it, now!"]
+        logged = []
+        kwargs = {"scenario_id": [scenario_id] * 3, "log_metric": lambda name, value: logged.append((name, value))}
+        values = {f.__name__: f(prompts=None, completions=replies, **kwargs) for f in funcs}
+        assert all(column[1] is None for column in values.values()), values
+        assert values["judge"][0] == values["judge"][2] == 1.0 and values["emotion_probability"][0] == 1.0
+        assert logged.count(("judge/failures", 1.0)) == 1  # one scoring per batch, shared by every function
+
+        adapters = [environment_factory(env_id)() for _ in replies]
+        for adapter in adapters:
+            adapter.reset(scenario_id=scenario_id)
+        completions = [[{"role": "assistant", "content": reply}] for reply in replies]
+        funcs[0](prompts=None, completions=completions, environments=adapters, scenario_id=[scenario_id] * 3)
+        assert adapters[1].get_reward() is None and adapters[1].judge_failed
+        flat_totals = weighted_total(funcs, weights, replies, {"scenario_id": [scenario_id] * 3})
+        assert adapters[0].get_reward() == pytest.approx(flat_totals[0]) and adapters[2].get_reward() == pytest.approx(flat_totals[2])

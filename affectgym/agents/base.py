@@ -26,7 +26,7 @@ import copy
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 #: ``step(action) -> (observation, reward, terminated, truncated, info)``, as ``env.step``.
 StepFn = Callable[[str], tuple[str, float, bool, bool, dict[str, Any]]]
@@ -44,9 +44,19 @@ class Agent:
 
     #: Short name shown in tables and written to ``metadata.json``.
     name: str = "agent"
-    #: The kinds of env (:func:`env_kind`) the agent can play: ``"text"`` (messages in and
-    #: out, the AffectEnv contract) and/or ``"numeric"`` (array observations and actions).
-    env_kinds: tuple[str, ...] = ("text",)
+    #: The env kinds this agent plays (:func:`affectgym.envs.spaces.env_kind`): ``"text"``
+    #: and/or ``"numeric"``. Read, with :meth:`env_problem`, before a run starts
+    #: (:func:`affectgym.agents.registry.check_agent_supports`).
+    env_kinds: ClassVar[tuple[str, ...]] = ("text",)
+
+    @classmethod
+    def env_problem(cls, env: Any) -> str | None:
+        """Why this agent cannot play ``env`` (unwrapped, of one of :attr:`env_kinds`), or ``None``.
+
+        The default accepts every env of its kinds; agents that need more (a label set, an
+        answer format, some tools) say what is missing, e.g. ``"the env hides no label"``.
+        """
+        return None
 
     def reset(self, seed: int | None = None) -> None:
         """Forget the previous episode; ``seed`` is the new episode's seed (for sampling agents)."""
@@ -108,23 +118,6 @@ class FunctionAgent(Agent):
     def act(self, observation: str, info: Mapping[str, Any]) -> str:
         """Call the function."""
         return self.fn(observation, info)
-
-
-ENV_KINDS = ("text", "numeric")
-
-
-def env_kind(env: Any) -> str:
-    """``"text"`` for an env whose observations are text (every AffectEnv), else ``"numeric"``.
-
-    >>> import gymnasium as gym
-    >>> env_kind(gym.make("affectgym/EmotionState-v0")), env_kind(gym.make("affectgym/EmotionStyle-v0", classifier="nade"))
-    ('numeric', 'text')
-    """
-    from gymnasium import spaces
-
-    from affectgym.envs.spaces import TextSpace
-
-    return "text" if isinstance(env.observation_space, (TextSpace, spaces.Text)) else "numeric"
 
 
 def chat_function(agent: Agent) -> Callable[[list[dict[str, Any]]], str]:
@@ -197,4 +190,4 @@ def raw_text_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, A
     return out
 
 
-__all__ = ["ENV_KINDS", "Agent", "FunctionAgent", "StepFn", "chat_function", "env_kind", "raw_text_messages", "text_without_tool_calls", "tool_call_text"]
+__all__ = ["Agent", "FunctionAgent", "StepFn", "chat_function", "raw_text_messages", "text_without_tool_calls", "tool_call_text"]

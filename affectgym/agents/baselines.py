@@ -39,18 +39,19 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from affectgym.agents.base import Agent, env_kind, tool_call_text
+from affectgym.agents.base import Agent, tool_call_text
 from affectgym.agents.policies import (
     DEFAULT_CONTROLLER_GAIN,
     ControllerPolicy,
     RandomPolicy,
     proportional_command,
 )
-from affectgym.agents.registry import make_agent, register_agent
+from affectgym.agents.registry import agent_env_problem, make_agent, register_agent
+from affectgym.envs.spaces import env_kind
 
 _NUMBER = r"([-+]?\d+(?:\.\d+)?)"
 # (feature name, pattern over get_prosody_features' text); missing values read as NaN.
@@ -142,7 +143,32 @@ def final_answer(label: str, confidence: float) -> str:
     return f'<final>{{"label": "{label}", "confidence": {round(float(confidence), 4)}}}</final>'
 
 
-class MajorityAgent(Agent):
+class LabelAnswerAgent(Agent):
+    """Base of the baselines that answer ``<final>{"label": ..., "confidence": ...}</final>``.
+
+    They play text envs that hide one label of a ``label_set`` and read that answer (the
+    labelled-speech envs), with the tools in :attr:`required_tools`.
+    """
+
+    #: Tools the agent (or its fitting on the train split) calls.
+    required_tools: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def env_problem(cls, env: Any) -> str | None:
+        """What the env lacks: a label set, the ``<final>`` answer format, the tools."""
+        labels = tuple(getattr(env, "label_set", ()) or ())
+        if not labels:
+            return "it answers with one of the env's labels and the env hides none (its label_set is empty)"
+        answer = final_answer(labels[0], 0.5)
+        if env.parse_final(answer)[1] is not None:
+            return f"it answers like {answer} and the env does not accept that answer format"
+        missing = [name for name in cls.required_tools if name not in env.tools]
+        if missing:
+            return f"it calls the tools {', '.join(missing)} and the env does not declare them"
+        return None
+
+
+class MajorityAgent(LabelAnswerAgent):
     """Always the most frequent train label, with its train share as confidence."""
 
     name = "majority"
@@ -157,11 +183,11 @@ class MajorityAgent(Agent):
         return final_answer(self.label, self.confidence)
 
 
-class RandomAgent(Agent):
+class RandomAgent(LabelAnswerAgent):
     """A uniformly random label at confidence 1/K, seeded per episode.
 
     Raises:
-        ValueError: The env has no label set (it is not a labelling env).
+        ValueError: The env cannot be played by it (:meth:`env_problem`: no label set, ...).
     """
 
     name = "random"
@@ -170,13 +196,14 @@ class RandomAgent(Agent):
         import affectgym
 
         env = affectgym.make(env_id, **dict(env_kwargs or {}))
-        self.labels = tuple(getattr(env.unwrapped, "label_set", ()))
+        problem = self.env_problem(env.unwrapped)
+        if problem is None:
+            self.labels = tuple(env.unwrapped.label_set)
         env.close()
-        if not self.labels:
+        if problem is not None:
             raise ValueError(
-                f"the 'random' agent answers with a random label, and {env_id} has no label set; it plays labelling "
-                "envs (Sarcasm-v0, SpeechEmotion-v0) and numeric ones (EmotionState-v0); "
-                f"for {env_id} use --agent baseline"
+                f"the 'random' agent cannot play {env_id}: {problem}; it plays labelling envs (Sarcasm-v0, "
+                f"SpeechEmotion-v0) and numeric ones (EmotionState-v0); for {env_id} use --agent baseline"
             )
         self._rng = np.random.default_rng(seed)
 
@@ -191,7 +218,7 @@ class RandomAgent(Agent):
         return final_answer(label, 1 / len(self.labels))
 
 
-class _ToolThenAnswerAgent(Agent):
+class _ToolThenAnswerAgent(LabelAnswerAgent):
     """Calls ``tools`` in order, then answers from their outputs with :meth:`decide`."""
 
     tools: tuple[str, ...] = ()
@@ -220,7 +247,17 @@ class ProsodyRuleAgent(_ToolThenAnswerAgent):
 
     name = "prosody-rule"
     tools = ("get_prosody_features",)
+    required_tools = tools
     marked_label = "sarcastic"
+
+    @classmethod
+    def env_problem(cls, env: Any) -> str | None:
+        """As :class:`LabelAnswerAgent`, and the labels must be sarcastic and one other."""
+        problem = super().env_problem(env)
+        labels = tuple(env.label_set)
+        if problem is None and (cls.marked_label not in labels or len(labels) != 2):
+            return f"it needs the labels sarcastic/sincere and the env has {list(labels)}"
+        return problem
 
     def __init__(self, env_id: str = "affectgym/Sarcasm-v0", env_kwargs: Mapping[str, Any] | None = None):
         clips, labels = collect_split(env_id, "train", env_kwargs)
@@ -263,6 +300,7 @@ class ProbeAgent(_ToolThenAnswerAgent):
     """
 
     name = "probe"
+    required_tools = ("get_transcript", "get_prosody_features")  # fitting reads both
 
     def __init__(
         self,
@@ -367,6 +405,13 @@ class StyleLexiconAgent(Agent):
 
     name = "style-lexicon"
 
+    @classmethod
+    def env_problem(cls, env: Any) -> str | None:
+        """It reads EmotionStyle-v0's prompt, so the env must be an :class:`~affectgym.envs.emotion_style.EmotionStyleEnv`."""
+        from affectgym.envs.emotion_style import EmotionStyleEnv
+
+        return _env_class_problem(env, EmotionStyleEnv, "EmotionStyle-v0's prompt (its EMOTION: line and instruction)")
+
     def act(self, observation: str, info: Mapping[str, Any]) -> str:
         """Read the target emotion (first line) and the instruction (last paragraph); reply from the lexicon."""
         match = re.match(r"\s*EMOTION:\s*(.+)", observation)
@@ -410,6 +455,13 @@ class DialogueTemplateAgent(Agent):
 
     name = "dialogue-template"
 
+    @classmethod
+    def env_problem(cls, env: Any) -> str | None:
+        """It reads EmpatheticDialogue-v0's turns, so the env must be a :class:`~affectgym.envs.dialogue.DialogueEnv`."""
+        from affectgym.envs.dialogue import DialogueEnv
+
+        return _env_class_problem(env, DialogueEnv, "the tags EmpatheticDialogue-v0 asks for")
+
     def act(self, observation: str, info: Mapping[str, Any]) -> str:
         """Reply with the template of the required tags (``info["required_tags"]`` when given)."""
         tags = list(info.get("required_tags") or [])
@@ -446,6 +498,13 @@ class StateControllerAgent(Agent):
     def __init__(self, gain: float = DEFAULT_CONTROLLER_GAIN):
         self.gain = float(gain)
 
+    @classmethod
+    def env_problem(cls, env: Any) -> str | None:
+        """It reads EmotionStateText-v0's observation, so the env must be an :class:`~affectgym.envs.emotion_state_text.EmotionStateTextEnv`."""
+        from affectgym.envs.emotion_state_text import EmotionStateTextEnv
+
+        return _env_class_problem(env, EmotionStateTextEnv, "EmotionStateText-v0's 'Current state:' and 'Target' lines")
+
     def act(self, observation: str, info: Mapping[str, Any]) -> str:
         """The command for the current state and target, as ``{"anger": ..., ...}``."""
         from affectgym.emotions import EMOTIONS
@@ -467,7 +526,69 @@ class StateControllerAgent(Agent):
         return {**super().describe(), "gain": self.gain}
 
 
+def _env_class_problem(env: Any, env_class: type, what: str) -> str | None:
+    """None when ``env`` is an ``env_class`` (plug-in subclasses included), else what the agent reads."""
+    if isinstance(env, env_class):
+        return None
+    return f"it reads {what} and the env is a {type(env).__name__}, not a {env_class.__name__}"
+
+
 # ----------------------------------------------------------------------------- registration
+class ByEnvKindAgent(Agent):
+    """What a name that builds one agent class per env kind (``random``, ``controller``) declares.
+
+    :func:`~affectgym.agents.registry.check_agent_supports` reads a registered name's class
+    before anything is built. Such a name registers a subclass of this one: :attr:`by_kind`
+    maps each env kind to the class its factory builds, and :meth:`env_problem` is that
+    class's. It is never built itself.
+    """
+
+    env_kinds = ("text", "numeric")
+    #: The class built for each env kind (:func:`~affectgym.envs.spaces.env_kind`).
+    by_kind: ClassVar[Mapping[str, type[Agent]]] = {}
+
+    @classmethod
+    def class_for(cls, env: Any) -> type[Agent] | None:
+        """The class built for ``env``'s kind, or None for a kind it does not play."""
+        return cls.by_kind.get(env_kind(env))
+
+    @classmethod
+    def env_problem(cls, env: Any) -> str | None:
+        """The problem of the class built for ``env``."""
+        chosen = cls.class_for(env)
+        return f"it plays {' or '.join(cls.by_kind)} envs" if chosen is None else chosen.env_problem(env)
+
+
+class RandomByEnvKind(ByEnvKindAgent):
+    """``random``: :class:`RandomAgent` (a random label) on text envs, :class:`~affectgym.agents.policies.RandomPolicy` on numeric ones."""
+
+    by_kind = {"text": RandomAgent, "numeric": RandomPolicy}
+
+
+class ControllerByEnvKind(ByEnvKindAgent):
+    """``controller``: :class:`StateControllerAgent` on text envs, :class:`~affectgym.agents.policies.ControllerPolicy` on numeric ones."""
+
+    by_kind = {"text": StateControllerAgent, "numeric": ControllerPolicy}
+
+
+class RecommendedBaseline(Agent):
+    """What ``baseline`` declares: the agent the env recommends (its ``recommended_baseline``).
+
+    Never built itself: its factory builds the recommended agent, and :meth:`env_problem` is
+    that agent's, so :func:`~affectgym.agents.registry.check_agent_supports` checks it.
+    """
+
+    env_kinds = ("text", "numeric")
+
+    @classmethod
+    def env_problem(cls, env: Any) -> str | None:
+        """No recommendation, or the recommended agent's problem."""
+        name = getattr(env, "recommended_baseline", None)
+        if name is None:
+            return "the env recommends no baseline (its class sets no recommended_baseline)"
+        return agent_env_problem(name, env)
+
+
 def _make_env(env_id: str, env_kwargs: Mapping[str, Any]) -> Any:
     import affectgym
 
@@ -477,7 +598,7 @@ def _make_env(env_id: str, env_kwargs: Mapping[str, Any]) -> Any:
 def _random(env_id: str, env_kwargs: Mapping[str, Any], **kwargs: Any) -> Agent:
     env = _make_env(env_id, env_kwargs)
     try:
-        if env_kind(env) == "numeric":
+        if RandomByEnvKind.class_for(env) is RandomPolicy:
             return RandomPolicy(env.action_space, **kwargs)
     finally:
         env.close()
@@ -486,9 +607,11 @@ def _random(env_id: str, env_kwargs: Mapping[str, Any], **kwargs: Any) -> Agent:
 
 def _controller(env_id: str, env_kwargs: Mapping[str, Any], **kwargs: Any) -> Agent:
     env = _make_env(env_id, env_kwargs)
-    kind = env_kind(env)
+    chosen = ControllerByEnvKind.class_for(env)
     env.close()
-    return ControllerPolicy(**kwargs) if kind == "numeric" else StateControllerAgent(**kwargs)
+    if chosen is None:
+        raise ValueError(f"the 'controller' agent plays text and numeric envs, and {env_id} is neither (env_kind 'other')")
+    return chosen(**kwargs)
 
 
 def recommended_baseline(env_id: str) -> str | None:
@@ -526,17 +649,17 @@ def _baseline_factory(build: Any, name: str) -> Any:
     return factory
 
 
-_BASELINES = {
-    "baseline": _recommended,
-    "majority": lambda env_id, env_kwargs, **kw: MajorityAgent(env_id, env_kwargs),
-    "random": _random,
-    "controller": _controller,
-    "style-lexicon": lambda env_id, env_kwargs, **kw: StyleLexiconAgent(),
-    "dialogue-template": lambda env_id, env_kwargs, **kw: DialogueTemplateAgent(),
-    "prosody-rule": lambda env_id, env_kwargs, **kw: ProsodyRuleAgent(env_id, env_kwargs),
-    "probe": lambda env_id, env_kwargs, **kw: ProbeAgent(env_id, kw.get("features", "both"), env_kwargs),
-    "probe-text": lambda env_id, env_kwargs, **kw: ProbeAgent(env_id, "text", env_kwargs),
-    "probe-prosody": lambda env_id, env_kwargs, **kw: ProbeAgent(env_id, "prosody", env_kwargs),
+_BASELINES: dict[str, tuple[type[Agent], Any]] = {
+    "baseline": (RecommendedBaseline, _recommended),
+    "majority": (MajorityAgent, lambda env_id, env_kwargs, **kw: MajorityAgent(env_id, env_kwargs)),
+    "random": (RandomByEnvKind, _random),
+    "controller": (ControllerByEnvKind, _controller),
+    "style-lexicon": (StyleLexiconAgent, lambda env_id, env_kwargs, **kw: StyleLexiconAgent()),
+    "dialogue-template": (DialogueTemplateAgent, lambda env_id, env_kwargs, **kw: DialogueTemplateAgent()),
+    "prosody-rule": (ProsodyRuleAgent, lambda env_id, env_kwargs, **kw: ProsodyRuleAgent(env_id, env_kwargs)),
+    "probe": (ProbeAgent, lambda env_id, env_kwargs, **kw: ProbeAgent(env_id, kw.get("features", "both"), env_kwargs)),
+    "probe-text": (ProbeAgent, lambda env_id, env_kwargs, **kw: ProbeAgent(env_id, "text", env_kwargs)),
+    "probe-prosody": (ProbeAgent, lambda env_id, env_kwargs, **kw: ProbeAgent(env_id, "prosody", env_kwargs)),
 }
-for _name, _build in _BASELINES.items():
-    register_agent(_name, _baseline_factory(_build, _name))
+for _name, (_class, _build) in _BASELINES.items():
+    register_agent(_name, _baseline_factory(_build, _name), agent_class=_class)

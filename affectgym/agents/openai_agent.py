@@ -77,6 +77,27 @@ def action_from_message(content: str | None, tool_calls: Sequence[Any] | None) -
     return "\n".join(parts)
 
 
+#: Sampling arguments :class:`OpenAIAgent` takes as its own keywords; others go in ``extra_body``.
+AGENT_SAMPLING_KEYS = ("temperature", "top_p", "max_tokens")
+
+
+def sampling_kwargs(sampling_args: Mapping[str, Any]) -> dict[str, Any]:
+    """:class:`OpenAIAgent` keywords for a request's sampling arguments (vf-eval's ``--sampling-args``).
+
+    ``temperature``, ``top_p`` and ``max_tokens`` become the agent's own arguments; every
+    other key (``min_p``, ``top_k``, ``seed``, a server's options...) is sent as it is, in
+    ``extra_body``.
+
+    >>> sampling_kwargs({"temperature": 0.7, "max_tokens": 64, "min_p": 0.05})
+    {'temperature': 0.7, 'max_tokens': 64, 'extra_body': {'min_p': 0.05}}
+    """
+    kwargs = {key: value for key, value in sampling_args.items() if key in AGENT_SAMPLING_KEYS}
+    extra = {key: value for key, value in sampling_args.items() if key not in AGENT_SAMPLING_KEYS}
+    if extra:
+        kwargs["extra_body"] = extra
+    return kwargs
+
+
 class OpenAIAgent(Agent):
     """A chat model behind an OpenAI-compatible endpoint.
 
@@ -199,4 +220,4 @@ def _action(response: Any) -> str:
     return action_from_message(message.content, message.tool_calls)
 
 
-__all__ = ["OpenAIAgent", "action_from_message", "openai_messages"]
+__all__ = ["AGENT_SAMPLING_KEYS", "OpenAIAgent", "action_from_message", "openai_messages", "sampling_kwargs"]

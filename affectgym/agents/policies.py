@@ -75,6 +75,18 @@ class ControllerPolicy(PolicyAgent):
     def __init__(self, gain: float = DEFAULT_CONTROLLER_GAIN):
         self.gain = float(gain)
 
+    @classmethod
+    def env_problem(cls, env: Any) -> str | None:
+        """It reads EmotionState-v0's observation layout, so the env must be an :class:`~affectgym.envs.emotion_state.EmotionStateEnv`."""
+        from affectgym.envs.emotion_state import EmotionStateEnv
+
+        if isinstance(env, EmotionStateEnv):
+            return None
+        return (
+            "it reads EmotionState-v0's observation (state at 0-6, target at 7-13) and the env is a "
+            f"{type(env).__name__}, not an EmotionStateEnv"
+        )
+
     def act(self, observation: Any, info: Mapping[str, Any]) -> np.ndarray:
         """Command the state plus ``gain`` times the error to the target."""
         observation = np.asarray(observation)

@@ -44,7 +44,14 @@ BUILTIN_AGENT_MODULES = ("affectgym.agents.baselines",)
 
 AgentFactory = Callable[..., Agent]
 _REGISTRY: dict[str, AgentFactory] = {}
+_CLASSES: dict[str, type[Agent]] = {}
 _loaded = False
+
+#: How :func:`check_agent_supports` says what an env kind is.
+ENV_KIND_WORDS = {
+    "text": "text observations and actions",
+    "numeric": "Box observations and actions",
+}
 
 ACCEPTED_FORMS = (
     "a registered name ({names}), "
@@ -55,17 +62,26 @@ ACCEPTED_FORMS = (
 )
 
 
-def register_agent(name: str, factory: AgentFactory) -> None:
+def register_agent(name: str, factory: AgentFactory, *, agent_class: type[Agent] | None = None) -> None:
     """Register ``factory(env_id=, env_kwargs=, **kwargs) -> Agent`` under ``name`` (replacing any earlier one).
 
     Args:
         name: The spec that selects it, e.g. ``"majority"``; no ``:`` allowed.
         factory: Builds the agent; receives ``env_id`` and ``env_kwargs`` (the env the agent
             will play, or ``None``) and the keyword arguments given to :func:`make_agent`.
+        agent_class: The class the factory builds, whose ``env_kinds`` and ``env_problem``
+            :func:`check_agent_supports` reads before the agent is built; default ``factory``
+            itself when it is an :class:`Agent` subclass. Without one, nothing is checked.
     """
     if not name or ":" in name:
         raise ValueError(f"agent names must be non-empty and contain no ':', got {name!r}")
     _REGISTRY[name] = factory
+    if agent_class is None and isinstance(factory, type) and issubclass(factory, Agent):
+        agent_class = factory
+    if agent_class is None:
+        _CLASSES.pop(name, None)
+    else:
+        _CLASSES[name] = agent_class
 
 
 def registered_agents() -> list[str]:
@@ -127,6 +143,80 @@ def make_agent(
     raise ValueError(f"unknown agent spec {spec!r}; accepted: {_accepted()}")
 
 
+def agent_class(spec: str) -> type[Agent] | None:
+    """The class ``spec`` builds, known without building it (``None`` when not declared).
+
+    >>> agent_class("openai:gpt-4o-mini").__name__, agent_class("hf:./my-model").__name__
+    ('OpenAIAgent', 'TransformersAgent')
+    """
+    from affectgym.agents.models import model_aliases
+
+    spec = spec.strip()
+    _load_builtin()
+    if spec in _REGISTRY:
+        return _CLASSES.get(spec)
+    kind, _, rest = spec.partition(":")
+    if spec in model_aliases() or (kind == "hf" and rest):
+        from affectgym.agents.transformers_agent import TransformersAgent
+
+        return TransformersAgent
+    if kind == "openai" and rest:
+        from affectgym.agents.openai_agent import OpenAIAgent
+
+        return OpenAIAgent
+    if kind == "dspy" and rest:
+        from affectgym.agents.dspy_agent import DSPyAgent
+
+        return DSPyAgent
+    if kind == "sb3" and rest:
+        from affectgym.agents.policies import SB3Policy
+
+        return SB3Policy
+    return None
+
+
+def agent_env_problem(spec: str, env: Any) -> str | None:
+    """Why the agent ``spec`` names cannot play ``env``, or ``None`` (also when its class is not declared).
+
+    Reads the class's ``env_kinds`` against :func:`~affectgym.envs.spaces.env_kind`, then
+    its ``env_problem(env)``; nothing is built or played.
+    """
+    from affectgym.envs.spaces import env_kind
+
+    cls = agent_class(spec)
+    if cls is None:
+        return None
+    kind = env_kind(env)
+    if kind not in cls.env_kinds:
+        return f"it plays {' or '.join(cls.env_kinds)} envs and this env is {kind} ({ENV_KIND_WORDS.get(kind, 'neither text nor Box spaces')})"
+    return cls.env_problem(env.unwrapped)
+
+
+def check_agent_supports(spec: str, env: Any, env_id: str | None = None) -> None:
+    """Fail at once, in one line, when the agent ``spec`` names cannot play ``env``.
+
+    Args:
+        spec: An agent spec for :func:`make_agent`.
+        env: The env it would play (an instance, wrapped or not).
+        env_id: Its id in the message; default ``env.spec.id``.
+
+    Raises:
+        ValueError: Names the agent, what it needs and the agents that can play the env.
+    """
+    problem = agent_env_problem(spec, env)
+    if problem is None:
+        return
+    env_id = env_id or (env.spec.id if env.spec else type(env.unwrapped).__name__)
+    able = [name for name in registered_agents() if agent_class(name) is not None and agent_env_problem(name, env) is None]
+    if agent_env_problem("hf:model", env) is None:
+        able.append("hf:<model>, openai:<model>@<base_url>, dspy:<model>@<base_url>")
+    if agent_env_problem("sb3:model.zip", env) is None:
+        able.append("sb3:<path/model.zip>")
+    raise ValueError(
+        f"agent {spec!r} cannot play {env_id}: {problem}; agents that can: {', '.join(able) or 'none registered'}"
+    )
+
+
 def parse_endpoint_spec(text: str) -> tuple[str, str | None]:
     """Split ``<model>@<base_url>`` (the URL part is optional; model names may contain ``@``).
 
@@ -165,4 +255,13 @@ def _load_builtin() -> None:
             logger.warning("affectgym agent plugin %r failed to load: %s", entry_point.name, exc)
 
 
-__all__ = ["FunctionAgent", "make_agent", "parse_endpoint_spec", "register_agent", "registered_agents"]
+__all__ = [
+    "FunctionAgent",
+    "agent_class",
+    "agent_env_problem",
+    "check_agent_supports",
+    "make_agent",
+    "parse_endpoint_spec",
+    "register_agent",
+    "registered_agents",
+]

@@ -18,6 +18,7 @@ from typing import Any
 
 from affectgym.agents.base import Agent, raw_text_messages
 from affectgym.agents.models import CHATML_TOOL_TEMPLATE, resolve_model
+from affectgym.hub import pretrained_problem
 
 
 class GenerationBatcher:
@@ -137,18 +138,24 @@ class TransformersAgent(Agent):
         chat_template: str | None = None,
         name: str | None = None,
     ):
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
+        path = resolve_model(model) if isinstance(model, str) else None
+        # Checked before torch loads: a missing folder or an offline hub id fails at once
+        # instead of after from_pretrained's retries.
+        for what, source in (("model", path), ("adapter", adapter)):
+            problem = pretrained_problem(source) if source is not None else None
+            if problem is not None:
+                raise OSError(f"cannot load the {what}: {problem}")
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        if temperature < 0:
-            raise ValueError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
         self.model_ref = model if isinstance(model, str) else type(model).__name__
         self.adapter = adapter
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = device
         if isinstance(model, str):
-            path = resolve_model(model)
             torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype)
             loaded = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
             tokenizer = AutoTokenizer.from_pretrained(tokenizer or path) if not _is_tokenizer(tokenizer) else tokenizer

@@ -61,7 +61,9 @@ HUB_DATASET = "mario-rc/aif-emotional-generation"
 EMBEDDED_FILE = Path(__file__).with_name("dialogues") / "embedded.json"
 
 # A tag: a word or two in round, square or (after NFKC) full-width brackets, optionally bold.
-_TAG = re.compile(r"\**\s*[\(\[]\s*([A-Za-z][A-Za-z _-]{0,24}?)\s*[\)\]]\s*\**")
+# Matched from its bracket; the bold and spaces before it are taken back by _tag_start (a
+# pattern starting with them would retry a whole run of spaces at each one: quadratic).
+_TAG = re.compile(r"[\(\[]\s*([A-Za-z][A-Za-z _-]{0,24}?)\s*[\)\]]\s*\**")
 _SPEAKER = re.compile(r"^\s*(?:chatbot|assistant|bot|response)\s*:\s*", re.IGNORECASE)
 
 
@@ -129,20 +131,32 @@ def split_tagged(text: str) -> tuple[str, list[TaggedSegment]]:
         ``(text before the first tag, segments)``.
     """
     text = _SPEAKER.sub("", normalise_text(text))
-    tags = [
-        m
-        for m in _TAG.finditer(text)
-        if dialogue_label(m.group(1)) is not None or m.group(1).replace(" ", "").replace("_", "").isupper()
-    ]
+    tags = []
+    previous_end = 0
+    for match in _TAG.finditer(text):
+        start = _tag_start(text, match.start(), previous_end)
+        previous_end = match.end()
+        name = match.group(1)
+        if dialogue_label(name) is not None or name.replace(" ", "").replace("_", "").isupper():
+            tags.append((start, match.end(), name.strip()))
     if not tags:
         return text.strip(), []
-    lead = text[: tags[0].start()].strip()
+    lead = text[: tags[0][0]].strip()
     segments = []
-    for match, following in zip(tags, [*tags[1:], None], strict=True):
-        end = following.start() if following is not None else len(text)
-        raw = match.group(1).strip()
-        segments.append(TaggedSegment(raw, dialogue_label(raw), text[match.end() : end].strip()))
+    for (_, end, raw), following in zip(tags, [*tags[1:], None], strict=True):
+        stop = following[0] if following is not None else len(text)
+        segments.append(TaggedSegment(raw, dialogue_label(raw), text[end:stop].strip()))
     return lead, segments
+
+
+def _tag_start(text: str, bracket: int, floor: int) -> int:
+    """Where the tag whose bracket is at ``bracket`` starts: before the spaces and then the asterisks before it (not before ``floor``)."""
+    start = bracket
+    while start > floor and text[start - 1].isspace():
+        start -= 1
+    while start > floor and text[start - 1] == "*":
+        start -= 1
+    return start
 
 
 def reply_tags(reply: str | None) -> list[str | None]:

@@ -6,13 +6,16 @@ label or file name), because an agent sees the id.
 
 * :func:`load_embedded` -- the espeak-ng corpora shipped in the package (offline).
 * :func:`load_audio_folder` -- ``DIR/<label>/<clip>.<ext>`` with an optional ``<clip>.txt``
-  transcript beside each clip; the label set is the folder names.
+  transcript beside each clip; the label set is the folder names (hidden ones skipped).
 * :func:`load_mustard` -- MUStARD's ``sarcasm_data.json`` (or any data in its format), with
   audio from ``DIR/audio/<id>.<ext>`` or the original ``DIR/utterances_final/<id>.mp4``.
 * :func:`load_mustard_hub` -- the authors' JSON and the audio dataset from the Hugging Face
   hub; with no network it fails with one line naming the ``data_dir`` alternative.
 
-:func:`clip_groups` gives each clip the group key its train/eval split keeps together.
+:func:`screen_clips` checks every clip's audio file (header only) and skips or refuses the
+bad ones; :func:`clip_groups` gives each clip the group key its train/eval split keeps
+together. Every problem with a dataset's files is a :class:`DatasetError` naming the file,
+and for MUStARD's JSON the clip id and the field.
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 AUDIO_EXTENSIONS = (".wav", ".flac", ".ogg", ".mp3", ".m4a", ".aac", ".mp4")
 MUSTARD_LABELS = ("sarcastic", "sincere")
@@ -31,7 +36,12 @@ MUSTARD_HUB_AUDIO = "DynamicSuperb/SarcasmDetection_Mustard"
 MUSTARD_JSON_URL = "https://raw.githubusercontent.com/soujanyaporia/MUStARD/master/data/sarcasm_data.json"
 #: Named ways of grouping clips for a split; a path to a JSON or CSV mapping file works too.
 GROUP_KEYS = ("transcript", "speaker", "clip")
+#: What :func:`screen_clips` does with a clip whose audio file is unusable.
+BAD_CLIP_POLICIES = ("skip", "error")
 _SPACES = re.compile(r"\s+")
+_PLAIN_CLIP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # a file name stem, never a path
+
+log = logging.getLogger(__name__)
 
 
 class DatasetError(ValueError):
@@ -85,19 +95,27 @@ def load_embedded(kind: str) -> list[SpeechClip]:
 def load_audio_folder(data_dir: str | Path) -> list[SpeechClip]:
     """Clips from ``DIR/<label>/<clip>.<audio ext>`` (+ optional ``<clip>.txt`` transcripts).
 
+    Hidden folders and files (names starting with ``.``, such as ``.ipynb_checkpoints``
+    or macOS's ``._take01.wav``) are skipped. Every entry with an audio extension becomes
+    a clip, even one that is no usable audio file (a folder named ``x.wav``, a dangling
+    link): :func:`screen_clips` reports those with their reasons.
+
     Raises:
-        DatasetError: The folder is missing or holds no audio in label sub-folders.
+        DatasetError: The folder is missing or holds no audio in label sub-folders, or a
+            transcript is not readable UTF-8 text (the message names the file).
     """
     root = Path(data_dir)
     if not root.is_dir():
         raise DatasetError(f"data_dir {str(root)!r} is not a folder; expected DIR/<label>/<clip>.wav")
     clips = []
     copies: dict[str, int] = {}
-    for label_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-        for audio in sorted(p for p in label_dir.iterdir() if p.suffix.lower() in AUDIO_EXTENSIONS):
-            transcript_file = audio.with_suffix(".txt")
-            transcript = transcript_file.read_text(encoding="utf-8").strip() if transcript_file.exists() else ""
-            digest = "clip-" + hashlib.sha256(audio.read_bytes()).hexdigest()[:12]
+    for label_dir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        candidates = (
+            p for p in label_dir.iterdir() if p.suffix.lower() in AUDIO_EXTENSIONS and not p.name.startswith(".")
+        )
+        for audio in sorted(candidates):
+            transcript = _read_transcript(audio.with_suffix(".txt"))
+            digest = "clip-" + _content_digest(audio, root)[:12]
             copies[digest] = copies.get(digest, 0) + 1  # byte-identical files: -2, -3, ... in path order
             clip_id = digest if copies[digest] == 1 else f"{digest}-{copies[digest]}"
             clips.append(SpeechClip(id=clip_id, transcript=transcript, label=label_dir.name, audio_path=str(audio)))
@@ -107,6 +125,78 @@ def load_audio_folder(data_dir: str | Path) -> list[SpeechClip]:
             f"{', '.join(AUDIO_EXTENSIONS)}"
         )
     return clips
+
+
+def _read_transcript(path: Path) -> str:
+    """The transcript beside a clip, or ``""`` when there is none."""
+    if not path.exists():
+        return ""
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise DatasetError(
+            f"transcript {str(path)!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
+            "save it as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+        ) from exc
+    except OSError as exc:
+        raise DatasetError(
+            f"transcript {str(path)!r} cannot be read ({exc.strerror or exc}); expected a UTF-8 text file"
+        ) from exc
+
+
+def _content_digest(audio: Path, root: Path) -> str:
+    """SHA-256 of a clip's bytes, or of its path when it cannot be read (a bad clip, for :func:`screen_clips`)."""
+    try:
+        return hashlib.sha256(audio.read_bytes()).hexdigest()
+    except OSError:
+        return hashlib.sha256(b"unreadable:" + audio.relative_to(root).as_posix().encode()).hexdigest()
+
+
+def screen_clips(
+    clips: Sequence[SpeechClip], on_bad_clip: str = "skip", min_duration_s: float = 0.0
+) -> list[SpeechClip]:
+    """The clips whose audio file passes fast header checks; the bad ones skipped or refused.
+
+    A clip is bad when its file is missing, a dangling link, a folder, empty, not audio
+    libsndfile can read, or shorter than ``min_duration_s`` (see
+    :func:`~affectgym.features.audio.audio_file_problem`). Clips without audio
+    (``audio_path=None``) are kept: their audio tools say there is none.
+
+    Args:
+        clips: The clips of a dataset.
+        on_bad_clip: ``"skip"`` (leave bad clips out, with one warning listing each with its
+            path and reason) or ``"error"`` (raise, listing them).
+        min_duration_s: Shortest usable clip, e.g. ``ProsodyParams().min_duration_s``.
+
+    Returns:
+        The good clips, in their order.
+
+    Raises:
+        ValueError: Unknown ``on_bad_clip``.
+        DatasetError: ``on_bad_clip="error"`` and some clip is bad.
+
+    >>> screen_clips([SpeechClip("c1", "Oh great.", "sarcastic", audio_path="/nonexistent/c1.wav")])
+    []
+    """
+    from affectgym.features.audio import audio_file_problem
+
+    if on_bad_clip not in BAD_CLIP_POLICIES:
+        raise ValueError(f"on_bad_clip must be one of {', '.join(BAD_CLIP_POLICIES)}, got {on_bad_clip!r}")
+    good, bad = [], []
+    for clip in clips:
+        problem = None if clip.audio_path is None else audio_file_problem(clip.audio_path, min_duration_s)
+        if problem is None:
+            good.append(clip)
+        else:
+            bad.append(f"{clip.audio_path}: {problem}")
+    if bad and on_bad_clip == "error":
+        raise DatasetError(
+            f"{len(bad)} of {len(clips)} clips have unusable audio (pass on_bad_clip='skip' to leave them "
+            "out): " + "; ".join(bad)
+        )
+    if bad:
+        log.warning("skipping %d of %d clips with unusable audio: %s", len(bad), len(clips), "; ".join(bad))
+    return good
 
 
 def clip_groups(
@@ -185,40 +275,96 @@ def _read_group_file(path: Path) -> Mapping[str, str]:
 def load_mustard(data_dir: str | Path) -> list[SpeechClip]:
     """MUStARD-format annotations from ``DIR/sarcasm_data.json``, in the file's key order.
 
+    The file is a JSON object mapping each clip id (a plain name such as ``"1_60"``) to a
+    record with ``utterance`` and ``speaker`` (non-empty strings), ``context`` and
+    ``context_speakers`` (lists of strings of one length), ``sarcasm`` (``true`` or
+    ``false``, nothing else) and optionally ``show`` (a string). Other fields are ignored.
     Audio is looked up as ``DIR/audio/<id>.<wav|flac|mp3|m4a|aac>`` and then
     ``DIR/utterances_final/<id>.mp4``; clips without either have ``audio_path=None``.
 
     Raises:
-        DatasetError: The JSON is missing or not in MUStARD's format.
+        DatasetError: The JSON is missing, unreadable, or not in that format; the message
+            names the file, the clip id and the field.
     """
     root = Path(data_dir)
     path = root / "sarcasm_data.json"
-    if not path.is_file():
-        raise DatasetError(f"{str(path)!r} not found; data_dir must hold MUStARD's sarcasm_data.json")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DatasetError(f"{str(path)!r} is not valid JSON: {exc}") from exc
+    data = _read_json(path, "data_dir must hold MUStARD's sarcasm_data.json")
     if not isinstance(data, dict):
-        raise DatasetError(f"{str(path)!r} must map clip ids to records, got {type(data).__name__}")
+        raise DatasetError(f"{str(path)!r} must be a JSON object mapping clip ids to records, got {_json_type(data)}")
     return [_mustard_clip(root, clip_id, record, path) for clip_id, record in data.items()]
 
 
+def _read_json(path: Path, what: str) -> Any:
+    """Parse a dataset's JSON file; every way it can fail is a :class:`DatasetError` naming it."""
+    if not path.is_file():
+        raise DatasetError(f"{str(path)!r} not found; {what}")
+
+    def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        unique = dict(pairs)
+        if len(unique) < len(pairs):
+            repeated = next(key for key in unique if sum(k == key for k, _ in pairs) > 1)
+            raise DatasetError(f"{str(path)!r}: the key {repeated!r} appears more than once in one object")
+        return unique
+
+    try:
+        return json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=unique_keys)
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{str(path)!r} is not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except RecursionError as exc:
+        raise DatasetError(f"{str(path)!r} is nested too deeply to be a dataset file") from exc
+    except ValueError as exc:  # JSONDecodeError, and integers past Python's digit limit
+        raise DatasetError(f"{str(path)!r} is not valid JSON: {exc}") from exc
+    except OSError as exc:
+        raise DatasetError(f"{str(path)!r} cannot be read ({exc.strerror or exc})") from exc
+
+
+def _json_type(value: object) -> str:
+    """The JSON name of a parsed value's type, for error messages."""
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"the number {value!r}"
+    return names.get(type(value), type(value).__name__)
+
+
 def _mustard_clip(root: Path, clip_id: str, record: object, path: Path) -> SpeechClip:
-    required = ("utterance", "speaker", "context", "context_speakers", "sarcasm")
-    if not isinstance(record, dict) or any(key not in record for key in required):
-        raise DatasetError(f"{str(path)!r}: record {clip_id!r} needs the fields {', '.join(required)}")
-    context = tuple(
-        f"{speaker}: {line}" for speaker, line in zip(record["context_speakers"], record["context"], strict=False)
-    )
+    where = f"{str(path)!r}: clip {clip_id!r}"
+    if not _PLAIN_CLIP_ID.match(clip_id):
+        raise DatasetError(
+            f"{where}: the clip id must be a plain file name stem (letters, digits, '_', '.', '-'), "
+            "since the audio is looked up by it"
+        )
+    if not isinstance(record, dict):
+        raise DatasetError(f"{where}: the record must be a JSON object, got {_json_type(record)}")
+
+    def field(name: str, ok: bool, expected: str) -> None:
+        if name not in record:
+            raise DatasetError(f"{where}: field {name!r} is missing; expected {expected}")
+        if not ok:
+            raise DatasetError(f"{where}: field {name!r} is {_json_type(record[name])}; expected {expected}")
+
+    for name in ("utterance", "speaker"):
+        value = record.get(name)
+        field(name, isinstance(value, str) and bool(value.strip()), "a non-empty string")
+    for name in ("context", "context_speakers"):
+        value = record.get(name)
+        field(name, isinstance(value, list) and all(isinstance(line, str) for line in value), "a list of strings")
+    if len(record["context"]) != len(record["context_speakers"]):
+        raise DatasetError(
+            f"{where}: field 'context_speakers' has {len(record['context_speakers'])} entries for "
+            f"{len(record['context'])} lines of 'context'; expected one speaker per line"
+        )
+    field("sarcasm", isinstance(record.get("sarcasm"), bool), "true or false")
+    show = record.get("show")
+    if show is not None and not isinstance(show, str):
+        raise DatasetError(f"{where}: field 'show' is {_json_type(show)}; expected a string (or no field)")
     return SpeechClip(
-        id=str(clip_id),
-        transcript=str(record["utterance"]),
+        id=clip_id,
+        transcript=record["utterance"],
         label="sarcastic" if record["sarcasm"] else "sincere",
-        audio_path=_find_audio(root, str(clip_id)),
-        context=context,
-        speaker=str(record["speaker"]),
-        show=record.get("show"),
+        audio_path=_find_audio(root, clip_id),
+        context=tuple(f"{speaker}: {line}" for speaker, line in zip(record["context_speakers"], record["context"], strict=True)),
+        speaker=record["speaker"],
+        show=show,
     )
 
 
@@ -231,19 +377,57 @@ def _find_audio(root: Path, clip_id: str) -> str | None:
     return str(video) if video.is_file() else None
 
 
-def mustard_folds(data_dir: str | Path) -> list[dict[str, list[int]]]:
-    """The authors' 5 speaker-dependent folds from ``DIR/split_indices.json``.
+def mustard_folds(data_dir: str | Path) -> list[dict[str, list[str]]]:
+    """The authors' 5 speaker-dependent folds from ``DIR/split_indices.json``, as clip ids.
+
+    The file is a JSON array of ``{"train": [...], "test": [...]}`` objects whose entries
+    index the clips of ``DIR/sarcasm_data.json`` in its key order: integers from 0 to the
+    number of clips - 1, none twice in a part, none in both parts of a fold.
 
     Returns:
-        One ``{"train": [...], "test": [...]}`` per fold, indices into the JSON's key order.
+        One ``{"train": [ids], "test": [ids]}`` per fold.
+
+    Raises:
+        DatasetError: Either file is missing or malformed; the message names the file, the
+            fold, the field and the index or clip id at fault.
     """
-    path = Path(data_dir) / "split_indices.json"
-    if not path.is_file():
-        raise DatasetError(f"{str(path)!r} not found; fold splits need MUStARD's split_indices.json")
-    folds = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(folds, list) or not all(isinstance(f, dict) and {"train", "test"} <= set(f) for f in folds):
-        raise DatasetError(f"{str(path)!r} must be a list of {{'train': [...], 'test': [...]}} folds")
-    return folds
+    root = Path(data_dir)
+    path = root / "split_indices.json"
+    folds = _read_json(path, "fold splits need MUStARD's split_indices.json")
+    clip_ids = [clip.id for clip in load_mustard(root)]
+    shape = "a JSON array of {'train': [...], 'test': [...]} folds"
+    if not isinstance(folds, list) or not folds:
+        raise DatasetError(f"{str(path)!r} must be {shape}, got {_json_type(folds)}")
+    resolved = []
+    for number, fold in enumerate(folds, start=1):
+        if not isinstance(fold, dict):
+            raise DatasetError(f"{str(path)!r}: fold {number} is {_json_type(fold)}; expected {shape}")
+        parts = {}
+        for part in ("train", "test"):
+            where = f"{str(path)!r}: fold {number}, field {part!r}"
+            indices = fold.get(part)
+            if not isinstance(indices, list):
+                raise DatasetError(f"{where} is {'missing' if part not in fold else _json_type(indices)}; expected a list of clip indices")
+            for index in indices:
+                if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(clip_ids):
+                    raise DatasetError(
+                        f"{where}: index {index!r} is not a clip of sarcasm_data.json; expected integers "
+                        f"0..{len(clip_ids) - 1}"
+                    )
+            ids = [clip_ids[index] for index in indices]
+            if len(set(ids)) < len(ids):
+                repeated = next(i for i in ids if ids.count(i) > 1)
+                raise DatasetError(f"{where}: clip {repeated!r} is listed more than once")
+            parts[part] = ids
+        train = set(parts["train"])
+        overlap = [i for i in parts["test"] if i in train]
+        if overlap:
+            raise DatasetError(
+                f"{str(path)!r}: fold {number}: clip {overlap[0]!r} is in both 'train' and 'test' "
+                f"({len(overlap)} clips in all); a fold's parts must be disjoint"
+            )
+        resolved.append(parts)
+    return resolved
 
 
 def load_mustard_hub(cache_dir: str | Path | None = None) -> list[SpeechClip]:
@@ -281,6 +465,7 @@ def load_mustard_hub(cache_dir: str | Path | None = None) -> list[SpeechClip]:
 
 
 __all__ = [
+    "BAD_CLIP_POLICIES",
     "GROUP_KEYS",
     "DatasetError",
     "clip_groups",
@@ -290,4 +475,5 @@ __all__ = [
     "load_mustard",
     "load_mustard_hub",
     "mustard_folds",
+    "screen_clips",
 ]

@@ -4,8 +4,9 @@ On top of :func:`gymnasium.utils.env_checker.check_env` (spaces, reset/step API,
 determinism), an affectgym text environment must:
 
 1. reset deterministically by seed and by ``scenario_id``;
-2. survive a fuzz of agent messages (the classic bad inputs, valid tool calls and random
-   Unicode, drawn by hypothesis) without raising, with finite step rewards inside
+2. survive a fuzz of agent messages (the classic bad inputs, the hostile ones of
+   :func:`hostile_actions`, valid tool calls, tool calls followed by an answer and random
+   Unicode with lone surrogates, drawn by hypothesis) without raising, with finite step rewards inside
    ``reward_range``, observations inside the observation space, every episode ending
    within its turn limit and its step rewards summing to its score;
 3. not leak its gold label: with only the label changed, everything an agent can see
@@ -19,6 +20,7 @@ determinism), an affectgym text environment must:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -55,6 +57,99 @@ BAD_ACTIONS: tuple[str, ...] = (
 )
 
 
+_ANSWER = '{"label": "sarcastic", "confidence": 0.5}'
+_CALL = '<tool_call>{"name": "get_transcript", "arguments": {}}</tool_call>'
+
+
+@functools.lru_cache(maxsize=8)
+def hostile_actions(max_chars: int = 32_768) -> dict[str, str]:
+    """Pathological agent messages of at most ``max_chars`` characters, by name.
+
+    Every env must answer each of them within its usual time (linear-time parsing) and
+    without raising: integers longer than Python converts, nesting deeper than the JSON
+    reader allows, repetitions that make backtracking regexes quadratic (runs of spaces,
+    braces, opening tags without their closing tag), lone surrogates, and a tool call and
+    a final answer in one message. The repetitions fill ``max_chars``: the longest message
+    an env reads is the one that has to be fast.
+
+    Args:
+        max_chars: The env's ``max_action_chars``.
+
+    Returns:
+        ``{case name: message}``.
+
+    >>> actions = hostile_actions(1_000)
+    >>> len(actions["open_braces"]), max(len(a) for a in actions.values())
+    (1000, 1000)
+    """
+
+    def fill(unit: str, head: str = "", tail: str = "") -> str:
+        return head + unit * max(1, (max_chars - len(head) - len(tail)) // len(unit)) + tail
+
+    half = max_chars // 2
+    digits = max(1, min(5_000, max_chars - 100))  # 5,000 is beyond Python's 4,300-digit int(str) limit
+    big = "9" * digits
+    depth = max(1, min(3_000, half - 50))
+    cases = {
+        "big_integer_tool_argument": '<tool_call>{"name": "get_transcript", "arguments": {"x": ' + big + "}}</tool_call>",
+        "big_integer_answer": '<final>{"label": "sarcastic", "confidence": ' + "1" * digits + "}</final>",
+        "big_integer_bare_call": '{"name": "get_transcript", "arguments": {"x": -' + big + "}}",
+        "big_integer_object": '{"anger": ' + big + "}",
+        "big_integer_arguments_string": '{"name": "get_transcript", "arguments": "{\\"x\\": ' + big + '}"}',
+        "huge_exponent": '{"label": "sarcastic", "confidence": 1e999999}',
+        "nan_answer": '<final>{"label": "sarcastic", "confidence": NaN}</final>',
+        "nan_tool_argument": '<tool_call>{"name": "get_transcript", "arguments": {"x": NaN, "y": -Infinity}}</tool_call>',
+        "digits": fill("9"),
+        "deep_list_in_object": '{"anger": ' + "[" * depth + "]" * depth + "}",
+        "deep_objects": '{"a": ' * (max_chars // 7) + "1" + "}" * (max_chars // 7),
+        "deep_tool_arguments": '<tool_call>{"name": "get_transcript", "arguments": ' + "[" * depth + "]" * depth + "}</tool_call>",
+        "deep_answer": "<final>" + "[" * depth + "]" * depth + "</final>",
+        "deep_arguments_string": '{"name": "get_transcript", "arguments": "' + "[" * depth + '"}',
+        "open_braces": fill("{"),
+        "open_brackets": fill("["),
+        "close_braces": fill("}"),
+        "balanced_brackets": "[" * half + "]" * half,
+        "balanced_braces_around_answer": "{" * (half // 2) + _ANSWER + "}" * (half // 2),
+        "spaces_between_words": fill(" ", "x", "x"),
+        "spaces_in_fence": fill(" ", "```json", "x```"),
+        "newlines": fill("\n", tail="x"),
+        "final_tags_then_answer": fill("<final>", tail=_ANSWER),
+        "final_tags_closed_once": fill("<final>", tail=_ANSWER + "</final>"),
+        "closing_final_tags": fill("</final>", head=_ANSWER),
+        "tool_call_tags": fill("<tool_call>"),
+        "tool_call_tags_then_call": fill("<tool_call>", tail=_CALL),
+        "closing_tool_call_tags": fill("</tool_call>"),
+        "many_tool_calls": fill(_CALL),
+        "think_tags": fill("<think>"),
+        "fences": fill("```"),
+        "json_fences": fill("```json\n"),
+        "open_parentheses": fill("("),
+        "tag_with_spaces": fill(" ", "(a", "b"),
+        "asterisks_before_tag": fill("*", tail="(JOY) x"),
+        "tags": fill("(JOY) "),
+        "dots": fill(".", tail="x"),
+        "dashes": fill(" -"),
+        "question_marks": fill("?"),
+        "tagged_reply_ending_in_dots": fill(".", "(SADNESS) Oh no. (HAPPINESS) Well done. (NEUTRAL) ", "x?"),
+        "quotes": fill('"'),
+        "backslashes": fill("\\"),
+        "empty_objects": fill("{}"),
+        "answers": fill(_ANSWER),
+        "open_keys": fill('{"'),
+        "open_string_values": fill('{"a": "'),
+        "unterminated_string": fill("x", '{"label": "'),
+        "lone_surrogate": "\ud800",
+        "lone_surrogates": fill("\udfff"),
+        "surrogate_in_answer": '<final>{"label": "\ud800", "confidence": 0.5}</final>',
+        "surrogate_in_tool_name": '<tool_call>{"name": "\ud800", "arguments": {"\udc00": 1}}</tool_call>',
+        "tool_call_and_answer": _CALL + "\n<final>" + _ANSWER + "</final>",
+        "answer_and_tool_call": "<final>" + _ANSWER + "</final>\n" + _CALL,
+        "bare_call_and_answer": '{"name": "get_transcript", "arguments": {}} ' + _ANSWER,
+        "escaped_quotes": fill('\\"', '{"a": "'),
+    }
+    return {name: action for name, action in cases.items() if len(action) <= max_chars}
+
+
 class EnvCheckError(AssertionError):
     """An environment failed :func:`check_env`; the message lists every problem found."""
 
@@ -71,6 +166,8 @@ class CheckReport:
         canaries_checked: (scenario, canary) pairs scored against the reference answer.
         leakage: The leakage check's result, or why it was skipped.
         problems: Every failure, one line each.
+        warnings: What passed without proving anything (e.g. no canaries to score) and the
+            warnings of Gymnasium's own checker, one line each; they do not fail the check.
     """
 
     env_name: str
@@ -80,9 +177,12 @@ class CheckReport:
     canaries_checked: int = 0
     leakage: str = "not run"
     problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         status = "OK" if not self.problems else f"{len(self.problems)} problem(s)"
+        if self.warnings:
+            status += f", {len(self.warnings)} warning(s)"
         lines = [
             f"check_env({self.env_name}): {status}",
             f"  fuzz: {self.fuzzed_actions} actions in {self.fuzzed_episodes} episodes",
@@ -91,6 +191,7 @@ class CheckReport:
             f"  leakage: {self.leakage}",
         ]
         lines += [f"  - {p}" for p in self.problems]
+        lines += [f"  ! {w}" for w in self.warnings]
         return "\n".join(lines)
 
 
@@ -117,7 +218,7 @@ def check_env(
     base = env.unwrapped
     name = type(base).__name__ + (f" [{env.spec.id}]" if env.spec else "")
     report = CheckReport(env_name=name)
-    _run(report, "gymnasium check_env", lambda: _gymnasium_checks(base))
+    _run(report, "gymnasium check_env", lambda: _gymnasium_checks(base, report))
     if isinstance(base, AffectEnv):
         scenarios = _spread(base.scenarios, max_scenarios)
         _run(report, "reset determinism", lambda: _check_reset_determinism(base, seed))
@@ -169,12 +270,16 @@ def _run(report: CheckReport, what: str, check: Callable[[], None]) -> None:
         report.problems.append(f"{what}: {type(exc).__name__}: {exc}"[:2_000])
 
 
-def _gymnasium_checks(env: gym.Env) -> None:
+def _gymnasium_checks(env: gym.Env, report: CheckReport) -> None:
     from gymnasium.utils.env_checker import check_env as gymnasium_check_env
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         gymnasium_check_env(env, skip_render_check=env.spec is None)
+    for warning in caught:
+        line = f"gymnasium check_env: {str(warning.message).strip()}"
+        if line not in report.warnings:
+            report.warnings.append(line)
 
 
 def _spread(items: list[Any], limit: int) -> list[Any]:
@@ -222,12 +327,25 @@ def _fuzz(env: AffectEnv, report: CheckReport, n_actions: int, seed: int) -> Non
         st.dictionaries(st.text(max_size=10), json_values, max_size=3),
         st.booleans(),
     )
+    well_formed = env.fuzz_actions() or ["<noop>"]
+    calls = [a for a in well_formed if "<tool_call>" in a] or [_CALL]
+    answers = _reference_answers(env) or well_formed
+    mixed = st.builds(
+        lambda call, answer, call_first: f"{call}\n{answer}" if call_first else f"{answer}\n{call}",
+        st.sampled_from(calls),
+        st.sampled_from(answers),
+        st.booleans(),
+    )
+    surrogates = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
     actions = st.one_of(
         st.sampled_from(BAD_ACTIONS),
-        st.sampled_from(env.fuzz_actions() or ["<noop>"]),
+        st.sampled_from(tuple(hostile_actions(env.max_action_chars).values())),
+        st.sampled_from(well_formed),
         st.text(max_size=200),
+        st.text(st.characters() | surrogates, max_size=50),
         st.binary(max_size=64).map(lambda b: b.decode("latin-1")),
         random_calls,
+        mixed,
     )
     episode_length = env.max_turns + 2
     examples = max(1, math.ceil(n_actions / episode_length))
@@ -271,6 +389,14 @@ def _fuzz(env: AffectEnv, report: CheckReport, n_actions: int, seed: int) -> Non
     episode()
 
 
+def _reference_answers(env: AffectEnv) -> list[str]:
+    """A few good final answers of the env (none when it defines no ``reference_answer``)."""
+    try:
+        return [env.reference_answer(scenario)[0] for scenario in env.scenarios[:3]]
+    except NotImplementedError:
+        return []
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value)
 
@@ -311,15 +437,26 @@ def _check_label_flip(env: AffectEnv, scenarios: list[Any], report: CheckReport)
 def _check_canaries(env: AffectEnv, scenarios: list[Any], report: CheckReport) -> None:
     problems = []
     for scenario in scenarios:
-        reference_text, reference_trace = env.reference_answer(scenario)
+        try:
+            reference_text, reference_trace = env.reference_answer(scenario)
+        except NotImplementedError:
+            raise AssertionError(
+                f"{type(env).__name__} does not implement reference_answer(scenario), the good final answer "
+                "and trace that every canary must score below; return (final_text, trace) (see docs/plugins.md)"
+            ) from None
         reference = env.score(scenario, reference_text, reference_trace).total
         for name, (text, trace) in env.canaries(scenario).items():
             report.canaries_checked += 1
             score = env.score(scenario, text, trace).total
             if not score < reference:
                 problems.append(f"{scenario.id}/{name}: {score:.3f} >= reference {reference:.3f}")
+    if not report.canaries_checked:
+        report.warnings.append(
+            f"canaries: 0 checked, so no reward hack was tried: {type(env).__name__}.canaries(scenario) returns none; "
+            "return {name: (final_text, trace)} of answers that must score below reference_answer (see docs/plugins.md)"
+        )
     if problems:
         raise AssertionError(f"{len(problems)} canaries score at or above the reference: " + "; ".join(problems[:10]))
 
 
-__all__ = ["BAD_ACTIONS", "CheckReport", "EnvCheckError", "agent_view", "check_env"]
+__all__ = ["BAD_ACTIONS", "CheckReport", "EnvCheckError", "agent_view", "check_env", "hostile_actions"]

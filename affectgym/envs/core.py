@@ -7,7 +7,15 @@ format. Anything else (empty text, junk, a malformed call, an unknown tool, wron
 arguments, a call over the tool budget) is answered with an observation that says what was
 wrong and what is accepted, plus a small penalty; the episode goes on until the turn
 limit, where it is truncated and scored as unanswered. ``step`` never raises on an
-agent's text.
+agent's text, and reads any message up to ``max_action_chars`` in linear time.
+
+A message with tool calls *and* a final answer after them (``<tool_call>...</tool_call>
+<final>...</final>``): the tool calls run and their outputs are returned, but the answer
+is not read, since it was written before the agent saw those outputs; the message counts
+as one invalid action (the penalty, and an error after the outputs that says to answer in
+a message of its own), and the episode goes on. Reading the answer would pay for tools
+whose outputs the answer never used. Text *before* a tool call is the agent's reasoning
+and is never read as an answer.
 
 One reward path: the reward of an episode is ``score(scenario, final_text, trace)``, the
 env's rubric applied to the final answer (parsed once into a
@@ -68,6 +76,12 @@ from affectgym.rewards.rubric import Criterion, Reply, Rubric, RubricResult
 
 Trace = list[dict[str, Any]]
 
+#: The error of a message that gives a final answer after its tool calls (the answer is not read).
+ANSWER_AFTER_TOOL_CALLS = (
+    "this message also gives a final answer after its tool calls; it was not read, because it was "
+    "written before the tool outputs. Read the outputs, then send the final answer as a message of its own"
+)
+
 
 @dataclasses.dataclass(frozen=True)
 class Continue:
@@ -109,10 +123,12 @@ class AffectEnv(gym.Env[str, str]):
             tool call nor a valid answer (and for steps after the episode ended).
         max_action_chars: Longest message read; longer ones are rejected as invalid.
         max_observation_chars: Longest observation returned; longer tool outputs are cut.
-        render_mode: ``None`` or ``"ansi"`` (``render()`` returns the transcript).
+        render_mode: ``None``, ``"ansi"`` (``render()`` returns the transcript) or ``"human"``
+            (``reset`` and ``step`` print each new message of the transcript to stdout, as
+            Gymnasium's human mode renders during ``step``; ``render()`` returns ``None``).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"], "render_fps": 4}
     #: Range of the rubric total (before invalid-action penalties); subclasses narrow it.
     score_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
     #: Labels a hidden gold answer can take; used by the checker's label-flip test.
@@ -144,7 +160,8 @@ class AffectEnv(gym.Env[str, str]):
                 f"invalid_action_penalty must be a finite number >= 0, got {invalid_action_penalty!r}"
             )
         if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+            modes = ", ".join(repr(mode) for mode in self.metadata["render_modes"])
+            raise ValueError(f"render_mode must be None or one of {modes}, got {render_mode!r}")
         self.split = split
         self.max_turns = max_turns
         self.max_tool_calls = max_tool_calls
@@ -169,6 +186,7 @@ class AffectEnv(gym.Env[str, str]):
         self._turn = 0
         self._paid = 0.0
         self._done = True
+        self._messages_printed = 0  # render_mode="human": messages already on stdout
 
     # ----------------------------------------------------------------- subclass API
     def load_scenarios(self) -> Sequence[Any]:
@@ -216,7 +234,15 @@ class AffectEnv(gym.Env[str, str]):
         else one drawn with ``self.np_random``.
         """
         if "scenario" in options:
-            return options["scenario"]
+            scenario = options["scenario"]
+            if not isinstance(getattr(scenario, "id", None), str):
+                shown = clip_text(repr(scenario), 60)
+                hint = f"; to pick one by its id, pass options={{'scenario_id': {shown}}}" if isinstance(scenario, str) else ""
+                raise ValueError(
+                    f"options['scenario'] must be a scenario object with a str id (like those in env.scenarios), "
+                    f"got {type(scenario).__name__} {shown}{hint}"
+                )
+            return scenario
         if "scenario_id" in options:
             return self.get_scenario(options["scenario_id"])
         return self.scenarios[int(self.np_random.integers(len(self.scenarios)))]
@@ -388,19 +414,24 @@ class AffectEnv(gym.Env[str, str]):
 
         Args:
             seed: Seeds ``self.np_random``; the same seed picks the same scenario.
-            options: ``{"scenario_id": id}`` picks a scenario by id; ``{"scenario": obj}``
-                runs a scenario object directly (used by training adapters).
+            options: ``{"scenario_id": id}`` picks a scenario by id (a ``str``);
+                ``{"scenario": obj}`` runs a scenario object directly (used by training
+                adapters).
 
         Returns:
             The first observation and ``info`` with ``messages``, ``tools``, ``scenario_id``,
             ``split`` and ``reward_components`` (empty).
+
+        Raises:
+            ValueError: ``options`` is not a dict, has other keys, or holds a value of the
+                wrong type; the env stays usable (the next ``step`` asks for a reset).
+            KeyError: No scenario of this split has that ``scenario_id``.
         """
         super().reset(seed=seed)
-        options = dict(options or {})
-        unknown = sorted(set(options) - {"scenario_id", "scenario"})
-        if unknown:
-            raise ValueError(f"unknown reset options {unknown}; accepted: 'scenario_id', 'scenario'")
-        scenario = self.start_episode(options)
+        # Between episodes until the new one is set up: a reset that raises leaves no
+        # half-started episode, and the next step asks for a reset.
+        self._done = True
+        scenario = self.start_episode(self._reset_options(options))
         self.scenario = scenario
         self._trace = []
         self._turn = 0
@@ -412,39 +443,63 @@ class AffectEnv(gym.Env[str, str]):
             *(dict(m) for m in self.history_messages(scenario)),
             {"role": "user", "content": observation},
         ]
+        self._messages_printed = 0
+        if self.render_mode == "human":
+            self.render()
         return observation, self._info({})
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Read one agent message and answer it (see the module docstring). Never raises on ``action``."""
-        if self._done:
-            return self._after_end()
+        result = self._after_end() if self._done else self._step_action(action)
+        if self.render_mode == "human":
+            self.render()
+        return result
+
+    def render(self) -> str | None:
+        """With ``render_mode="ansi"``, the episode's transcript as text; with ``"human"``, print its new messages."""
+        if self.render_mode == "human":
+            new = self._messages[self._messages_printed:]
+            self._messages_printed = len(self._messages)
+            if new:
+                print(_transcript(new), flush=True)
+            return None
+        if self.render_mode != "ansi":
+            return None
+        return _transcript(self._messages)
+
+    # ----------------------------------------------------------------- internals
+    def _step_action(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         self._turn += 1
         problem = self._check_action(action)
         if problem is None:
             parsed = parse_tool_calls(action)
             if parsed.found and self.tools:
-                return self._run_tools(action, parsed.calls, parsed.errors)
+                errors = list(parsed.errors)
+                if parsed.after.strip() and self.parse_final(parsed.after)[1] is None:
+                    errors.append(ANSWER_AFTER_TOOL_CALLS)
+                return self._run_tools(action, parsed.calls, errors)
             answer, problem = self.parse_final(action)
             if problem is None:
                 return self._answer(Reply(action, answer))
         return self._reject(action, problem)
 
-    def render(self) -> str | None:
-        """With ``render_mode="ansi"``, the episode's transcript as text."""
-        if self.render_mode != "ansi":
-            return None
-        lines = []
-        for message in self._messages:
-            head = message["role"].upper()
-            if message.get("name"):
-                head += f" ({message['name']})"
-            body = message.get("content") or ""
-            for call in message.get("tool_calls", []):
-                body += f"\n-> {call['function']['name']}({call['function']['arguments']})"
-            lines.append(f"[{head}]\n{body.strip()}")
-        return "\n\n".join(lines) + "\n"
+    def _reset_options(self, options: Any) -> dict[str, Any]:
+        accepted = "accepted: {'scenario_id': <id, a str>} or {'scenario': <scenario object>}"
+        if options is None:
+            return {}
+        if not isinstance(options, Mapping):
+            raise ValueError(f"reset options must be a dict, got {type(options).__name__}; {accepted}")
+        unknown = sorted(map(str, set(options) - {"scenario_id", "scenario"}))
+        if unknown:
+            raise ValueError(f"unknown reset options {unknown}; {accepted}")
+        scenario_id = options.get("scenario_id")
+        if "scenario_id" in options and not isinstance(scenario_id, str):
+            raise ValueError(
+                f"options['scenario_id'] must be a scenario id (a str), got {type(scenario_id).__name__} "
+                f"{clip_text(repr(scenario_id), 60)}; ids are in env.scenario_ids, e.g. {self.scenario_ids[0]!r}"
+            )
+        return dict(options)
 
-    # ----------------------------------------------------------------- internals
     def _info(self, components: Mapping[str, float | None], **extra: Any) -> dict[str, Any]:
         return {
             "messages": [_copy_message(m) for m in self._messages],
@@ -494,8 +549,9 @@ class AffectEnv(gym.Env[str, str]):
             if not ok:
                 failed.append(output)
         components: dict[str, float] = {}
-        for entry in self._trace[len(self._trace) - len(calls):]:
-            _add(components, self.step_contribution(entry, self._trace))
+        # Each call is priced on the trace up to itself, as if it had come in a message of its own.
+        for end in range(len(self._trace) - len(calls) + 1, len(self._trace) + 1):
+            _add(components, self.step_contribution(self._trace[end - 1], self._trace[:end]))
         if failed:
             entry = {"type": "invalid", "error": "; ".join(failed)}
             self._trace.append(entry)
@@ -618,6 +674,20 @@ def successful_tool_calls(trace: Sequence[Mapping[str, Any]]) -> int:
     return sum(1 for entry in trace if entry.get("type") == "tool_call" and entry.get("ok"))
 
 
+def _transcript(messages: Sequence[Mapping[str, Any]]) -> str:
+    """Messages as the readable transcript both render modes show: a ``[ROLE (name)]`` head, then the text and calls."""
+    lines = []
+    for message in messages:
+        head = message["role"].upper()
+        if message.get("name"):
+            head += f" ({message['name']})"
+        body = message.get("content") or ""
+        for call in message.get("tool_calls", []):
+            body += f"\n-> {call['function']['name']}({call['function']['arguments']})"
+        lines.append(f"[{head}]\n{body.strip()}")
+    return "\n\n".join(lines) + "\n"
+
+
 def _copy_message(message: dict[str, Any]) -> dict[str, Any]:
     """A copy of a chat message that shares no mutable object with the original."""
     copied = dict(message)
@@ -638,4 +708,7 @@ def _json(value: Any) -> str:
         return json.dumps(repr(value))
 
 
-__all__ = ["AffectEnv", "Continue", "Reply", "TextSpace", "Trace", "count_invalid_actions", "successful_tool_calls", "tool"]
+__all__ = [
+    "ANSWER_AFTER_TOOL_CALLS",
+    "AffectEnv",
+    "Continue", "Reply", "TextSpace", "Trace", "count_invalid_actions", "successful_tool_calls", "tool"]

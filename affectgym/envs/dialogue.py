@@ -186,7 +186,9 @@ _AUXILIARIES = frozenset(
 _TELLING_VERBS = frozenset("tell share describe explain say walk talk elaborate".split())
 _OPEN_IMPERATIVES = frozenset("tell describe share explain elaborate imagine".split())
 _FILLERS = frozenset("so and but well okay ok oh then now hey also anyway honestly or just um hmm ah alright right".split())
-_CLAUSE_BREAK = re.compile(r"[.!?;:]+\s+|\s[-–—]+\s")
+# A run of punctuation is matched from its first character only (from inside a run, each
+# retry would rescan the rest of it: quadratic on "......").
+_CLAUSE_BREAK = re.compile(r"(?<![.!?;:])[.!?;:]+\s+|\s[-–—]+\s")
 
 
 def _question_words(chunk: str) -> list[str]:

@@ -34,7 +34,9 @@ class SarcasmEnv(SpeechEmotionEnv):
 
     ## Action Space
     Text: ``<tool_call>{"name": "get_prosody_features", "arguments": {}}</tool_call>`` or
-    ``<final>{"label": "sarcastic" | "sincere", "confidence": 0..1}</final>``.
+    ``<final>{"label": "sarcastic" | "sincere", "confidence": 0..1}</final>``. An answer
+    after tool calls in the same message is not read: the tools run and the message costs
+    the invalid-action penalty (see :mod:`affectgym.envs.core`).
 
     ## Observation Space
     Text: the task, then each tool's output (``get_transcript``, ``get_prosody_features``,
@@ -66,7 +68,7 @@ class SarcasmEnv(SpeechEmotionEnv):
     part by default; needs ``DIR/split_indices.json``), ``"speaker-independent"`` or
     ``"speaker-independent/train"`` (test on FRIENDS, train on the other shows).
     Plus every argument of ``SpeechEmotionEnv`` (``reward``, ``reward_weights``,
-    ``max_tool_calls``, ``prosody_backend``, ``norms``, ``max_turns``, ...).
+    ``max_tool_calls``, ``prosody_backend``, ``norms``, ``on_bad_clip``, ``max_turns``, ...).
 
     ```python
     import affectgym
@@ -117,8 +119,8 @@ class SarcasmEnv(SpeechEmotionEnv):
         folds = mustard_folds(Path(self.data_dir))
         if not 1 <= k <= len(folds):
             raise ValueError(f"split {self.split!r}: fold must be 1..{len(folds)}")
-        indices = folds[k - 1]["test" if part == "eval" else "train"]
-        return [self.all_clips[i] for i in indices]
+        by_id = {clip.id: clip for clip in self.all_clips}  # clips skipped for bad audio are absent
+        return [by_id[i] for i in folds[k - 1]["test" if part == "eval" else "train"] if i in by_id]
 
 
 __all__ = ["SarcasmEnv"]

@@ -104,4 +104,23 @@ def clip_text(text: str, max_length: int, marker: str = " …[truncated]") -> st
     return text[: max(0, max_length - len(marker))] + marker[:max_length]
 
 
-__all__ = ["TextSpace", "clip_text"]
+def env_kind(env: Any) -> str:
+    """What an env exchanges with its agent: ``"text"``, ``"numeric"`` or ``"other"``.
+
+    ``"text"``: string observations and actions (:class:`TextSpace` or Gymnasium's ``Text``),
+    what language-model agents and GRPO play. ``"numeric"``: ``Box`` observations and actions,
+    what policy agents and Stable-Baselines3's PPO/SAC play.
+
+    >>> import gymnasium as gym
+    >>> env_kind(gym.make("Pendulum-v1")), env_kind(gym.make("CartPole-v1"))
+    ('numeric', 'other')
+    """
+    observation_space, action_space = env.observation_space, env.action_space
+    if all(isinstance(space, (TextSpace, spaces.Text)) for space in (observation_space, action_space)):
+        return "text"
+    if all(isinstance(space, spaces.Box) for space in (observation_space, action_space)):
+        return "numeric"
+    return "other"
+
+
+__all__ = ["TextSpace", "clip_text", "env_kind"]

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from affectgym.data.speech_sources import (
+    BAD_CLIP_POLICIES,
     GROUP_KEYS,
+    DatasetError,
     SpeechClip,
     clip_groups,
     load_audio_folder,
     load_embedded,
+    screen_clips,
 )
 from affectgym.data.splits import select_split
 from affectgym.envs.core import AffectEnv, Trace, successful_tool_calls, tool
-from affectgym.envs.parsing import last_json_object
+from affectgym.envs.parsing import last_json_object, tagged_blocks
 from affectgym.rewards.rubric import Criterion, Reply, Rubric, RubricResult
 
 AUDIO_TOOLS = ("get_prosody_features", "get_pitch_contour")
@@ -28,7 +32,7 @@ NO_AUDIO = "No audio for this clip: {what} cannot be measured. Decide from the t
 REASONING_WORDS_FULL_CREDIT = (50, 150)  # words of reasoning that earn full single-shot credit
 PARSIMONY_BY_CALLS = ((3, 1.0), (5, 0.6))  # (at most this many calls, credit); more calls earn 0
 UNGROUNDED_CREDIT = 0.4  # grounding credit without an audio tool, on clips whose words suffice
-_FINAL_BLOCK = re.compile(r"<final>(.*?)</final>", re.DOTALL | re.IGNORECASE)
+log = logging.getLogger(__name__)
 
 
 # ----------------------------------------------------------------------------- answers
@@ -50,8 +54,8 @@ def parse_label_answer(text: str | None, labels: Sequence[str]) -> tuple[dict[st
     accepted = f'accepted: <final>{{"label": one of {list(labels)}, "confidence": 0.0-1.0}}</final>'
     if not text:
         return None, f"no final answer; {accepted}"
-    block = _FINAL_BLOCK.search(text)
-    payload, _ = last_json_object(block.group(1) if block else text)
+    blocks = tagged_blocks(text, "final")
+    payload, _ = last_json_object(blocks[0][2] if blocks else text)
     if payload is None:
         return None, f"no JSON answer found; {accepted}"
     label = payload.get("label")
@@ -107,7 +111,11 @@ def reasoning_words(reply: str | None) -> int:
     """
     if not reply:
         return 0
-    text = _FINAL_BLOCK.sub(" ", reply)
+    pieces, position = [], 0
+    for start, end, _ in tagged_blocks(reply, "final"):
+        pieces.append(reply[position:start])
+        position = end
+    text = " ".join([*pieces, reply[position:]])
     payload_start = text.rfind("{")
     if payload_start != -1 and last_json_object(text[payload_start:])[0] is not None:
         text = text[:payload_start]
@@ -230,15 +238,19 @@ class SpeechEmotionEnv(AffectEnv):
     with one label of the dataset's label set and a confidence. This env is the template
     for plugging in any labelled speech dataset (IEMOCAP, RAVDESS, CREMA-D, ...): pass
     ``data_dir=DIR`` holding ``DIR/<label>/<clip>.<wav|flac|ogg|mp3|m4a>`` and optional
-    ``<clip>.txt`` transcripts; the label set is the folder names. With no ``data_dir`` it
-    serves the embedded espeak-ng emotion set (angry, fearful, happy, neutral, sad).
+    ``<clip>.txt`` UTF-8 transcripts; the label set is the folder names (at least two;
+    hidden folders and files such as ``.ipynb_checkpoints`` are skipped). With no
+    ``data_dir`` it serves the embedded espeak-ng emotion set (angry, fearful, happy,
+    neutral, sad).
 
     ## Action Space
     Text (``TextSpace``): a tool call ``<tool_call>{"name": ..., "arguments": {}}</tool_call>``
     or a final answer ``<final>{"label": ..., "confidence": 0..1}</final>`` (the last JSON
     object of the message is accepted too); with ``answer="word"``, the label word alone, and
     with ``"yesno"``, yes or no (the first answer word the message names is read; its
-    confidence is 1).
+    confidence is 1). A message with tool calls and then an answer: the tools run, the
+    answer is not read (it was written before their outputs), and the message costs the
+    invalid-action penalty; answer in a message of its own.
 
     ## Observation Space
     Text: the task, then each tool's output.
@@ -279,7 +291,12 @@ class SpeechEmotionEnv(AffectEnv):
     output; "compact": the transcript and the one-line delivery summary, a ~130-token prompt
     for CPU training), ``reward_weights`` (overrides by component name), ``max_tool_calls`` (6),
     ``prosody_backend`` ("praat" | "librosa"), ``norms`` ("corpus" | "speaker" | "default"),
-    ``max_turns`` (8), ``invalid_action_penalty`` (0.05), ``render_mode`` (None | "ansi").
+    ``on_bad_clip`` ("skip" | "error": what to do, when the env is made, with a clip of
+    ``data_dir`` whose file is missing, a dangling link, a folder, empty, not readable
+    audio or shorter than ``ProsodyParams.min_duration_s`` (0.064 s); "skip", the default,
+    leaves such clips out with one warning listing each with its path and reason, "error"
+    raises a ``DatasetError`` listing them), ``max_turns`` (8), ``invalid_action_penalty``
+    (0.05), ``render_mode`` (None | "ansi" | "human").
 
     ```python
     import affectgym
@@ -308,6 +325,7 @@ class SpeechEmotionEnv(AffectEnv):
         max_tool_calls: int = 6,
         prosody_backend: str = "praat",
         norms: str = "corpus",
+        on_bad_clip: str = "skip",
         max_turns: int = 8,
         invalid_action_penalty: float = 0.05,
         render_mode: str | None = None,
@@ -326,6 +344,8 @@ class SpeechEmotionEnv(AffectEnv):
             raise ValueError(f"norms must be 'corpus', 'speaker' or 'default', got {norms!r}")
         if prosody_backend not in ("praat", "librosa"):
             raise ValueError(f"prosody_backend must be 'praat' or 'librosa', got {prosody_backend!r}")
+        if on_bad_clip not in BAD_CLIP_POLICIES:
+            raise ValueError(f"on_bad_clip must be one of {', '.join(BAD_CLIP_POLICIES)}, got {on_bad_clip!r}")
         self.dataset = dataset
         self.data_dir = data_dir
         self.group_by = group_by
@@ -336,11 +356,25 @@ class SpeechEmotionEnv(AffectEnv):
         self.reward_weights = dict(reward_weights or {})
         self.prosody_backend = prosody_backend
         self.norms_mode = norms
+        self.on_bad_clip = on_bad_clip
         self.all_clips: list[SpeechClip] = self._load_clips()
+        if self.dataset != "embedded" or self.data_dir is not None:
+            # the embedded corpus is checked by its manifest; a user's files are checked here,
+            # so one bad file is reported by name now instead of breaking the corpus norms later
+            from affectgym.features.prosody import ProsodyParams
+
+            self.all_clips = screen_clips(self.all_clips, on_bad_clip, ProsodyParams().min_duration_s)
         self.label_set = tuple(sorted({c.label for c in self.all_clips}))
+        if len(self.label_set) < 2:
+            where = self.data_dir if self.data_dir is not None else f"dataset {self.dataset!r}"
+            raise DatasetError(
+                f"{where}: {len(self.all_clips)} usable clips with the labels {list(self.label_set)}; a labelling "
+                "task needs at least two labels (for a folder dataset, two or more DIR/<label>/ folders of clips)"
+            )
         if answer == "yesno" and len(self.label_set) != 2:
             raise ValueError(f"answer='yesno' needs exactly two labels, this dataset has {list(self.label_set)}")
         self._norms_cache: dict[str | None, Any] = {}
+        self._unmeasurable: set[str] = set()
         self._groups: dict[str, str] = {}
         # Rendered tool outputs by (tool, scenario): keyed on the whole scenario, label included,
         # so the checker's label-flip test still sees a fresh rendering of a flipped scenario.
@@ -431,10 +465,10 @@ class SpeechEmotionEnv(AffectEnv):
         """
         messages = super().flat_prompt(scenario)
         if self.answer_format != "json":
-            messages[-1]["content"] += "\n\n" + self.answer_question()
+            messages[-1]["content"] += "\n\n" + self._answer_question()
         return messages
 
-    def answer_question(self) -> str:
+    def _answer_question(self) -> str:
         """The closing question of a one-word answer (``answer="word"`` or ``"yesno"``)."""
         if self.answer_format == "yesno":
             return f"Is the line {self.label_set[0]}? Answer yes or no."
@@ -506,12 +540,21 @@ class SpeechEmotionEnv(AffectEnv):
         return self._rendered[key]
 
     def _prosody(self, clip: SpeechClip) -> Any:
+        """The clip's prosody, or ``None`` when it has no audio or its audio cannot be measured."""
         if clip.audio_path is None:
             return None
+        from affectgym.features.audio import AudioLoadError
         from affectgym.features.cache import cached_prosody
 
-        # cached on disk by content, and memoised in the process by the cache itself
-        return cached_prosody(clip.audio_path, backend=self.prosody_backend)
+        try:
+            # cached on disk by content, and memoised in the process by the cache itself
+            return cached_prosody(clip.audio_path, backend=self.prosody_backend)
+        except AudioLoadError as exc:
+            # a file the header checks at make time could not judge (e.g. a broken mp4)
+            if clip.audio_path not in self._unmeasurable:
+                self._unmeasurable.add(clip.audio_path)
+                log.warning("clip audio cannot be measured, treated as no audio: %s", exc)
+            return None
 
     def _norms(self, clip: SpeechClip) -> Any:
         from affectgym.features.render import ProsodyNorms
@@ -526,9 +569,11 @@ class SpeechEmotionEnv(AffectEnv):
             name = f"speaker {key} in {source}" if key is not None else source
             if len(pool) < 2:
                 pool, name = [c for c in self.all_clips if c.audio_path], source
-            prosodies = [self._prosody(c) for c in pool]
+            prosodies = [p for p in (self._prosody(c) for c in pool) if p is not None]
             self._norms_cache[key] = (
-                ProsodyNorms.from_corpus(prosodies, name=f"{name}, {len(pool)} clips") if len(pool) >= 2 else ProsodyNorms()
+                ProsodyNorms.from_corpus(prosodies, name=f"{name}, {len(prosodies)} clips")
+                if len(prosodies) >= 2
+                else ProsodyNorms()
             )
         return self._norms_cache[key]
 

@@ -18,18 +18,46 @@ def register(subparsers: Any) -> None:
     )
     evaluate.add_argument("env_id", metavar="ENV_ID", help="environment id (see `affectgym list`)")
     evaluate.add_argument(
-        "--agent", required=True, metavar="SPEC",
-        help="registered name (e.g. smollm2-135m, majority), hf:<path or id>, openai:<model>@<base_url>, dspy:<model>@<base_url>",
+        "--agent", default=None, metavar="SPEC",
+        help="registered name (e.g. smollm2-135m, majority), hf:<path or id>, openai:<model>@<base_url>, "
+        "dspy:<model>@<base_url>; or give -m MODEL instead",
+    )
+    endpoint = evaluate.add_argument_group(
+        "OpenAI-compatible endpoint (the flags of vf-eval)",
+        "-m/-b name the agent openai:MODEL@BASE_URL; -k/-t/-T/-S set any OpenAI-compatible agent "
+        "(-m, or --agent openai:...) and may not repeat a key of --agent-kwargs",
+    )
+    endpoint.add_argument("-m", "--model", default=None, metavar="MODEL", help="model name the server knows (instead of --agent)")
+    endpoint.add_argument(
+        "-b", "--base-url", default=None, metavar="URL",
+        help="endpoint ending in /v1, e.g. http://127.0.0.1:8000/v1 (default: $OPENAI_BASE_URL or OpenAI's)",
+    )
+    endpoint.add_argument(
+        "-k", "--api-key-var", default=None, metavar="VAR",
+        help="environment variable holding the API key (default: OPENAI_API_KEY, or none for local servers)",
+    )
+    endpoint.add_argument("-t", "--max-tokens", type=int, default=None, metavar="N", help="longest reply, in tokens")
+    endpoint.add_argument("-T", "--temperature", type=float, default=None, metavar="T", help="sampling temperature")
+    endpoint.add_argument(
+        "-S", "--sampling-args", type=_json_object, default={}, metavar="JSON",
+        help='more sampling arguments, e.g. \'{"top_p": 0.9, "min_p": 0.05}\' (these win over -t/-T); '
+        "keys other than temperature, top_p and max_tokens are sent as they are in the request body",
     )
     evaluate.add_argument("-n", "--examples", type=int, default=None, metavar="N", help="scenarios to play (default: all of the split)")
     evaluate.add_argument("-r", "--rollouts", type=int, default=1, metavar="R", help="episodes per scenario (pass@k when > 1)")
     evaluate.add_argument("-c", "--concurrency", type=int, default=1, metavar="C", help="episodes played at the same time")
-    evaluate.add_argument("--split", default="eval", help="scenario split (default: eval)")
+    evaluate.add_argument(
+        "--split", default="eval",
+        help="scenario split (default: eval); the only way to set it: --env-kwargs may not hold 'split'",
+    )
     evaluate.add_argument("--seed", type=int, default=0, help="seed of the scenario order and the episodes")
     evaluate.add_argument("--out", type=Path, default=None, metavar="DIR", help="output folder (default: runs/<env>/<agent>)")
     evaluate.add_argument("--resume", action="store_true", help="finish an interrupted run in --out")
     evaluate.add_argument("--retry-errors", action="store_true", help="with --resume, play again the episodes that failed")
-    evaluate.add_argument("--env-kwargs", type=_json_object, default={}, metavar="JSON", help='extra env arguments, e.g. \'{"max_turns": 6}\'')
+    evaluate.add_argument(
+        "--env-kwargs", type=_json_object, default={}, metavar="JSON",
+        help='extra env arguments, e.g. \'{"max_turns": 6}\' (not split: use --split)',
+    )
     evaluate.add_argument("--agent-kwargs", type=_json_object, default={}, metavar="JSON", help='agent arguments, e.g. \'{"temperature": 0.7}\'')
     evaluate.add_argument("--adapter", default=None, metavar="PATH", help="PEFT (LoRA) adapter folder for a local model agent")
     evaluate.add_argument(
@@ -41,7 +69,12 @@ def register(subparsers: Any) -> None:
         "--max-fail-fraction", type=float, default=0.5, metavar="F",
         help="stop when more than this fraction of the episodes fail (default 0.5)",
     )
-    evaluate.add_argument("--no-progress", action="store_true", help="no progress bar")
+    evaluate.add_argument("--no-progress", action="store_true", help="no progress bar (the results table is still printed)")
+    evaluate.add_argument(
+        "--push-to-hub", default=None, metavar="REPO_ID",
+        help="after the run, upload its episodes as the Hugging Face dataset REPO_ID (namespace/name); "
+        "checked before the run starts",
+    )
     evaluate.set_defaults(func=run_eval_command)
 
     report = subparsers.add_parser(
@@ -59,13 +92,19 @@ def run_eval_command(args: argparse.Namespace) -> int:
     import affectgym  # noqa: F401  (registers the built-in envs and plugins)
     from affectgym.eval.runner import EvalConfig, run_eval
 
-    agent_kwargs = dict(args.agent_kwargs)
+    spec, agent_kwargs = agent_from_args(args)
+    if args.push_to_hub is not None:
+        from affectgym.eval.push import hub_push_problem
+
+        problem = hub_push_problem(args.push_to_hub)
+        if problem is not None:
+            raise ValueError(f"--push-to-hub: {problem}")
     if args.adapter is not None:
         agent_kwargs["adapter"] = args.adapter
-    out = args.out or Path("runs") / _slug(args.env_id) / _slug(args.agent + (f"+{Path(args.adapter).name}" if args.adapter else ""))
+    out = args.out or Path("runs") / _slug(args.env_id) / _slug(spec + (f"+{Path(args.adapter).name}" if args.adapter else ""))
     config = EvalConfig(
         env_id=args.env_id,
-        agent=args.agent,
+        agent=spec,
         out=out,
         n=args.examples,
         rollouts=args.rollouts,
@@ -80,9 +119,60 @@ def run_eval_command(args: argparse.Namespace) -> int:
         max_fail_fraction=args.max_fail_fraction,
         progress=not args.no_progress,
     )
-    result = run_eval(config)
+    # Without a progress bar the runner prints its table only to a console it is given.
+    console = None
+    if args.no_progress:
+        from rich.console import Console
+
+        console = Console()
+    result = run_eval(config, console=console)
     print(f"wrote {result.out / 'results.jsonl'}, summary.json and metadata.json")
+    if args.push_to_hub is not None:
+        from affectgym.eval.push import push_results_to_hub
+
+        print(f"pushed the episodes to {push_results_to_hub(result.out, args.push_to_hub)}")
     return 0
+
+
+def agent_from_args(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """The agent spec and keyword arguments of ``affectgym eval``'s ``--agent`` or vf-eval style flags.
+
+    ``-m MODEL [-b URL]`` names ``openai:MODEL@URL``; ``-k``, ``-t``, ``-T`` and ``-S`` become
+    :class:`~affectgym.agents.openai_agent.OpenAIAgent` arguments
+    (:func:`~affectgym.agents.openai_agent.sampling_kwargs`), beside ``--agent-kwargs``.
+
+    Raises:
+        ValueError: No agent, two agents, ``-b`` without ``-m``, endpoint flags for an agent
+            that is not OpenAI-compatible, or a key given twice.
+    """
+    from affectgym.agents.openai_agent import OpenAIAgent, sampling_kwargs
+    from affectgym.agents.registry import agent_class
+
+    if args.agent and args.model:
+        raise ValueError(f"name the agent once: --agent {args.agent} or -m {args.model}, not both")
+    if not args.agent and not args.model:
+        raise ValueError("name an agent: --agent SPEC (see --help) or -m MODEL [-b BASE_URL] for an OpenAI-compatible server")
+    if args.base_url is not None and not args.model:
+        raise ValueError("-b/--base-url goes with -m/--model (or write --agent openai:MODEL@BASE_URL)")
+    if args.base_url is not None and not args.base_url.startswith(("http://", "https://")):
+        raise ValueError(f"-b/--base-url must be an http(s) URL ending in /v1, got {args.base_url!r}")
+    spec = args.agent or f"openai:{args.model}" + (f"@{args.base_url}" if args.base_url else "")
+    sampling = {
+        key: value for key, value in (("max_tokens", args.max_tokens), ("temperature", args.temperature)) if value is not None
+    }
+    sampling.update(args.sampling_args)
+    endpoint_kwargs = sampling_kwargs(sampling)
+    if args.api_key_var is not None:
+        endpoint_kwargs["api_key_env"] = args.api_key_var
+    if endpoint_kwargs and agent_class(spec) is not OpenAIAgent:
+        raise ValueError(
+            f"-k/-t/-T/-S set an OpenAI-compatible agent (-m MODEL, or --agent openai:...); for --agent {spec} "
+            "pass its arguments with --agent-kwargs"
+        )
+    twice = sorted(set(endpoint_kwargs) & set(args.agent_kwargs))
+    if twice:
+        raise ValueError(f"{', '.join(twice)} given both by -k/-t/-T/-S and by --agent-kwargs; give each once")
+    return spec, {**args.agent_kwargs, **endpoint_kwargs}
 
 
 def run_report_command(args: argparse.Namespace) -> int:
@@ -108,4 +198,4 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", text.split("/", 1)[-1] if text.startswith("affectgym/") else text).strip("_")
 
 
-__all__ = ["register", "run_eval_command", "run_report_command"]
+__all__ = ["agent_from_args", "register", "run_eval_command", "run_report_command"]

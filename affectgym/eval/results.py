@@ -7,6 +7,15 @@ that nesting (outcome fields spliced into the top level, listed in
 ``"outcome_keys"``) are converted when read, so ``affectgym report`` and ``--resume`` keep
 working on them.
 
+Any text can be stored: a lone surrogate (half an emoji, cut by a model's ``max_tokens``)
+cannot be encoded as UTF-8, so it is written as U+FFFD and the record says how many were
+replaced (``"replaced_lone_surrogates"``).
+
+One process writes a run folder at a time: :func:`lock_run_folder` holds an exclusive OS
+lock (``fcntl.flock`` on ``.lock`` in the folder; the kernel releases it when the process
+ends, crashes included) and a second writer fails at once with :class:`RunFolderLocked`,
+naming the holder's pid.
+
 >>> upgrade_record({"scenario_id": "n01", "rollout": 0, "reward": 1.0, "label": "sad",
 ...                 "outcome_turns": 3, "outcome_keys": ["label", "outcome_turns"]})["outcome"]
 {'label': 'sad', 'turns': 3}
@@ -17,14 +26,29 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
+import socket
+import sys
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 RESULTS_FILE = "results.jsonl"
 METADATA_FILE = "metadata.json"
 SUMMARY_FILE = "summary.json"
+LOCK_FILE = ".lock"
+#: Record key: how many lone surrogates of the record's text were written as U+FFFD.
+REPLACED_SURROGATES_KEY = "replaced_lone_surrogates"
+
+#: After ``json.dumps(..., ensure_ascii=False)`` every character in this range is a lone
+#: surrogate (paired ones are already one astral character).
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+#: How long a refused writer waits for the holder to write its pid (it does so right after locking).
+_HOLDER_WAIT_S = 1.0
 
 #: Top-level keys of the records of the older flat format, which were not outcome fields; an
 #: outcome field that clashed with one of them was stored as ``outcome_<key>``.
@@ -213,9 +237,10 @@ def rewrite_results(path: Path, records: Sequence[Mapping[str, Any]]) -> None:
 
 
 def write_json(path: Path, payload: Mapping[str, Any]) -> None:
-    """Write ``metadata.json`` or ``summary.json`` atomically, indented."""
+    """Write ``metadata.json`` or ``summary.json`` atomically, indented (lone surrogates as U+FFFD)."""
     temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(payload, indent=2, ensure_ascii=False, default=_json_default) + "\n")
+    text = json.dumps(payload, indent=2, ensure_ascii=False, default=_json_default)
+    temporary.write_text(_LONE_SURROGATE.sub("\ufffd", text) + "\n", encoding="utf-8")
     os.replace(temporary, path)
 
 
@@ -225,7 +250,13 @@ def read_json(path: Path) -> dict[str, Any]:
 
 
 def _json_line(record: Mapping[str, Any]) -> bytes:
-    return (json.dumps(record, ensure_ascii=False, default=_json_default) + "\n").encode()
+    """One UTF-8 line; lone surrogates become U+FFFD and the record counts them."""
+    text = json.dumps(record, ensure_ascii=False, default=_json_default)
+    replaced = len(_LONE_SURROGATE.findall(text))
+    if replaced:
+        flagged = {**record, REPLACED_SURROGATES_KEY: replaced}
+        text = _LONE_SURROGATE.sub("\ufffd", json.dumps(flagged, ensure_ascii=False, default=_json_default))
+    return (text + "\n").encode()
 
 
 def _json_default(value: Any) -> Any:
@@ -238,12 +269,123 @@ def _json_default(value: Any) -> Any:
     return repr(value)
 
 
+class RunFolderLocked(RuntimeError):
+    """Another process is writing the run folder; the message names its pid."""
+
+
+@contextmanager
+def lock_run_folder(folder: Path | str) -> Iterator[Path]:
+    """Hold ``folder`` for this process alone until the block ends.
+
+    The folder is created if missing. The lock is ``fcntl.flock`` on ``folder/.lock``,
+    which holds the holder's pid, host, start time and command; the kernel releases it
+    when the process exits or crashes, so a killed run never leaves the folder locked.
+    On release the lock file is removed, and so is the folder when this call created it
+    and nothing else was written to it.
+
+    Args:
+        folder: The run folder.
+
+    Yields:
+        The lock file's path.
+
+    Raises:
+        RunFolderLocked: Another process (or another run in this one) holds the folder.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as root, lock_run_folder(Path(root) / "run"):
+    ...     try:
+    ...         with lock_run_folder(Path(root) / "run"):
+    ...             pass
+    ...     except RunFolderLocked as refused:
+    ...         print(f"pid {os.getpid()}" in str(refused))
+    True
+    """
+    folder = Path(folder)
+    created = not folder.is_dir()
+    path = folder / LOCK_FILE
+    descriptor = _acquire(folder, path)
+    try:
+        holder = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "command": " ".join(sys.argv),
+        }
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, _LONE_SURROGATE.sub("\ufffd", json.dumps(holder, ensure_ascii=False)).encode(), 0)
+        yield path
+    finally:
+        # Removed while still held: a process that opened this file meanwhile finds it gone
+        # after the release and locks a fresh one (see _acquire), so two never both hold one.
+        path.unlink(missing_ok=True)
+        os.close(descriptor)
+        if created:
+            try:
+                folder.rmdir()  # only succeeds when the run wrote nothing
+            except OSError:
+                pass
+
+
+def _acquire(folder: Path, path: Path) -> int:
+    """An open descriptor of ``path`` holding its exclusive flock (see :func:`lock_run_folder`)."""
+    import fcntl
+
+    while True:
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # the folder was removed by a run that just gave it up
+            continue
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _read_holder(descriptor)
+            os.close(descriptor)
+            pid = holder.get("pid", "unknown")
+            where = f" on {holder['host']}" if holder.get("host") else ""
+            since = f" since {holder['started_at']}" if holder.get("started_at") else ""
+            command = f": {holder['command']}" if holder.get("command") else ""
+            raise RunFolderLocked(
+                f"{folder} is being written by another process (pid {pid}{where}{since}{command}); "
+                "two writers would duplicate or lose episodes: wait for it to finish (or stop it), "
+                "then --resume, or write to another --out"
+            ) from None
+        try:
+            current = os.stat(path).st_ino == os.fstat(descriptor).st_ino
+        except FileNotFoundError:
+            current = False
+        if current:
+            return descriptor
+        os.close(descriptor)  # we locked a file its last holder had already removed: take the new one
+
+
+def _read_holder(descriptor: int) -> dict[str, Any]:
+    """The lock file's holder record; ``{}`` when the holder has not written it in time."""
+    deadline = time.monotonic() + _HOLDER_WAIT_S
+    while True:
+        data = os.pread(descriptor, 65536, 0)
+        try:
+            holder = json.loads(data)
+        except ValueError:
+            holder = None
+        if isinstance(holder, dict):
+            return holder
+        if time.monotonic() > deadline:
+            return {}
+        time.sleep(0.02)
+
+
 __all__ = [
+    "LOCK_FILE",
     "METADATA_FILE",
+    "REPLACED_SURROGATES_KEY",
     "RESULTS_FILE",
     "SUMMARY_FILE",
     "ResultsWriter",
+    "RunFolderLocked",
     "read_json",
+    "lock_run_folder",
     "read_results",
     "records_to_resume",
     "rewrite_results",

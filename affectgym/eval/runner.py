@@ -9,15 +9,22 @@ writes to ``out`` (:mod:`affectgym.eval.results`):
   transcript with tool calls and outputs, final answer, reward, its components, per-step
   rewards, timings, error), with the env's ``info["outcome"]`` under ``"outcome"``
   (``prediction``, ``label``, ``correct``, ``confidence``, ``pivot``... for classification
-  envs). Lines are only ever written whole (:class:`~affectgym.eval.results.ResultsWriter`),
-  so after a crash or Ctrl-C ``resume=True`` keeps every complete line, drops a
-  half-written last one and plays only the missing (scenario, rollout) episodes.
+  envs) and ``judge_failures``: the LLM judge's failed verdicts in the episode (its reward
+  then lacks the judge's part; see :mod:`affectgym.rewards.judge`). Lines are only ever
+  written whole (:class:`~affectgym.eval.results.ResultsWriter`), so after a crash or
+  Ctrl-C ``resume=True`` keeps every complete line, drops a half-written last one and
+  plays only the missing (scenario, rollout) episodes.
 * ``metadata.json``: env id and kwargs, agent spec and settings, the scorers the env
   reports (its ``scorers``, e.g. which emotion classifier ran), package versions, seed,
   start and end times, host and the exact command.
 * ``summary.json``: mean reward with its 95% interval, each reward component, pass@k when
-  rollouts > 1, tool use, timings and errors, and the summaries the env declares in its
-  ``outcome_summaries`` (:mod:`affectgym.eval.summary`): the runner names no env.
+  rollouts > 1, tool use, timings, errors and judge failures, and the summaries the env
+  declares in its ``outcome_summaries`` (:mod:`affectgym.eval.summary`): the runner names no env.
+
+One run writes a folder at a time: the run holds an OS lock on ``out``
+(:func:`~affectgym.eval.results.lock_run_folder`) from before it reads what is there until
+its summary is written, and a second run (fresh or ``resume``) into the same folder fails
+at once with :class:`~affectgym.eval.results.RunFolderLocked`, naming the holder's pid.
 
 An exception inside an episode (a model server down, a timeout) is recorded in that
 episode's line and counted; the run stops only when more than ``max_fail_fraction`` of
@@ -51,11 +58,13 @@ from affectgym.eval.results import (
     RESULTS_FILE,
     SUMMARY_FILE,
     ResultsWriter,
+    lock_run_folder,
     read_results,
     records_to_resume,
     write_json,
 )
 from affectgym.eval.summary import check_outcome_summaries, format_number, print_summary, summarize
+from affectgym.rewards.judge import watch_judge_failures
 
 #: Packages whose versions go into metadata.json (when installed).
 VERSIONED_PACKAGES = (
@@ -121,6 +130,11 @@ class EvalConfig:
             raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
         if not 0 <= self.max_fail_fraction <= 1:
             raise ValueError(f"max_fail_fraction must be in [0, 1], got {self.max_fail_fraction}")
+        if "split" in self.env_kwargs:
+            raise ValueError(
+                f"env_kwargs sets split={self.env_kwargs['split']!r}; the split has its own option "
+                f"(--split on the command line, now {self.split!r}): pass --split {self.env_kwargs['split']} instead"
+            )
 
 
 @dataclasses.dataclass
@@ -176,20 +190,24 @@ def play_episode(env: Any, agent: Agent, scenario_id: str, rollout: int, seed: i
 
     Returns:
         The record written to ``results.jsonl``, with the env's ``info["outcome"]`` under
-        ``"outcome"`` (empty when the episode failed).
+        ``"outcome"`` (empty when the episode failed) and the judge's failures of its steps
+        under ``"judge_failures"``.
     """
     started = time.perf_counter()
     state: dict[str, Any] = {"done": False, "terminated": False, "truncated": False, "info": None}
     step_rewards: list[float] = []
     env_s = 0.0
+    judge_failures = 0
     error = None
 
     def step(action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        nonlocal env_s
+        nonlocal env_s, judge_failures
         if state["done"]:
             raise RuntimeError("the agent stepped after the episode ended")
         tick = time.perf_counter()
-        result = env.step(action)
+        with watch_judge_failures() as judged:
+            result = env.step(action)
+        judge_failures += judged.count
         env_s += time.perf_counter() - tick
         _, reward, terminated, truncated, info = result
         step_rewards.append(float(reward))
@@ -230,6 +248,7 @@ def play_episode(env: Any, agent: Agent, scenario_id: str, rollout: int, seed: i
         "tool_calls": [c["function"]["name"] for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []],
         "timings": {"total_s": total_s, "env_s": env_s, "agent_s": max(total_s - env_s, 0.0)},
         "error": error,
+        "judge_failures": judge_failures,
         "outcome": dict(info.get("outcome") or {}) if error is None else {},
         "messages": messages,
     }
@@ -266,21 +285,24 @@ def run_eval(
         The :class:`RunResult`.
 
     Raises:
+        RunFolderLocked: Another run is writing ``out``.
         FileExistsError: ``out`` already holds results and ``resume`` is not set.
         ValueError: ``resume`` is set but ``out`` holds a run of another env, agent, split or
             seed; the env lists an unknown outcome summary; ``user_simulator`` with ``env_factory``.
         RunAborted: Too many episodes failed; what was done is on disk.
     """
     out = Path(config.out)
-    previous_metadata = _check_resumable(config, out)
     with ExitStack() as cleanup:  # a bad env id or agent spec fails here, before anything is written
+        # Held until the summary is written, and taken before reading what is there: a second
+        # writer would duplicate or lose episodes (the lock leaves no folder behind on failure).
+        cleanup.enter_context(lock_run_folder(out))
+        previous_metadata = _check_resumable(config, out)
         envs = _EnvPool(_env_factory(config, env_factory, cleanup))
         cleanup.callback(envs.close)
-        agent = _open_agent(config, agent, cleanup)
+        agent = _open_agent(config, agent, cleanup, envs.probe)
         outcome_summaries = tuple(getattr(envs.probe.unwrapped, "outcome_summaries", ()))
         check_outcome_summaries(outcome_summaries, config.env_id)
 
-        out.mkdir(parents=True, exist_ok=True)
         kept = records_to_resume(out / RESULTS_FILE, retry_errors=config.retry_errors)
         planned = _planned_episodes(config, envs.probe)
         done = {(r["scenario_id"], r["rollout"]) for r in kept}
@@ -305,10 +327,11 @@ def run_eval(
     if config.progress or console is not None:
         print_summary(summary, console=console, title=f"{config.env_id} - {agent.name}")
     if session.status == "aborted":
+        failed = sum(1 for r in records if r.get("error"))
         raise RunAborted(
-            f"{session.failures} of {session.finished} episodes failed in this session "
+            f"{failed} of the {len(records)} episodes in {out / RESULTS_FILE} failed "
             f"(max_fail_fraction {config.max_fail_fraction}); first error: {_first_error(records)}; "
-            f"the {len(records)} episodes done are in {out / RESULTS_FILE}, rerun with --resume to continue"
+            "rerun with --resume to continue"
         )
     return RunResult(out=out, summary=summary, episodes_played=session.finished, elapsed_s=session.elapsed_s)
 
@@ -400,11 +423,13 @@ def _env_factory(config: EvalConfig, env_factory: Callable[[], Any] | None, clea
     return make
 
 
-def _open_agent(config: EvalConfig, agent: Agent | None, cleanup: ExitStack) -> Agent:
-    """The given agent, or the one ``config.agent`` names (closed when the run ends)."""
+def _open_agent(config: EvalConfig, agent: Agent | None, cleanup: ExitStack, probe_env: Any) -> Agent:
+    """The given agent, or the one ``config.agent`` names, checked against the env first (closed when the run ends)."""
     if agent is not None:
         return agent
-    from affectgym.agents.registry import make_agent
+    from affectgym.agents.registry import check_agent_supports, make_agent
+
+    check_agent_supports(config.agent, probe_env, config.env_id)
 
     built = make_agent(config.agent, env_id=config.env_id, env_kwargs=config.env_kwargs, **config.agent_kwargs)
     cleanup.callback(built.close)

@@ -1,8 +1,9 @@
 """The numbers of ``summary.json``: what every run reports, plus what its env declares.
 
 Every summary has the episode and error counts, the mean reward with its 95% interval, the
-mean of each reward component, pass@k (with more than one rollout), tool use, turns and
-timings. The rest depends on the env's outcomes (``record["outcome"]``), and the env says
+mean of each reward component, pass@k (with more than one rollout), tool use, turns,
+timings and the LLM judge's failures (an episode whose judging failed is not an error: it
+has a reward, without the judge's part, so it is counted apart). The rest depends on the env's outcomes (``record["outcome"]``), and the env says
 which summaries fit them in its ``outcome_summaries`` class attribute
 (:class:`~affectgym.envs.core.AffectEnv`), by name:
 
@@ -60,8 +61,8 @@ def dialogue_turn_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any
 #: Keys every summary has; no outcome summary may take one of them.
 _BASE_KEYS = frozenset(
     {
-        "episodes", "scenarios", "errors", "reward", "reward_components", "tool_use", "turns_mean", "truncated_rate",
-        "timings", "pass_at_k", "outcome_summaries", "status", "planned_episodes", "episodes_this_session",
+        "episodes", "scenarios", "errors", "judge_failures", "reward", "reward_components", "tool_use", "turns_mean",
+        "truncated_rate", "timings", "pass_at_k", "outcome_summaries", "status", "planned_episodes", "episodes_this_session",
         "elapsed_s_this_session", "episodes_per_s_this_session",
     }
 )
@@ -120,8 +121,10 @@ def summarize(
         outcome_summaries: The env's ``outcome_summaries`` (see the module docstring).
 
     Returns:
-        ``episodes``, ``scenarios``, ``errors`` (count, rate, by type), ``reward`` (mean,
-        ci95, n), ``reward_components`` (mean of each), ``tool_use``, ``turns_mean``,
+        ``episodes``, ``scenarios``, ``errors`` (count, rate, by type), ``judge_failures``
+        (``count``: failed verdicts, ``episodes``: episodes with one or more, ``rate``: their
+        share of the error-free episodes), ``reward`` (mean, ci95, n), ``reward_components``
+        (mean of each), ``tool_use``, ``turns_mean``,
         ``truncated_rate``, ``timings``, ``pass_at_k`` when ``rollouts > 1``,
         ``outcome_summaries`` (the names) and one entry per name.
 
@@ -135,6 +138,8 @@ def summarize(
     errors = [r for r in records if r.get("error")]
     rewards = [float(r["reward"]) for r in ok if r.get("reward") is not None]
     mean, half = mean_ci95(rewards)
+    judged_badly = [int(r.get("judge_failures") or 0) for r in ok]
+    failed_episodes = sum(count > 0 for count in judged_badly)
     components: dict[str, list[float]] = defaultdict(list)
     for record in ok:
         for name, value in (record.get("reward_components") or {}).items():
@@ -147,6 +152,11 @@ def summarize(
             "count": len(errors),
             "rate": len(errors) / len(records) if records else 0.0,
             "by_type": dict(Counter(r["error"]["type"] for r in errors)),
+        },
+        "judge_failures": {
+            "count": sum(judged_badly),
+            "episodes": failed_episodes,
+            "rate": failed_episodes / len(ok) if ok else 0.0,
         },
         "reward": {"mean": mean, "ci95": half, "n": len(rewards)},
         "reward_components": {name: math.fsum(v) / len(v) for name, v in sorted(components.items())},
@@ -219,6 +229,12 @@ def print_summary(summary: Mapping[str, Any], console: Any = None, title: str = 
     errors = summary["errors"]
     by_type = ", ".join(f"{k}: {v}" for k, v in errors["by_type"].items())
     table.add_row("errors", f"{errors['count']}" + (f" ({by_type})" if by_type else ""))
+    judge = summary.get("judge_failures") or {}
+    if judge.get("count"):
+        table.add_row(
+            "judge failures",
+            f"{judge['count']} in {judge['episodes']} episodes ({format_number(judge['rate'])}; rewards without the judge's part)",
+        )
     if summary["timings"]["total_s"] is not None:
         table.add_row("seconds / episode", format_number(summary["timings"]["total_s"]))
     for name in summary.get("outcome_summaries") or ():

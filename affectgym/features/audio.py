@@ -120,6 +120,56 @@ def load_audio(
     return _finish(samples, rate, name, sr, max_duration_s)
 
 
+def audio_file_problem(path: str | os.PathLike, min_duration_s: float = 0.0) -> str | None:
+    """Why a file cannot serve as a clip, or ``None``: fast checks of the file and its header.
+
+    Nothing is decoded. Formats libsndfile reads (wav, flac, ogg, aiff, mp3, ...) have their
+    header read for the length; container formats only ffmpeg decodes (mp4, m4a, ...) are
+    checked as files only, and a broken one is found when it is decoded.
+
+    Args:
+        path: The audio file.
+        min_duration_s: Shortest usable length (e.g. :attr:`ProsodyParams.min_duration_s
+            <affectgym.features.prosody.ProsodyParams.min_duration_s>`).
+
+    Returns:
+        The reason (e.g. ``"empty file (0 bytes)"``), or ``None`` when the file looks usable.
+
+    >>> audio_file_problem("/nonexistent/clip.wav")
+    'no such file'
+    """
+    path = Path(path)
+    if path.is_symlink() and not path.exists():
+        return f"dangling symlink to {os.readlink(path)}"
+    if not path.exists():
+        return "no such file"
+    if path.is_dir():
+        return "a folder, not an audio file"
+    if not path.is_file():
+        return "not a regular file"
+    try:
+        size = path.stat().st_size
+    except OSError as err:
+        return f"unreadable ({err.strerror or err})"
+    if size == 0:
+        return "empty file (0 bytes)"
+    import soundfile
+
+    try:
+        info = soundfile.info(str(path))
+    except Exception as err:  # noqa: BLE001 - libsndfile raises several types for one cause
+        if path.suffix.lower() in FFMPEG_SUFFIXES:
+            return None
+        reason = str(err).rpartition(": ")[2] or type(err).__name__
+        return f"not a readable audio file ({reason.rstrip('.')})"
+    if info.frames <= 0 or info.samplerate <= 0:
+        return "zero-length audio (no samples)"
+    duration_s = info.frames / float(info.samplerate)
+    if duration_s + 1e-9 < min_duration_s:
+        return f"too short: {duration_s:.3f} s of audio, at least {min_duration_s:.3f} s needed"
+    return None
+
+
 def _finish(
     samples: np.ndarray, rate: int, name: str, sr: int | None, max_duration_s: float | None
 ) -> Audio:

@@ -7,20 +7,34 @@ Entries live under ``$AFFECTGYM_CACHE`` (default ``~/.cache/affectgym``) ``/pros
 
 Safe under concurrency: every write goes to a unique temporary file in the same
 directory and is moved into place with ``os.replace`` (atomic on POSIX), so readers see
-either nothing or a whole entry. Each entry starts with the SHA-256 of its payload; a
-mismatch or unparsable JSON counts as a miss, and the entry is recomputed and
-rewritten. The cache is bounded in bytes: past the bound the least recently used
-entries (oldest modification time; a hit refreshes it) are deleted first.
+either nothing or a whole entry. Each entry starts with a hash of its payload and
+records its own key; a mismatch (a corrupted entry, or one copied or renamed to
+another key), unparsable JSON or something other than a file at the entry's path
+counts as a miss, and the entry is recomputed and rewritten. The cache is bounded in
+bytes: past the bound the least recently used entries (oldest modification time; a hit
+refreshes it) are deleted first, and eviction also removes the temporary files of
+writers that died before moving them into place.
+
+The cache is an accelerator, never a requirement: when an entry cannot be written
+(a read-only cache folder, a full disk) the computed prosody is returned all the same
+and one warning per cache folder says why.
 
 A small in-process memo sits in front of the disk: a repeated request for the same
-unchanged file (same path, size and mtime) costs a ``stat`` and a dict lookup.
+unchanged file costs a ``stat`` and a dict lookup. "Unchanged" means the same path,
+device, inode, size, mtime and ctime; the kernel sets ctime on every change and no
+user tool can set it back (``cp -p``, ``rsync -t`` and tar restore the mtime only), and
+a file changed within the last :data:`_RACY_WINDOW_NS` is hashed again on every request,
+since a second change inside one clock tick would leave even the ctime unchanged.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import stat
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
@@ -36,9 +50,15 @@ from affectgym.cache_root import cache_root
 from affectgym.features.audio import DEFAULT_SAMPLE_RATE_HZ, Audio, load_audio
 from affectgym.features.prosody import Prosody, ProsodyParams, extract_prosody
 
-CACHE_FORMAT = 2  # bump when the entry layout changes
+CACHE_FORMAT = 3  # bump when the entry layout changes
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024  # 512 MiB of entries, ~10 KB-100 KB each
 _MEMO_ENTRIES = 1024  # in-process results kept in front of the disk
+# A writer moves its temporary file into place within milliseconds; one this old (in
+# seconds) belongs to a writer that was killed, and eviction removes it.
+ORPHAN_TMP_AGE_S = 600.0
+_RACY_WINDOW_NS = 2_000_000_000  # files changed this recently are not memoised (ns)
+
+log = logging.getLogger(__name__)
 
 
 def default_cache_dir() -> Path:
@@ -63,6 +83,7 @@ class ProsodyCache:
         self.max_bytes = int(max_bytes)
         self._writes_since_scan = 0
         self._memo: OrderedDict[str, Prosody] = OrderedDict()
+        self._write_failure_logged = False
 
     def key(self, audio_digest: str, backend: str, params: ProsodyParams, sr: int | None) -> str:
         """The entry key for one analysis of one piece of audio.
@@ -106,36 +127,61 @@ class ProsodyCache:
             raw = path.read_bytes()
         except FileNotFoundError:
             return None
-        prosody = _decode_entry(raw)
+        except OSError:  # a folder or another non-file at the entry's path: recompute
+            return None
+        prosody = _decode_entry(raw, key)
         if prosody is None:
-            path.unlink(missing_ok=True)
+            _remove_quietly(path)
             return None
         try:
             os.utime(path)  # mark as recently used for eviction
-        except FileNotFoundError:
+        except OSError:  # gone meanwhile, or a read-only cache: the hit stands
             pass
         self._remember(key, prosody)
         return prosody
 
-    def put(self, key: str, prosody: Prosody) -> None:
+    def put(self, key: str, prosody: Prosody) -> bool:
         """Store an entry atomically, then evict if the cache is over its bound.
+
+        An entry that cannot be written (read-only folder, full disk, a folder in its
+        place) is kept in the in-process memo only; the first such failure of this cache
+        logs one warning naming the folder and the reason.
 
         Args:
             key: From :meth:`key`.
             prosody: The value.
+
+        Returns:
+            Whether the entry reached the disk.
         """
+        self._remember(key, prosody)
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.parent / f".{key}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
         try:
-            temporary.write_bytes(_encode_entry(prosody))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary.write_bytes(_encode_entry(prosody, key))
             os.replace(temporary, path)
+        except OSError as err:
+            self._log_write_failure(err)
+            return False
         finally:
-            temporary.unlink(missing_ok=True)
-        self._remember(key, prosody)
+            _remove_quietly(temporary)
         self._writes_since_scan += 1
         if self._writes_since_scan >= 32 or self._writes_since_scan == 1:
             self.evict()
+        return True
+
+    def _log_write_failure(self, err: OSError) -> None:
+        if self._write_failure_logged:
+            return
+        self._write_failure_logged = True
+        log.warning(
+            "prosody cache %s cannot be written (%s: %s); features are computed and used but not "
+            "stored. Set AFFECTGYM_CACHE to a writable folder to keep them between runs.",
+            self.root,
+            type(err).__name__,
+            err.strerror or err,
+        )
 
     def _remember(self, key: str, prosody: Prosody) -> None:
         self._memo[key] = prosody
@@ -147,26 +193,42 @@ class ProsodyCache:
         """Forget the in-process memo (the disk entries stay)."""
         self._memo.clear()
 
-    def entries(self) -> list[Path]:
-        """Paths of all stored entries."""
-        if not self.root.is_dir():
+    def _shards(self) -> list[Path]:
+        try:
+            return [shard for shard in self.root.iterdir() if shard.is_dir()]
+        except OSError:  # no cache folder yet (or an unreadable one): nothing stored
             return []
-        return [p for shard in self.root.iterdir() if shard.is_dir() for p in shard.glob("*.json")]
+
+    def entries(self) -> list[Path]:
+        """Paths of all stored entries (files only)."""
+        return [p for shard in self._shards() for p in shard.glob("*.json") if p.is_file()]
 
     def evict(self) -> int:
-        """Delete the least recently used entries until the cache is within its bound.
+        """Delete orphaned temporary files, then the least recently used entries until the
+        cache is within its bound.
+
+        A temporary file older than :data:`ORPHAN_TMP_AGE_S` belongs to a writer that died
+        before moving it into place; it is removed whatever the cache's size.
 
         Returns:
-            Number of entries deleted.
+            Number of entries deleted (orphaned temporary files not counted).
         """
         self._writes_since_scan = 0
+        oldest_live_ns = time.time_ns() - int(ORPHAN_TMP_AGE_S * 1e9)
+        for shard in self._shards():
+            for temporary in shard.glob(".*.tmp"):
+                try:
+                    if temporary.stat().st_mtime_ns < oldest_live_ns:
+                        temporary.unlink()
+                except OSError:  # taken by its writer meanwhile, or not ours to remove
+                    continue
         sized = []
         for path in self.entries():
             try:
-                stat = path.stat()
-            except FileNotFoundError:
+                stat_result = path.stat()
+            except OSError:
                 continue
-            sized.append((stat.st_mtime_ns, stat.st_size, path))
+            sized.append((stat_result.st_mtime_ns, stat_result.st_size, path))
         total = sum(size for _, size, _ in sized)
         if total <= self.max_bytes:
             return 0
@@ -175,32 +237,45 @@ class ProsodyCache:
         for _, size, path in sorted(sized, key=lambda item: (item[0], str(item[2]))):
             if total <= target:
                 break
-            path.unlink(missing_ok=True)
+            if _remove_quietly(path):
+                deleted += 1
             total -= size
-            deleted += 1
         return deleted
 
 
+def _remove_quietly(path: Path) -> bool:
+    """Unlink ``path`` if it is there and ours to remove; whether it was removed."""
+    try:
+        path.unlink()
+    except OSError:
+        return False
+    return True
+
+
 _CONTOUR_FIELDS = ("contour_times_s", "contour_f0_hz")
+_KEY_FIELD = "cache_key"  # the entry's own key, so a copied or renamed entry is refused
 
 
-def _encode_entry(prosody: Prosody) -> bytes:
-    """``<xxh3 of body>\\n<body>``; body = 8-byte header length, JSON of the scalar fields,
-    then the contour as raw little-endian float64 (times, then F0): exact and fast to read."""
-    payload = prosody.to_dict()
+def _encode_entry(prosody: Prosody, key: str) -> bytes:
+    """``<xxh3 of body>\\n<body>``; body = 8-byte header length, JSON of the key and the
+    scalar fields, then the contour as raw little-endian float64 (times, then F0): exact
+    and fast to read."""
+    payload = {_KEY_FIELD: key, **prosody.to_dict()}
     contour = np.concatenate([np.asarray(payload.pop(name), dtype="<f8") for name in _CONTOUR_FIELDS])
     header = json.dumps(payload, separators=(",", ":")).encode("utf-8")
     body = len(header).to_bytes(8, "little") + header + contour.tobytes()
     return xxhash.xxh3_128_hexdigest(body).encode("ascii") + b"\n" + body
 
 
-def _decode_entry(raw: bytes) -> Prosody | None:
+def _decode_entry(raw: bytes, key: str) -> Prosody | None:
     digest, _, body = raw.partition(b"\n")
     if len(body) < 8 or xxhash.xxh3_128_hexdigest(body).encode("ascii") != digest:
         return None
     header_end = 8 + int.from_bytes(body[:8], "little")
     try:
         payload: dict[str, Any] = json.loads(body[8:header_end])
+        if not isinstance(payload, dict) or payload.pop(_KEY_FIELD, None) != key:
+            return None
         contour = np.frombuffer(body[header_end:], dtype="<f8")
         if contour.size % 2:
             return None
@@ -211,13 +286,24 @@ def _decode_entry(raw: bytes) -> Prosody | None:
         return None
 
 
-_FILE_DIGESTS: dict[tuple[str, int, int], str] = {}
+_FILE_DIGESTS: dict[tuple[str, int, int, int, int, int], str] = {}
 
 
 def _file_digest(path: Path) -> str:
-    """XXH3-128 of a file's bytes (a content address, not a security hash), memoised on (path, size, mtime)."""
-    stat = path.stat()
-    memo_key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    """XXH3-128 of a file's bytes (a content address, not a security hash).
+
+    Memoised on (path, device, inode, size, mtime, ctime), and only for files whose last
+    change is older than :data:`_RACY_WINDOW_NS` (see the module docstring).
+    """
+    status = path.stat()
+    memo_key = (
+        str(path.resolve()),
+        status.st_dev,
+        status.st_ino,
+        status.st_size,
+        status.st_mtime_ns,
+        status.st_ctime_ns,
+    )
     digest = _FILE_DIGESTS.get(memo_key)
     if digest is None:
         hasher = xxhash.xxh3_128()
@@ -227,7 +313,8 @@ def _file_digest(path: Path) -> str:
         digest = "file-xxh3:" + hasher.hexdigest()
         if len(_FILE_DIGESTS) > 4096:
             _FILE_DIGESTS.clear()
-        _FILE_DIGESTS[memo_key] = digest
+        if stat.S_ISREG(status.st_mode) and time.time_ns() - status.st_ctime_ns > _RACY_WINDOW_NS:
+            _FILE_DIGESTS[memo_key] = digest
     return digest
 
 

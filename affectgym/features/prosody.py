@@ -35,11 +35,12 @@ from typing import Any
 
 import numpy as np
 
-from affectgym.features.audio import Audio, AudioSource, load_audio
+from affectgym.features.audio import Audio, AudioLoadError, AudioSource, load_audio
 
 SEMITONE_REFERENCE_HZ = 27.5  # A0; eGeMAPS expresses F0 in semitones from here
 INTENSITY_REFERENCE = 2e-5  # 20 micropascal, Praat's intensity reference
 BACKENDS = ("praat", "librosa")
+PRAAT_SILENCE_THRESHOLD = 0.03  # Praat's pitch silence threshold: share of the loudest frame's level
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,16 @@ class ProsodyParams:
     def to_dict(self) -> dict[str, float]:
         """The settings as a plain dict (stable key order)."""
         return dataclasses.asdict(self)
+
+    @property
+    def min_duration_s(self) -> float:
+        """Shortest clip these settings can analyse: one intensity window (6.4 periods of
+        ``intensity_min_pitch_hz``) and one pitch window (3 periods of ``pitch_floor_hz``).
+
+        >>> ProsodyParams().min_duration_s
+        0.064
+        """
+        return round(max(6.4 / self.intensity_min_pitch_hz, 3.0 / self.pitch_floor_hz), 6)
 
 
 @dataclass(frozen=True)
@@ -185,7 +196,8 @@ def extract_prosody(
 
     Raises:
         ValueError: Unknown backend.
-        AudioLoadError: The audio could not be loaded.
+        AudioLoadError: The audio could not be loaded, or is shorter than
+            ``params.min_duration_s`` (the message names the clip and the minimum).
 
     >>> from affectgym.features.synthetic import tone
     >>> p = extract_prosody(load_audio(tone(200.0), input_sample_rate_hz=16000))
@@ -197,6 +209,11 @@ def extract_prosody(
     params = params or ProsodyParams()
     if not isinstance(audio, Audio):
         audio = load_audio(audio)
+    if audio.duration_s + 1e-9 < params.min_duration_s:
+        raise AudioLoadError(
+            f"{audio.source}: {audio.duration_s:.3f} s of audio is too short for prosody analysis; "
+            f"clips need at least {params.min_duration_s:.3f} s (ProsodyParams.min_duration_s)."
+        )
     if backend == "praat":
         return _extract_praat(audio, params)
     return _extract_librosa(audio, params)
@@ -272,7 +289,14 @@ def _extract_librosa(audio: Audio, params: ProsodyParams) -> Prosody:
         hop_length=hop,
         center=True,
     )
-    f0_hz = np.where(voiced_flag & np.isfinite(f0), f0, 0.0)
+    # pyin finds a "pitch" in dither and inaudible hum; as Praat does, frames quieter than
+    # 3% of the loudest frame, or below the level of digital silence, have no voice
+    frame_rms = librosa.feature.rms(y=y, frame_length=frame, hop_length=hop, center=True)[0][: len(f0)]
+    frame_db = 20.0 * np.log10(np.maximum(frame_rms, 1e-10) / INTENSITY_REFERENCE)
+    audible = (frame_rms >= PRAAT_SILENCE_THRESHOLD * frame_rms.max(initial=0.0)) & (
+        frame_db >= params.absolute_silence_db
+    )
+    f0_hz = np.where(voiced_flag & np.isfinite(f0) & audible, f0, 0.0)
     times_s = librosa.frames_to_time(np.arange(len(f0_hz)), sr=sr, hop_length=hop)
     window = max(hop, int(round(3.2 / params.intensity_min_pitch_hz * sr / 2)) * 2)
     rms = librosa.feature.rms(y=y, frame_length=window, hop_length=hop, center=True)[0]

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from affectgym.emotions import EMOTIONS, canonical_emotion
+from affectgym.hub import pretrained_problem
 from affectgym.rewards.memo import BoundedMemo
 from affectgym.rewards.rules import strip_think
 
@@ -378,6 +379,14 @@ def _load_transformers(
     model_name: str, device: str, precision: str
 ) -> tuple[Any, Any, list[str | None], int]:
     """Load tokenizer and model once; map the model's columns onto the seven labels."""
+    advice = (
+        "Without hub access, pass model=<local directory of a sequence-classification model> or use "
+        "backend='nade' (offline)"
+    )
+    # Checked before from_pretrained, which retries an unreachable hub for most of a minute.
+    problem = pretrained_problem(model_name)
+    if problem is not None:
+        raise OSError(f"could not load the emotion classifier: {problem}. {advice}")
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -385,11 +394,7 @@ def _load_transformers(
         tokenizer = AutoTokenizer.from_pretrained(model_name)
         model = AutoModelForSequenceClassification.from_pretrained(model_name)
     except OSError as error:
-        raise OSError(
-            f"could not load the emotion classifier {model_name!r} ({error}). Without hub "
-            "access, pass model=<local directory of a sequence-classification model> or use "
-            "backend='nade' (offline)"
-        ) from error
+        raise OSError(f"could not load the emotion classifier {model_name!r} ({error}). {advice}") from error
     id2label = model.config.id2label
     column_labels = [canonical_emotion(str(id2label[i])) for i in range(model.config.num_labels)]
     if not any(column_labels):

@@ -11,21 +11,16 @@ process (:func:`log_once`).
 from __future__ import annotations
 
 import logging
-import os
-import socket
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
+from affectgym.hub import HUB_PROBE_TIMEOUT_S, hub_offline_reason, pretrained_problem
 from affectgym.rewards.classifier import DEFAULT_EMOTION_MODEL, EmotionClassifier
 from affectgym.rewards.judge import EmotionJudge, Judge, JudgeConfig
 
 __all__ = ["log_once", "make_classifier", "make_judge"]
 
 log = logging.getLogger(__name__)
-
-HUB_PROBE_TIMEOUT_S = 3.0  # how long the hub gets to accept a TCP connection
 
 _ANNOUNCED: set[str] = set()
 
@@ -46,31 +41,12 @@ def log_once(key: str, message: str, *args: Any, logger: logging.Logger = log) -
 
 def _hub_reachable(timeout_s: float = HUB_PROBE_TIMEOUT_S) -> bool:
     """Whether the Hugging Face hub answers a TCP connection (False when HF_HUB_OFFLINE is set)."""
-    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
-        return False
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    parsed = urlparse(endpoint)
-    host = parsed.hostname or "huggingface.co"
-    port = parsed.port or (443 if parsed.scheme != "http" else 80)
-    try:
-        with socket.create_connection((host, port), timeout=timeout_s):
-            return True
-    except OSError:
-        return False
+    return hub_offline_reason(timeout_s) is None
 
 
 def _model_available(model: str) -> bool:
     """Whether ``model`` is a local directory, sits in the hub cache, or the hub is reachable."""
-    if Path(model).is_dir():
-        return True
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        if isinstance(try_to_load_from_cache(model, "config.json"), str):
-            return True
-    except (ImportError, ValueError):
-        pass
-    return _hub_reachable()
+    return pretrained_problem(model) is None
 
 
 def make_classifier(

@@ -1,24 +1,34 @@
 """The ``affectgym train`` subcommand.
 
-``affectgym train ENV_ID --model MODEL [--mode flat|multiturn] [--max-steps N] ...`` runs GRPO
-(:func:`affectgym.train.grpo.train`); every option comes from a field of
-:class:`~affectgym.train.config.TrainConfig`, and ``--config FILE.yaml`` reads them from a file
-(``--print-config`` writes one). ``--algo ppo|sac`` hands numeric envs (EmotionState-v0) to
-Stable-Baselines3 (:mod:`affectgym.train.sb3`) when that module is installed.
+``affectgym train ENV_ID [--algo grpo|ppo|sac] ...``: every option comes from a field of
+:class:`~affectgym.train.config.TrainConfig`, one configuration for every algorithm;
+``--config FILE.yaml`` reads them from a file and ``--print-config`` writes one (and trains
+nothing). ``--algo grpo`` (the default) trains a language model on a text env with TRL
+(:func:`affectgym.train.grpo.train`); ``--algo ppo|sac`` trains a policy on a numeric env
+(EmotionState-v0) with Stable-Baselines3 (:func:`affectgym.train.sb3.train_from_config`).
+Before anything is loaded, the env's kind is checked against the algorithm
+(:func:`check_algo_supports`). Every run writes its ``config.yaml`` to ``--output-dir``.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
+import dataclasses
 import json
 import sys
 from typing import Any
 
-from affectgym.train.config import add_config_arguments, config_from_args, config_to_yaml
+from affectgym.train.config import (
+    TrainConfig,
+    add_config_arguments,
+    config_from_args,
+    config_to_yaml,
+)
 
-SB3_MODULE = "affectgym.train.sb3"
+#: The env kind (:func:`affectgym.envs.spaces.env_kind`) each algorithm trains on.
+ALGO_ENV_KINDS = {"grpo": "text", "ppo": "numeric", "sac": "numeric"}
+#: The env PPO/SAC train when no env id is given.
+DEFAULT_NUMERIC_ENV = "affectgym/EmotionState-v0"
 
 
 def register(subparsers: Any) -> None:
@@ -27,81 +37,67 @@ def register(subparsers: Any) -> None:
         "train",
         help="train a policy on an environment (GRPO with TRL; PPO/SAC with Stable-Baselines3)",
         description=(
-            "GRPO of a language model on an affectgym env with TRL: flat (single-shot prompts, every tool "
-            "output pre-rendered) or multiturn (the model calls the env's tools). Writes log_history.json, "
-            "reward curves, the LoRA adapter and a held-out base-vs-trained evaluation to --output-dir. "
-            "Several GPUs: accelerate launch -m affectgym.cli train ..."
+            "--algo grpo (default): GRPO of a language model on a text env with TRL, flat (single-shot prompts, "
+            "every tool output pre-rendered) or multiturn (the model calls the env's tools); writes config.yaml, "
+            "log_history.json, reward curves, the LoRA adapter and a held-out base-vs-trained evaluation to "
+            "--output-dir. --algo ppo|sac: Stable-Baselines3 on a numeric env (default affectgym/EmotionState-v0); "
+            "writes config.yaml, model.zip, learning_curve.png and summary.json. Options of the other algorithm "
+            "are refused. Several GPUs: accelerate launch -m affectgym.cli train ..."
         ),
     )
     add_config_arguments(parser)
-    _add_sb3_arguments(parser)
     parser.set_defaults(func=run_train)
 
 
-def _add_sb3_arguments(parser: argparse.ArgumentParser) -> None:
-    """Let the SB3 module add its own options (in their own group) when it is installed.
+def check_algo_supports(config: TrainConfig) -> None:
+    """Fail at once, in one line, when ``config.algo`` cannot train on ``config.env_id``.
 
-    Options both define (e.g. ``--seed``, ``--output-dir``) stay the GRPO ones; the SB3
-    defaults of those are kept and filled in when ``--algo ppo|sac`` runs.
+    Builds the env once (``gym.make(env_id, **env_kwargs)``) and compares its kind with
+    :data:`ALGO_ENV_KINDS`.
+
+    Raises:
+        ValueError: Names the env's kind and the algorithms that train on it.
     """
-    if importlib.util.find_spec(SB3_MODULE) is None:
+    import gymnasium as gym
+
+    import affectgym  # noqa: F401  (registers the built-in envs and plugins)
+    from affectgym.envs.spaces import env_kind
+
+    env = gym.make(config.env_id, **config.env_kwargs)
+    kind = env_kind(env)
+    env.close()
+    if kind == ALGO_ENV_KINDS[config.algo]:
         return
-    adder = getattr(importlib.import_module(SB3_MODULE), "add_sb3_arguments", None)
-    if adder is None:
-        return
-    shared = _SharedOptionFilter(parser, parser.add_argument_group("Stable-Baselines3 (--algo ppo|sac)"))
-    adder(shared)
-    parser.set_defaults(sb3_shared_defaults=shared.defaults)
-
-
-class _SharedOptionFilter:
-    """An argument group that skips options the parser already has, remembering their defaults."""
-
-    def __init__(self, parser: argparse.ArgumentParser, group: Any):
-        self.parser = parser
-        self.group = group
-        self.defaults: dict[str, Any] = {}
-
-    def add_argument(self, *flags: str, **options: Any) -> Any:
-        existing = [f for f in flags if f in self.parser._option_string_actions]
-        if existing or (flags and not flags[0].startswith("-") and flags[0] in _positional_dests(self.parser)):
-            dest = options.get("dest") or _dest(flags)
-            self.defaults[dest] = options.get("default")
-            return None
-        return self.group.add_argument(*flags, **options)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.group, name)
-
-
-def _positional_dests(parser: argparse.ArgumentParser) -> set[str]:
-    return {action.dest for action in parser._actions if not action.option_strings}
-
-
-def _dest(flags: tuple[str, ...]) -> str:
-    longs = [f for f in flags if f.startswith("--")]
-    return (longs[0] if longs else flags[0]).lstrip("-").replace("-", "_")
+    able = [algo for algo, needed in ALGO_ENV_KINDS.items() if needed == kind]
+    words = {"text": "text observations and actions", "numeric": "Box observations and actions"}
+    raise ValueError(
+        f"--algo {config.algo} trains on {ALGO_ENV_KINDS[config.algo]} envs ({words[ALGO_ENV_KINDS[config.algo]]}) "
+        f"and {config.env_id} is {kind} ({words.get(kind, 'neither text nor Box spaces')}); "
+        + (f"use --algo {' or '.join(able)}" if able else "no algorithm of affectgym train trains it")
+    )
 
 
 def run_train(args: argparse.Namespace) -> int:
-    """Handle ``affectgym train``: print the config, dispatch to SB3, or run GRPO."""
-    algo = getattr(args, "algo", None)
-    if algo in ("ppo", "sac"):
-        if importlib.util.find_spec(SB3_MODULE) is None:
-            raise RuntimeError(f"--algo {algo} needs {SB3_MODULE} (Stable-Baselines3 training), which is not installed")
-        for dest, default in (getattr(args, "sb3_shared_defaults", None) or {}).items():
-            if not hasattr(args, dest):
-                setattr(args, dest, default)
-        return int(importlib.import_module(SB3_MODULE).run_sb3_from_args(args) or 0)
+    """Handle ``affectgym train``: check the env against the algorithm, then print the config or train."""
     config = config_from_args(args)
+    if not config.env_id:
+        if config.algo == "grpo":
+            raise ValueError("no environment id given; e.g. affectgym train affectgym/Sarcasm-v0 --model smollm2-135m")
+        config = dataclasses.replace(config, env_id=DEFAULT_NUMERIC_ENV)
+    check_algo_supports(config)
     if args.print_config:
         sys.stdout.write(config_to_yaml(config))
         return 0
-    from affectgym.train.grpo import train
+    if config.algo == "grpo":
+        from affectgym.train.grpo import train
 
-    summary = train(config)
+        summary = train(config)
+    else:
+        from affectgym.train.sb3 import train_from_config
+
+        summary = train_from_config(config).as_dict()
     print(json.dumps(summary, indent=2))
     return 0
 
 
-__all__ = ["register", "run_train"]
+__all__ = ["ALGO_ENV_KINDS", "check_algo_supports", "register", "run_train"]

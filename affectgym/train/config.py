@@ -1,10 +1,13 @@
 """The training configuration: one dataclass, from which the CLI options and the YAML come.
 
-Every field of :class:`TrainConfig` carries its help text in ``metadata["help"]``.
+One :class:`TrainConfig` serves every algorithm: GRPO (TRL, text envs) and PPO/SAC
+(Stable-Baselines3, numeric envs). Every field carries its help text in ``metadata["help"]``
+and, when it applies to some algorithms only, their names in ``metadata["algos"]``; setting
+such a field away from its default under another ``algo`` is an error, not silently ignored.
 :func:`add_config_arguments` turns the fields into ``argparse`` options (``max_steps`` ->
-``--max-steps``), :func:`config_to_yaml` writes a commented YAML file and
-:func:`load_config` reads one back; on the command line, options given explicitly win over
-the YAML file, which wins over the defaults.
+``--max-steps``), grouped by algorithm; :func:`config_to_yaml` writes a commented YAML file
+of the fields the config's algorithm uses, and :func:`load_config` reads one back; on the
+command line, options given explicitly win over the YAML file, which wins over the defaults.
 
 >>> config = TrainConfig(env_id="affectgym/Sarcasm-v0", max_steps=3)
 >>> config.max_steps, config.mode
@@ -13,6 +16,9 @@ the YAML file, which wins over the defaults.
 True
 >>> load_config_text(config_to_yaml(config)) == config
 True
+>>> ppo = TrainConfig(env_id="affectgym/EmotionState-v0", algo="ppo", timesteps=2048)
+>>> ppo.output_dir, "timesteps: 2048" in config_to_yaml(ppo), "max_steps" in config_to_yaml(ppo)
+('runs/sb3', True, False)
 """
 
 from __future__ import annotations
@@ -27,9 +33,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+ALGOS = ("grpo", "ppo", "sac")
+GRPO = ("grpo",)
+SB3 = ("ppo", "sac")
+#: Argument-group titles of ``affectgym train --help``, by the algorithms a field applies to.
+ALGO_GROUPS = {GRPO: "GRPO (--algo grpo, text envs)", SB3: "Stable-Baselines3 (--algo ppo|sac, numeric envs)"}
+
 
 def _help(text: str, **extra: Any) -> dict[str, Any]:
     return {"help": text, **extra}
+
+
+def _grpo(text: str, **extra: Any) -> dict[str, Any]:
+    return _help(text, algos=GRPO, **extra)
 
 
 @dataclass
@@ -39,11 +55,11 @@ class TrainConfig:
     env_id: str = field(default="", metadata=_help("environment id, e.g. affectgym/Sarcasm-v0", positional=True))
     model: str = field(
         default="smollm2-135m",
-        metadata=_help("policy model: an alias (smollm2-135m), a local folder or a hub id"),
+        metadata=_grpo("policy model: an alias (smollm2-135m), a local folder or a hub id"),
     )
     mode: Literal["flat", "multiturn"] = field(
         default="flat",
-        metadata=_help(
+        metadata=_grpo(
             "flat: single-shot prompts with every tool output pre-rendered; "
             "multiturn: the policy calls the env's tools through TRL's environment_factory"
         ),
@@ -52,65 +68,90 @@ class TrainConfig:
         default="grpo",
         metadata=_help("grpo (TRL, text envs); ppo or sac (Stable-Baselines3, numeric envs such as EmotionState-v0)"),
     )
-    max_steps: int = field(default=50, metadata=_help("optimizer steps"))
-    num_generations: int = field(default=4, metadata=_help("completions per prompt (the GRPO group size)"))
+    timesteps: int = field(default=100_000, metadata=_help("training timesteps, all envs together", algos=SB3))
+    n_envs: int = field(default=8, metadata=_help("parallel training envs", algos=SB3))
+    max_steps: int = field(default=50, metadata=_grpo("optimizer steps"))
+    num_generations: int = field(default=4, metadata=_grpo("completions per prompt (the GRPO group size)"))
     batch_size: int = field(
-        default=8, metadata=_help("completions per device per step (a multiple of --num-generations)")
+        default=8, metadata=_grpo("completions per device per step (a multiple of --num-generations)")
     )
-    gradient_accumulation_steps: int = field(default=1, metadata=_help("steps accumulated per optimizer step"))
-    learning_rate: float = field(default=1e-5, metadata=_help("peak learning rate"))
-    max_completion_length: int = field(default=128, metadata=_help("most tokens generated per completion"))
-    temperature: float = field(default=1.0, metadata=_help("sampling temperature of the rollouts"))
-    beta: float = field(default=0.0, metadata=_help("KL coefficient (0 = no reference model)"))
-    lora_r: int = field(default=16, metadata=_help("LoRA rank; 0 trains the full model"))
-    lora_alpha: int = field(default=32, metadata=_help("LoRA alpha"))
-    lora_dropout: float = field(default=0.05, metadata=_help("LoRA dropout"))
+    gradient_accumulation_steps: int = field(default=1, metadata=_grpo("steps accumulated per optimizer step"))
+    learning_rate: float = field(default=1e-5, metadata=_grpo("peak learning rate"))
+    warmup_steps: int = field(
+        default=0, metadata=_grpo("optimizer steps of linear learning-rate warmup before the linear decay")
+    )
+    scale_rewards: Literal["group", "batch", "none"] = field(
+        default="group",
+        metadata=_grpo("advantage scaling: by each group's reward std (group), the batch's (batch) or none"),
+    )
+    max_completion_length: int = field(default=128, metadata=_grpo("most tokens generated per completion"))
+    temperature: float = field(default=1.0, metadata=_grpo("sampling temperature of the rollouts"))
+    beta: float = field(default=0.0, metadata=_grpo("KL coefficient (0 = no reference model)"))
+    lora_r: int = field(default=16, metadata=_grpo("LoRA rank; 0 trains the full model"))
+    lora_alpha: int = field(default=32, metadata=_grpo("LoRA alpha"))
+    lora_dropout: float = field(default=0.05, metadata=_grpo("LoRA dropout"))
     lora_target_modules: str = field(
         default="auto",
-        metadata=_help("comma-separated module names, or auto (q_proj,k_proj,v_proj,o_proj for llama/qwen/mistral)"),
+        metadata=_grpo("comma-separated module names, or auto (q_proj,k_proj,v_proj,o_proj for llama/qwen/mistral)"),
     )
     lora_layers: int = field(
         default=0,
-        metadata=_help("adapt only the last N transformer layers (a shorter backward pass on CPU); 0 = every layer"),
+        metadata=_grpo("adapt only the last N transformer layers (a shorter backward pass on CPU); 0 = every layer"),
     )
-    output_dir: str = field(default="runs/train", metadata=_help("where logs, figures, adapter and eval go"))
-    eval_episodes: int = field(
-        default=32, metadata=_help("held-out episodes for the base-vs-trained evaluation at the end; 0 skips it")
+    output_dir: str | None = field(
+        default=None,
+        metadata=_help(
+            "where config.yaml, logs, figures and the model (GRPO: the adapter) go",
+            by_algo={"grpo": "runs/train", "ppo": "runs/sb3", "sac": "runs/sb3"},
+        ),
+    )
+    eval_episodes: int | None = field(
+        default=None,
+        metadata=_help(
+            "evaluation episodes at the end: GRPO base vs trained on held-out scenarios (0 skips it); "
+            "PPO/SAC trained vs random policy on fixed seeds",
+            by_algo={"grpo": 32, "ppo": 20, "sac": 20},
+        ),
     )
     eval_every_steps: int = field(
         default=0,
-        metadata=_help("flat mode: greedy held-out evaluation every N steps into heldout.jsonl (the learning curve); 0 = off"),
+        metadata=_grpo("flat mode: greedy held-out evaluation every N steps into heldout.jsonl (the learning curve); 0 = off"),
     )
-    use_vllm: bool = field(default=False, metadata=_help("generate with vLLM (GPU only)"))
+    use_vllm: bool = field(default=False, metadata=_grpo("generate with vLLM (GPU only)"))
     vllm_mode: Literal["colocate", "server"] = field(
-        default="colocate", metadata=_help("vLLM in the training process (colocate) or a trl vllm-serve server")
+        default="colocate", metadata=_grpo("vLLM in the training process (colocate) or a trl vllm-serve server")
     )
-    bf16: bool | None = field(default=None, metadata=_help("bf16 weights and autocast; default: on with a GPU"))
+    bf16: bool | None = field(default=None, metadata=_grpo("bf16 weights and autocast; default: on with a GPU"))
     gradient_checkpointing: bool | None = field(
-        default=None, metadata=_help("gradient checkpointing; default: on with a GPU")
+        default=None, metadata=_grpo("gradient checkpointing; default: on with a GPU")
     )
-    n_train: int | None = field(default=None, metadata=_help("training rows (scenarios repeated or sampled); default one pass"))
-    balance: bool = field(default=True, metadata=_help("class-balanced interleaving of the rows"))
+    n_train: int | None = field(default=None, metadata=_grpo("training rows (scenarios repeated or sampled); default one pass"))
+    balance: bool = field(default=True, metadata=_grpo("class-balanced interleaving of the rows"))
     group_batches: bool = field(
         default=False,
-        metadata=_help(
+        metadata=_grpo(
             "rows group by group (e.g. both deliveries of a pivot line next to each other) and batches taken "
             "in that order, so one batch contrasts them"
         ),
     )
     oversample: dict[str, int] = field(
-        default_factory=dict, metadata=_help("repeat flagged subsets, e.g. pivot=2")
+        default_factory=dict, metadata=_grpo("repeat flagged subsets, e.g. pivot=2")
     )
     env_kwargs: dict[str, Any] = field(default_factory=dict, metadata=_help("env keyword arguments, as JSON"))
     max_tool_calling_iterations: int = field(
-        default=6, metadata=_help("multiturn: most tool-calling rounds per rollout")
+        default=6, metadata=_grpo("multiturn: most tool-calling rounds per rollout")
     )
-    logging_steps: int = field(default=1, metadata=_help("log every N steps"))
+    logging_steps: int = field(default=1, metadata=_grpo("log every N steps"))
     seed: int = field(default=0, metadata=_help("seed of the data order, sampling and initialisation"))
-    report_to: str = field(default="none", metadata=_help("trackers for transformers (none, wandb, tensorboard, ...)"))
+    report_to: str = field(default="none", metadata=_grpo("trackers for transformers (none, wandb, tensorboard, ...)"))
 
     def __post_init__(self) -> None:
-        problems = []
+        if self.algo not in ALGOS:
+            raise ValueError(f"invalid training config: algo must be 'grpo', 'ppo' or 'sac', got {self.algo!r}")
+        for item in config_fields():
+            if getattr(self, item.name) is None and "by_algo" in item.metadata:
+                setattr(self, item.name, item.metadata["by_algo"][self.algo])
+        problems = self._options_of_other_algos()
         for name in ("max_steps", "num_generations", "batch_size", "gradient_accumulation_steps", "max_completion_length"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 problems.append(f"{name} must be a positive integer, got {getattr(self, name)!r}")
@@ -122,8 +163,10 @@ class TrainConfig:
             )
         if self.mode not in ("flat", "multiturn"):
             problems.append(f"mode must be 'flat' or 'multiturn', got {self.mode!r}")
-        if self.algo not in ("grpo", "ppo", "sac"):
-            problems.append(f"algo must be 'grpo', 'ppo' or 'sac', got {self.algo!r}")
+        if not isinstance(self.warmup_steps, int) or not 0 <= self.warmup_steps < self.max_steps:
+            problems.append(f"warmup_steps must be an integer in [0, max_steps), got {self.warmup_steps!r}")
+        if self.scale_rewards not in ("group", "batch", "none"):
+            problems.append(f"scale_rewards must be 'group', 'batch' or 'none', got {self.scale_rewards!r}")
         if self.lora_r < 0:
             problems.append(f"lora_r must be >= 0 (0 = full fine-tuning), got {self.lora_r}")
         if self.lora_layers < 0:
@@ -132,13 +175,53 @@ class TrainConfig:
             problems.append(f"eval_every_steps must be >= 0 (0 = off), got {self.eval_every_steps}")
         if self.eval_episodes < 0:
             problems.append(f"eval_episodes must be >= 0, got {self.eval_episodes}")
+        if self.algo in SB3:
+            for name in ("timesteps", "n_envs", "eval_episodes"):
+                if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                    problems.append(f"{name} must be a positive integer with --algo {self.algo}, got {getattr(self, name)!r}")
         if problems:
             raise ValueError("invalid training config: " + "; ".join(problems))
+
+    def _options_of_other_algos(self) -> list[str]:
+        """One problem naming the fields set away from their default that this ``algo`` does not use."""
+        stray = [
+            item for item in config_fields()
+            if self.algo not in item.metadata.get("algos", ALGOS) and getattr(self, item.name) != _default(item)
+        ]
+        if not stray:
+            return []
+        named = ", ".join(f"--{item.name.replace('_', '-')} ({getattr(self, item.name)!r})" for item in stray)
+        owners = sorted({algo for item in stray for algo in item.metadata["algos"]})
+        return [
+            f"{named} {'applies' if len(stray) == 1 else 'apply'} only to --algo {'/'.join(owners)}, "
+            f"not to --algo {self.algo}; "
+            f"--algo {self.algo} uses {', '.join(applicable_fields(self.algo))}"
+        ]
 
 
 def config_fields() -> list[dataclasses.Field]:
     """The fields of :class:`TrainConfig`, in order."""
     return list(dataclasses.fields(TrainConfig))
+
+
+def applicable_fields(algo: str) -> list[str]:
+    """Names of the fields that ``algo`` uses, in order.
+
+    >>> applicable_fields("ppo")
+    ['env_id', 'algo', 'timesteps', 'n_envs', 'output_dir', 'eval_episodes', 'env_kwargs', 'seed']
+    """
+    return [item.name for item in config_fields() if algo in item.metadata.get("algos", ALGOS)]
+
+
+def _default(item: dataclasses.Field) -> Any:
+    return item.default if item.default is not dataclasses.MISSING else item.default_factory()
+
+
+def _default_text(item: dataclasses.Field) -> str:
+    by_algo = item.metadata.get("by_algo")
+    if by_algo is None:
+        return str(_default(item))
+    return ", ".join(f"{value} with {algo}" for algo, value in by_algo.items())
 
 
 def _hints() -> dict[str, Any]:
@@ -189,23 +272,26 @@ def _parse_optional_int(text: str) -> int | None:
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add one option per :class:`TrainConfig` field (and ``--config FILE.yaml``).
+    """Add one option per :class:`TrainConfig` field (and ``--config FILE.yaml``), grouped by algorithm.
 
     Options default to ``argparse.SUPPRESS``, so :func:`config_from_args` can tell the ones
     given explicitly (which win over the YAML file) from the defaults.
     """
     hints = _hints()
+    groups = {algos: parser.add_argument_group(title) for algos, title in ALGO_GROUPS.items()}
     for item in config_fields():
         kind, optional = _inner(hints[item.name])
         help_text = item.metadata.get("help", "")
-        default = item.default if item.default is not dataclasses.MISSING else item.default_factory()
+        target = groups.get(item.metadata.get("algos"), parser)
         if item.metadata.get("positional"):
-            parser.add_argument(item.name, nargs="?", default=argparse.SUPPRESS, help=help_text)
+            target.add_argument(item.name, nargs="?", default=argparse.SUPPRESS, help=help_text)
             continue
         flag = "--" + item.name.replace("_", "-")
         options: dict[str, Any] = {"default": argparse.SUPPRESS, "dest": item.name}
         if kind is bool:
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, help=f"{help_text} (default: {default})", **options)
+            target.add_argument(
+                flag, action=argparse.BooleanOptionalAction, help=f"{help_text} (default: {_default_text(item)})", **options
+            )
             continue
         if typing.get_origin(kind) is Literal:
             options["choices"] = list(typing.get_args(kind))
@@ -216,13 +302,14 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
             options["type"] = _parse_optional_int
         elif kind in (int, float, str):
             options["type"] = kind
-        parser.add_argument(flag, help=f"{help_text} (default: {default})", **options)
+        target.add_argument(flag, help=f"{help_text} (default: {_default_text(item)})", **options)
     parser.add_argument(
         "--config", dest="config_file", default=None, metavar="FILE.yaml",
         help="read options from a YAML file (explicit options win); see --print-config",
     )
     parser.add_argument(
-        "--print-config", action="store_true", help="print the resulting configuration as YAML and exit"
+        "--print-config", action="store_true",
+        help="print the resulting configuration as YAML (the options of its --algo) and exit without training",
     )
 
 
@@ -238,11 +325,13 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 
 
 def config_to_yaml(config: TrainConfig) -> str:
-    """The config as YAML, each field preceded by its help as a comment."""
+    """The config as YAML: the fields its ``algo`` uses, each preceded by its help as a comment."""
     import yaml
 
-    lines = ["# affectgym train configuration (affectgym train --config this.yaml)"]
+    lines = [f"# affectgym train configuration, --algo {config.algo} (affectgym train --config this.yaml)"]
     for item in config_fields():
+        if item.name not in applicable_fields(config.algo):
+            continue
         lines.append(f"# {item.metadata.get('help', '')}")
         dumped = yaml.safe_dump({item.name: getattr(config, item.name)}, default_flow_style=True, sort_keys=False)
         lines.append(dumped.strip().removeprefix("{").removesuffix("}"))
@@ -282,8 +371,10 @@ def _checked(values: Any, where: str) -> dict[str, Any]:
 
 
 __all__ = [
+    "ALGOS",
     "TrainConfig",
     "add_config_arguments",
+    "applicable_fields",
     "config_fields",
     "config_from_args",
     "config_to_yaml",

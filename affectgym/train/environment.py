@@ -59,6 +59,8 @@ class EnvironmentAdapter:
         episode_index: Counts resets (part of the reward cache key).
         step_rewards: Reward of every env step of the episode (tool calls, then the final answer).
         result: The episode's :class:`~affectgym.rewards.rubric.RubricResult` once finished.
+        judge_failed: Whether the LLM judging of the final answer failed (``get_reward()`` is
+            then ``None``: see :mod:`affectgym.train.rewards`).
     """
 
     env_id: str = ""
@@ -72,6 +74,7 @@ class EnvironmentAdapter:
         self.step_rewards: list[float] = []
         self.final_text: str | None = None
         self.result: Any = None
+        self.judge_failed = False
         self._warned = False
 
     def reset(self, **row: Any) -> str | None:
@@ -96,6 +99,7 @@ class EnvironmentAdapter:
         self.step_rewards = []
         self.final_text = None
         self.result = None
+        self.judge_failed = False
         return None
 
     @property
@@ -127,19 +131,25 @@ class EnvironmentAdapter:
             self.result = RubricResult(total=float(info.get("episode_reward", 0.0)), components=dict(info["reward_components"]))
         return observation
 
-    def _finish_episode(self, final_text: str | None, result: Any) -> None:
+    def _finish_episode(self, final_text: str | None, result: Any, *, judge_failed: bool = False) -> None:
         """Record the final answer and its score (called by the affectgym reward functions).
 
         Args:
             final_text: The last assistant message, ``None`` when the rollout ended on a tool call.
             result: ``env.score(scenario, final_text, trace)`` for this episode.
+            judge_failed: The LLM judging of the answer failed: the rollout gets no reward.
         """
         self.final_text = final_text
         self.result = result
+        self.judge_failed = judge_failed
         self.step_rewards.append(float(result.total) - sum(self.step_rewards))
 
-    def get_reward(self) -> float:
-        """The episode's rubric total (see the module docstring for who scores the final answer)."""
+    def get_reward(self) -> float | None:
+        """The episode's rubric total (see the module docstring for who scores the final answer).
+
+        ``None`` when the judging of the final answer failed, so that TRL leaves the rollout
+        out rather than rewarding it without the judge's part.
+        """
         if self.result is None:
             if not self._warned:
                 logger.warning(
@@ -151,7 +161,7 @@ class EnvironmentAdapter:
                 self._warned = True
             result = self._env.score(self._env.scenario, None, self._env.trace)
             self._finish_episode(None, result)
-        return float(self.result.total)
+        return None if self.judge_failed else float(self.result.total)
 
 
 def environment_factory(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> type[EnvironmentAdapter]:

@@ -106,6 +106,8 @@ def grpo_config(config: TrainConfig, reward_weights: list[float], *, gpu: bool |
         "num_generations": config.num_generations,
         "max_completion_length": config.max_completion_length,
         "learning_rate": config.learning_rate,
+        "warmup_steps": config.warmup_steps,
+        "scale_rewards": config.scale_rewards,
         "temperature": config.temperature,
         "beta": config.beta,
         "reward_weights": reward_weights,

@@ -21,6 +21,16 @@ Two kinds of batch are scored:
   handed back to the adapters, whose ``get_reward()`` returns the episode total.
 
 A component that does not apply to a sample is ``None``, which TRL skips.
+
+A sample whose LLM judging failed (the judge server down, after its retries) gets ``None``
+from *every* reward function, and from the adapter's ``get_reward()`` in multi-turn runs:
+TRL 1.16 turns ``None`` into NaN and adds the weighted functions with ``nansum``, so a
+``None`` judge alone would leave the rest of the reward standing, as if the judge had
+answered 0. With every function ``None``, TRL treats the completion as unscorable: it is
+left out of its group's baseline and the reward statistics, and its advantage is 0 (TRL
+warns "All reward functions returned None" for such a row). Each batch's count of such
+samples is logged through TRL's ``log_metric`` as ``judge/failures`` (for envs with a judge),
+and the judge logs a warning per failed sample (see :mod:`affectgym.rewards.judge`).
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from affectgym.rewards.judge import watch_judge_failures
 from affectgym.train.flatten import kwargs_json, shared_env
 
 logger = logging.getLogger(__name__)
@@ -107,7 +118,12 @@ class BatchScorer:
             env_id: Column of the rows; defaults to the scorer's env.
             env_kwargs: Column of the rows (JSON); defaults to the scorer's kwargs.
             environments: The rollouts' adapters in multi-turn runs.
-            log_metric: TRL's metric logger; receives the episodes' step-reward sums.
+            log_metric: TRL's metric logger; receives the episodes' step-reward sums and
+                the batch's count of samples whose judging failed.
+
+        Returns:
+            One ``{component: value}`` per sample; every value ``None`` for a sample whose
+            judging failed (see the module docstring).
         """
         self.calls += 1
         count = len(completions)
@@ -143,6 +159,7 @@ class BatchScorer:
 
     def _score(self, env_ids, kwargs, ids, texts, environments, log_metric) -> list[dict[str, float | None]]:
         results: list[dict[str, float | None] | None] = [None] * len(texts)
+        judge_failures: int | None = None  # None: no judge was asked in this batch
         groups: dict[tuple[str, str], list[int]] = {}
         for i, pair in enumerate(zip(env_ids, kwargs, strict=True)):
             groups.setdefault(pair, []).append(i)
@@ -162,12 +179,16 @@ class BatchScorer:
             for j in todo:
                 if replies[j] is not None:
                     traces[j] = [*traces[j], {"type": "final", "text": replies[j]}]
-            scored = env.score_batch([scenarios[j] for j in todo], [replies[j] for j in todo], [traces[j] for j in todo])
-            for j, result in zip(todo, scored, strict=True):
+            with watch_judge_failures() as judged:
+                scored = env.score_batch([scenarios[j] for j in todo], [replies[j] for j in todo], [traces[j] for j in todo])
+            failed = judged.failed_samples(len(todo))
+            if judged.batches:
+                judge_failures = (judge_failures or 0) + sum(failed)
+            for j, result, judge_failed in zip(todo, scored, failed, strict=True):
                 i = indices[j]
                 if environments is not None:
-                    environments[i]._finish_episode(replies[j], result)
-                results[i] = dict(result.components)
+                    environments[i]._finish_episode(replies[j], result, judge_failed=judge_failed)
+                results[i] = dict.fromkeys(result.components) if judge_failed else dict(result.components)
             if environments is not None:
                 for j, i in enumerate(indices):
                     if j not in todo:
@@ -177,6 +198,8 @@ class BatchScorer:
             tool_calls = [sum(1 for entry in e.trace if entry.get("type") == "tool_call") for e in environments]
             log_metric("env/step_reward_sum", sum(step_sums) / len(step_sums))
             log_metric("env/tool_calls", sum(tool_calls) / len(tool_calls))
+        if log_metric is not None and judge_failures is not None:
+            log_metric("judge/failures", float(judge_failures))
         return [r if r is not None else {} for r in results]
 
 

@@ -3,16 +3,16 @@
 :func:`train_sb3` trains, saves the model, draws the learning curve (episode reward against
 timesteps, from the ``Monitor`` logs) and evaluates the trained policy against a random policy
 on the same fixed seeds. ``affectgym train affectgym/EmotionState-v0 --algo ppo --timesteps N
---output-dir DIR --seed S`` reaches it through :func:`add_sb3_arguments` and
-:func:`run_sb3_from_args`.
+--output-dir DIR --seed S`` reaches it through :func:`train_from_config`, with the same
+:class:`~affectgym.train.config.TrainConfig` as GRPO runs.
 
 Stable-Baselines3, torch and matplotlib are imported inside the functions that need them.
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
+import importlib.util
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from affectgym.train.config import TrainConfig, config_to_yaml
 
 EMOTION_STATE_ID = "affectgym/EmotionState-v0"
 ALGOS = ("ppo", "sac")
@@ -86,6 +88,10 @@ class SB3Result:
     def improvement(self) -> float:
         """Mean return of the trained policy minus the random policy's."""
         return self.mean_reward - self.random_mean_reward
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields and ``improvement``: what ``summary.json`` holds and ``affectgym train`` prints."""
+        return {**asdict(self), "improvement": self.improvement}
 
 
 def ensure_registered(env_id: str) -> None:
@@ -342,78 +348,49 @@ def train_sb3(
         curve_path=str(curve_path),
         summary_path=str(summary_path),
     )
-    summary_path.write_text(
-        json.dumps({**asdict(result), "improvement": result.improvement}, indent=2) + "\n"
-    )
+    summary_path.write_text(json.dumps(result.as_dict(), indent=2) + "\n")
     return result
 
 
-def add_sb3_arguments(parser: Any) -> None:
-    """Add the SB3 options to a parser (or argument group) of ``affectgym train``.
+def train_from_config(config: TrainConfig) -> SB3Result:
+    """Run :func:`train_sb3` with the options of ``config`` (``algo`` ppo or sac), as ``affectgym train --algo ppo`` does.
 
-    Adds the positional ``env_id`` and ``--algo``, ``--timesteps``, ``--seed``,
-    ``--output-dir``, ``--n-envs``, ``--eval-episodes``. When the ``train`` command already
-    defines some of them (shared with GRPO), its own definitions stay.
-
-    Args:
-        parser: An ``argparse.ArgumentParser`` or an object with the same ``add_argument``.
-    """
-    parser.add_argument("env_id", nargs="?", default=EMOTION_STATE_ID, help="environment id")
-    parser.add_argument("--algo", choices=ALGOS, default="ppo", help="Stable-Baselines3 algorithm")
-    parser.add_argument(
-        "--timesteps", type=int, default=100_000, help="SB3 training timesteps (all envs together)"
-    )
-    parser.add_argument("--seed", type=int, default=0, help="seed of envs, policy and training")
-    parser.add_argument(
-        "--output-dir",
-        default="runs/sb3",
-        help="where model.zip, learning_curve.png, summary.json go",
-    )
-    parser.add_argument("--n-envs", type=int, default=8, help="parallel SB3 training envs")
-    parser.add_argument(
-        "--eval-episodes",
-        type=int,
-        default=20,
-        help="evaluation episodes (trained and random policy)",
-    )
-
-
-def run_sb3_from_args(args: argparse.Namespace) -> int:
-    """Run :func:`train_sb3` from parsed arguments and print its summary.
+    Writes ``config.yaml`` (:func:`~affectgym.train.config.config_to_yaml`) to
+    ``config.output_dir`` first, beside what :func:`train_sb3` writes.
 
     Args:
-        args: Namespace with ``env_id``, ``algo``, ``timesteps``, ``seed``, ``output_dir`` and
-            optionally ``n_envs``, ``eval_episodes``, ``env_kwargs`` (a dict or a JSON string).
+        config: A :class:`~affectgym.train.config.TrainConfig` with ``algo`` ``"ppo"`` or ``"sac"``.
 
     Returns:
-        0 on success.
+        The :class:`SB3Result`.
     """
-    env_kwargs = getattr(args, "env_kwargs", None) or {}
-    if isinstance(env_kwargs, str):
-        env_kwargs = json.loads(env_kwargs)
-    result = train_sb3(
-        env_id=getattr(args, "env_id", None) or EMOTION_STATE_ID,
-        algo=args.algo,
-        timesteps=int(args.timesteps),
-        seed=int(args.seed),
-        output_dir=args.output_dir,
-        n_envs=int(getattr(args, "n_envs", 8) or 8),
-        eval_episodes=int(getattr(args, "eval_episodes", 20) or 20),
-        env_kwargs=env_kwargs,
+    if config.algo not in ALGOS:
+        raise ValueError(f"train_from_config trains --algo {' or '.join(ALGOS)}, got algo={config.algo!r}; GRPO runs through affectgym.train.grpo.train")
+    if importlib.util.find_spec("stable_baselines3") is None:
+        raise ImportError(f"--algo {config.algo} needs Stable-Baselines3, which is not installed: pip install 'affectgym[train]'")
+    out = Path(config.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")
+    return train_sb3(
+        env_id=config.env_id,
+        algo=config.algo,
+        timesteps=config.timesteps,
+        seed=config.seed,
+        output_dir=out,
+        n_envs=config.n_envs,
+        eval_episodes=config.eval_episodes,
+        env_kwargs=config.env_kwargs,
     )
-    print(json.dumps({**asdict(result), "improvement": result.improvement}, indent=2))
-    return 0
 
 
 __all__ = [
     "ALGOS",
     "EMOTION_STATE_ID",
     "SB3Result",
-    "add_sb3_arguments",
     "ensure_registered",
     "evaluate_returns",
     "plot_learning_curve",
     "read_monitor_logs",
-    "run_sb3_from_args",
+    "train_from_config",
     "train_sb3",
 ]

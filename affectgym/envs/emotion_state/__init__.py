@@ -46,12 +46,14 @@ from affectgym.envs.emotion_state.packed import (
     EmotionBatch,
     RewardTable,
     RiseTable,
+    checked_actions,
     clip_actions,
     compile_reward_table,
     compile_rise_table,
     constrain_emotions,
     emotion_reward,
     emotion_transition,
+    nan_rows,
 )
 from affectgym.envs.emotion_state.vector import EmotionStateVectorEnv
 
@@ -79,6 +81,7 @@ __all__ = [
     "EmotionStateVectorEnv",
     "RewardTable",
     "RiseTable",
+    "checked_actions",
     "clip_actions",
     "compile_reward_table",
     "compile_rise_table",
@@ -88,4 +91,5 @@ __all__ = [
     "emotion_transition",
     "load_arcs",
     "load_transition_prior",
+    "nan_rows",
 ]

@@ -27,10 +27,13 @@ from affectgym.envs.emotion_state.data import EmotionArc
 from affectgym.envs.emotion_state.dynamics import EMOTIONS, NUM_EMOTIONS
 from affectgym.envs.emotion_state.packed import (
     EmotionBatch,
+    checked_actions,
     clip_actions,
     emotion_reward,
     emotion_transition,
 )
+
+_ACTION_SHAPE = (NUM_EMOTIONS,)
 
 
 def describe_state(state: Sequence[float], width: int = 20) -> str:
@@ -80,7 +83,13 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
     ## Action Space
 
     ``Box(0, 1, (7,), float32)``: the commanded intensities, in the emotion order above.
-    Values outside [0, 1] are clipped.
+    Values outside [0, 1] are clipped, ``inf`` and ``-inf`` included (to 1 and 0). An
+    action with a NaN entry is invalid: the state does not move (the previous state
+    becomes the current one), the step pays 0, the lowest reward, with every component 0,
+    ``info["invalid_action"]`` is True (False on valid steps), and the step counts toward
+    the limit. So a NaN never enters the state, the observation or the reward. An action
+    of another shape, or not of real numbers, raises a ``ValueError`` naming the expected
+    shape and dtype; a scalar is never broadcast to the seven emotions.
 
     ## Observation Space
 
@@ -178,8 +187,10 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
     - ``arc_names``: restrict the arcs drawn at reset to these names.
     - ``split`` ("all"): ``"train"`` or ``"eval"`` serve the arcs of a fixed hash split by arc
       name (the text env's split); ``env.scenario_ids`` lists the arcs served.
-    - ``render_mode``: ``"ansi"`` (bars for state and target) or None; other modes warn
-      and render nothing.
+    - ``render_mode``: ``"ansi"`` (text bars for state and target), ``"rgb_array"`` (an
+      image of the state bars and of the intensities over the episode so far, for
+      ``gymnasium.wrappers.RecordVideo``; needs matplotlib) or None; other modes warn and
+      render nothing.
 
     ``reset(options={"arc": name})`` (or ``{"scenario_id": name}``, as for every affectgym
     env) plays the named arc.
@@ -189,7 +200,7 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
     * v0: Initial version.
     """
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 10}
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 10}
     #: The LLM-free agent ``affectgym eval --agent baseline`` plays: the proportional controller.
     recommended_baseline: ClassVar[str] = "controller"
 
@@ -204,7 +215,7 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
             # Warn, as Gymnasium's own envs do: Stable-Baselines3's make_vec_env passes
             # render_mode="rgb_array" to every env it builds.
             gym.logger.warn(
-                f"render_mode {render_mode!r} is not supported (accepted: None, 'ansi'); render() returns None"
+                f"render_mode {render_mode!r} is not supported (accepted: None, 'ansi', 'rgb_array'); render() returns None"
             )
         self.render_mode = render_mode
         self._explicit_steps = config is not None and config.max_episode_steps != DEFAULT_MAX_EPISODE_STEPS
@@ -233,6 +244,8 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
         self._target_changes: list[bool] = []
         self._arc: EmotionArc | None = None
         self._step_index = 0
+        # (state, target) rows of this episode, kept only for render_mode="rgb_array".
+        self._shown: list[tuple[np.ndarray, np.ndarray]] = []
 
     @property
     def spec(self) -> EnvSpec | None:
@@ -313,13 +326,19 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
         self._component_sums[:] = 0.0
         self._return = 0.0
         info = {"arc": self._arc.name, "target_name": core.target_names[self._arc.name][0]}
+        if self.render_mode == "rgb_array":
+            self._shown = [(batch.state[0].copy(), self._target_row.copy())]
         return self._obs.copy(), info
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Command the next intensities.
 
         Args:
-            action: Seven intensities; clipped to [0, 1].
+            action: Seven intensities, shape ``(7,)``; clipped to [0, 1]. With a NaN the
+                step is invalid (see Action Space).
+
+        Raises:
+            ValueError: ``action`` is not a ``(7,)`` array of real numbers.
 
         Returns:
             ``(observation, reward, terminated, truncated, info)``; ``info["reward_components"]``
@@ -330,9 +349,19 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
             raise gym.error.ResetNeeded(
                 "EmotionStateEnv.step() called before reset() or after the episode was truncated"
             )
-        clip_actions(action, self._action_row)
-        emotion_transition(self._batch, core.rise)
-        reward = emotion_reward(self._batch, core.reward_table)[0]
+        batch = self._batch
+        clip_actions(checked_actions(action, _ACTION_SHAPE), self._action_row)
+        emotion_transition(batch, core.rise)
+        reward = float(emotion_reward(batch, core.reward_table)[0][0])
+        # A NaN action makes the whole packed row, so the reward, NaN (and nothing else
+        # does): testing the reward costs nothing; the step is then undone (prev holds the
+        # state before it) and pays 0.
+        invalid = reward != reward
+        if invalid:
+            np.copyto(batch.state, batch.prev)
+            np.copyto(batch.action, batch.state)
+            self._components[:] = 0.0
+            reward = 0.0
         k = self._step_index = self._step_index + 1
         if self._target_changes[k]:
             np.copyto(self._target_row, self._target_rows[k])
@@ -340,27 +369,40 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
         info = {
             "reward_components": dict(
                 zip(core.component_names, self._components.tolist(), strict=False)
-            )
+            ),
+            "invalid_action": invalid,
         }
         self._component_sums += self._components
-        self._return += float(reward[0])
+        self._return += reward
         truncated = k >= core.max_episode_steps
         if truncated:
             means = (self._component_sums / k).tolist()
             info["episode_reward_components"] = dict(zip(core.component_names, means, strict=True))
             info["outcome"] = {"arc": self._arc.name, "steps": k, "mean_step_reward": self._return / k}
-        return self._obs.copy(), float(reward[0]), False, truncated, info
+        if self.render_mode == "rgb_array":
+            self._shown.append((self._batch.state[0].copy(), self._target_row.copy()))
+        return self._obs.copy(), reward, False, truncated, info
 
-    def render(self) -> str | None:
-        """Return the state and target as text bars when ``render_mode == "ansi"``."""
-        if self.render_mode != "ansi":
+    def render(self) -> str | np.ndarray | None:
+        """The state and target as text bars (``"ansi"``) or as an ``(320, 640, 3)`` uint8 image (``"rgb_array"``)."""
+        if self.render_mode not in self.metadata["render_modes"]:
             gym.logger.warn(
-                f"render() with render_mode={self.render_mode!r} draws nothing; pass render_mode='ansi' to gym.make"
+                f"render() with render_mode={self.render_mode!r} draws nothing; "
+                "pass render_mode='ansi' or 'rgb_array' to gym.make"
             )
             return None
+        head = (
+            "(not reset)" if self._arc is None
+            else f"arc {self._arc.name}, step {self._step_index}/{self.core.max_episode_steps}"
+        )
+        if self.render_mode == "rgb_array":
+            from affectgym.envs.emotion_state.plot import render_frame
+
+            shown = self._shown or [(self._batch.state[0].copy(), self._target_row.copy())]
+            states, targets = (np.stack(rows) for rows in zip(*shown, strict=True))
+            return render_frame(states, targets, max_steps=self.core.max_episode_steps, title=head)
         if self._arc is None:
-            return "(not reset)"
-        head = f"arc {self._arc.name}, step {self._step_index}/{self.core.max_episode_steps}"
+            return head
         return f"{head}\nstate:\n{describe_state(self._batch.state[0])}\ntarget:\n{describe_state(self._target_row)}"
 
 

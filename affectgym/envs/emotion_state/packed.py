@@ -15,7 +15,7 @@ float32 (the action's dtype), and every view and scratch array is made once in
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -62,6 +62,7 @@ _ONE = np.array(1.0, dtype=DTYPE)
 # module global is one lookup where ``np.dot`` is two.
 _add, _copyto, _divide, _dot = np.add, np.copyto, np.divide, np.dot
 _greater, _maximum, _minimum, _multiply = np.greater, np.maximum, np.minimum, np.multiply
+_isnan = np.isnan
 
 
 class RiseTable(NamedTuple):
@@ -252,6 +253,54 @@ def constrain_emotions(batch: EmotionBatch) -> None:
     _greater(pair_excess, _ZERO, over)
     _copyto(state, scaled, where=over)
     _minimum(state, joy_cap, out=state)
+
+
+def checked_actions(action: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """``action`` as an array of real numbers of exactly ``shape``, or one clear ``ValueError``.
+
+    Nothing is broadcast: a scalar, a ``(6,)`` or a ``(1, 7)`` action for a ``(7,)`` slot
+    is refused rather than guessed at. Integers are read as intensities; booleans,
+    strings, objects and complex numbers are refused.
+
+    Args:
+        action: What the agent sent.
+        shape: The shape the env expects: ``(7,)``, or ``(num_envs, 7)`` for the vector env.
+
+    Returns:
+        ``action`` itself when it is already a float array of that shape, else a converted one.
+
+    Raises:
+        ValueError: The shape or the dtype is wrong; the message names both expected ones.
+
+    >>> checked_actions([0, 0, 0, 1, 0, 0, 0], (7,)).shape
+    (7,)
+    >>> checked_actions(0.5, (7,))
+    Traceback (most recent call last):
+    ...
+    ValueError: action must be an array of shape (7,) with a real dtype (e.g. float32, as action_space: one intensity in [0, 1] per emotion), got shape () and dtype float64; nothing is broadcast
+    """
+    if type(action) is np.ndarray and action.shape == shape and action.dtype.kind == "f":
+        return action
+    try:
+        array = np.asarray(action)
+    except (TypeError, ValueError):  # ragged nested lists
+        array = None
+    if array is None or array.shape != shape or array.dtype.kind not in "iuf":
+        got = f"shape {array.shape} and dtype {array.dtype}" if array is not None else f"a ragged {type(action).__name__}"
+        raise ValueError(
+            f"action must be an array of shape {shape} with a real dtype (e.g. float32, as action_space: one "
+            f"intensity in [0, 1] per emotion), got {got}; nothing is broadcast"
+        )
+    return array
+
+
+def nan_rows(actions: np.ndarray) -> np.ndarray:
+    """Which rows of ``(batch, 7)`` actions hold a NaN (they are invalid: see the env's Action Space).
+
+    >>> nan_rows(np.array([[0.5] * 7, [np.nan] + [0.5] * 6], dtype=np.float32)).tolist()
+    [False, True]
+    """
+    return _isnan(actions).any(axis=1)
 
 
 def clip_actions(action: np.ndarray, out: np.ndarray) -> None:

@@ -1,7 +1,8 @@
 """Plot an EmotionState-v0 episode: the seven intensities against the target arc.
 
 :func:`rollout` plays one episode and returns the arrays; :func:`plot_episode` draws them
-(matplotlib, imported inside the function, Agg backend).
+(matplotlib, imported inside the function, Agg backend); :func:`render_frame` draws the
+episode so far into an RGB array, what ``render_mode="rgb_array"`` returns.
 """
 
 from __future__ import annotations
@@ -119,4 +120,61 @@ def plot_episode(
     return path
 
 
-__all__ = ["EMOTION_COLORS", "plot_episode", "rollout"]
+def render_frame(
+    states: np.ndarray, targets: np.ndarray, *, max_steps: int, title: str = "", width_px: int = 640, height_px: int = 320
+) -> np.ndarray:
+    """Draw the episode so far as one RGB image: the state bars now, and the intensities over time.
+
+    Left, one bar per emotion with the current target as a black tick; right, each emotion's
+    intensity over the steps so far (solid) against its target (dashed), the x axis spanning
+    the whole episode so consecutive frames line up in a video.
+
+    Args:
+        states: ``(steps so far + 1, 7)`` intensities, the last row the current state.
+        targets: The targets shown at the same steps.
+        max_steps: Steps of the whole episode (the x range).
+        title: Figure title (e.g. the arc and step).
+        width_px: Image width in pixels.
+        height_px: Image height in pixels.
+
+    Returns:
+        ``(height_px, width_px, 3)`` ``uint8`` RGB.
+
+    >>> frame = render_frame(np.full((3, 7), 0.5), np.full((3, 7), 0.4), max_steps=10)
+    >>> frame.shape, frame.dtype
+    ((320, 640, 3), dtype('uint8'))
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    states = np.asarray(states, dtype=float).reshape(-1, len(EMOTIONS))
+    targets = np.asarray(targets, dtype=float).reshape(-1, len(EMOTIONS))
+    dpi = 100
+    # A Figure with its own Agg canvas: no pyplot, so no global backend or figure registry is touched.
+    figure = Figure(figsize=(width_px / dpi, height_px / dpi), dpi=dpi)
+    canvas = FigureCanvasAgg(figure)
+    bars, lines = figure.subplots(1, 2, gridspec_kw={"width_ratios": [1, 2]})
+    rows = np.arange(len(EMOTIONS))
+    bars.barh(rows, states[-1], color=EMOTION_COLORS)
+    bars.scatter(targets[-1], rows, marker="|", s=200, color="black")
+    bars.set_yticks(rows, EMOTIONS, fontsize=8)
+    bars.invert_yaxis()
+    bars.set_xlim(0, 1)
+    bars.set_xlabel("intensity now (tick: target)", fontsize=8)
+    steps = np.arange(len(states))
+    for j, color in enumerate(EMOTION_COLORS):
+        lines.plot(steps, states[:, j], color=color, lw=1.5)
+        lines.step(steps, targets[:, j], where="post", color=color, ls="--", lw=1, alpha=0.7)
+    lines.set_xlim(0, max(max_steps, 1))
+    lines.set_ylim(-0.02, 1.02)
+    lines.set_xlabel("step (solid: state, dashed: target)", fontsize=8)
+    lines.tick_params(labelsize=7)
+    bars.tick_params(labelsize=7)
+    if title:
+        figure.suptitle(title, fontsize=9)
+    figure.tight_layout()
+    canvas.draw()
+    return np.asarray(canvas.buffer_rgba())[..., :3].copy()
+
+
+__all__ = ["EMOTION_COLORS", "plot_episode", "render_frame", "rollout"]

@@ -22,9 +22,11 @@ from affectgym.envs.emotion_state.config import EmotionStateConfig, EmotionState
 from affectgym.envs.emotion_state.dynamics import NUM_EMOTIONS
 from affectgym.envs.emotion_state.packed import (
     EmotionBatch,
+    checked_actions,
     clip_actions,
     emotion_reward,
     emotion_transition,
+    nan_rows,
 )
 
 
@@ -43,6 +45,11 @@ class EmotionStateVectorEnv(VectorEnv):
       ``info["arc_index"]`` gives each row's arc (an index into ``self.core.arcs``).
     - ``reset(options={"arc": name})`` starts every row on that arc; later autoresets draw
       arcs at random.
+    - A row whose action holds a NaN is invalid, as in the single env: its state does not
+      move, its reward and components are 0, and ``info["invalid_action"]`` (a
+      ``(num_envs,)`` bool array) marks it; the other rows step as usual. Actions of
+      another shape than ``(num_envs, 7)`` (a single ``(7,)`` row included) or not of real
+      numbers raise a ``ValueError``; nothing is broadcast.
 
     Args:
         num_envs: Number of rows.
@@ -85,6 +92,7 @@ class EmotionStateVectorEnv(VectorEnv):
         self._scratch = EmotionBatch(n)
         self._obs = self._batch.packed[:, : core.obs_size]
         self._num_components = len(core.component_names)
+        self._action_shape = (n, NUM_EMOTIONS)
         self._arc_index = np.zeros(n, dtype=np.intp)
         self._steps = np.zeros(n, dtype=np.intp)
         self._prev_done = np.zeros(n, dtype=bool)
@@ -130,18 +138,33 @@ class EmotionStateVectorEnv(VectorEnv):
         """Step every row; rows truncated at the previous step are reset instead.
 
         Args:
-            actions: ``(num_envs, 7)`` commanded intensities; clipped to [0, 1].
+            actions: ``(num_envs, 7)`` commanded intensities; clipped to [0, 1]. A row
+                with a NaN is invalid (see the class docstring).
+
+        Raises:
+            ValueError: ``actions`` is not a ``(num_envs, 7)`` array of real numbers.
 
         Returns:
             ``(observations, rewards, terminated, truncated, info)``.
         """
         core = self.core
         batch = self._batch
-        clip_actions(actions, batch.action)
+        clip_actions(checked_actions(actions, self._action_shape), batch.action)
+        invalid = nan_rows(batch.action)
+        any_invalid = invalid.any()
+        if any_invalid:
+            # Hold those rows: a finite action (their state) keeps the NaN out of the
+            # row-wise kernels, and their state is put back after the transition.
+            batch.action[invalid] = batch.state[invalid]
         emotion_transition(batch, core.rise)
+        if any_invalid:
+            batch.state[invalid] = batch.prev[invalid]
         reward, components = emotion_reward(batch, core.reward_table)
         reward = reward.copy()
         components = components[:, : self._num_components].copy()
+        if any_invalid:
+            reward[invalid] = 0.0
+            components[invalid] = 0.0
         steps = self._steps
         steps += 1
         done = self._prev_done
@@ -160,6 +183,7 @@ class EmotionStateVectorEnv(VectorEnv):
                 name: components[:, i] for i, name in enumerate(core.component_names)
             },
             "arc_index": self._arc_index.copy(),
+            "invalid_action": invalid,
         }
         terminated = np.zeros(self.num_envs, dtype=bool)
         return self._obs.copy(), reward, terminated, truncated, info

@@ -1,0 +1,252 @@
+"""Loading a user's speech data: folder datasets and MUStARD's JSON, against hostile files.
+
+Every problem with a dataset's files is found when the env is made and reported as a
+``DatasetError`` naming the file (and, for MUStARD's JSON, the clip id and the field);
+a bad audio file is skipped with one warning (``on_bad_clip="skip"``) or refused
+(``on_bad_clip="error"``), never a crash of every later prosody call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+import soundfile
+
+import affectgym
+from affectgym.data import DatasetError
+from affectgym.envs.sarcasm import SarcasmEnv
+
+RATE_HZ = 16_000
+PROSODY = '<tool_call>{"name": "get_prosody_features", "arguments": {}}</tool_call>'
+
+
+def _sine(path, f0_hz=150.0, duration_s=0.6):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    t = np.arange(int(duration_s * RATE_HZ)) / RATE_HZ
+    soundfile.write(str(path), 0.3 * np.sin(2 * np.pi * f0_hz * t), RATE_HZ)
+
+
+def _folder(root, labels=("calm", "excited")):
+    for label, f0_hz in zip(labels, (120.0, 260.0, 180.0), strict=False):
+        for take in range(2):
+            _sine(root / label / f"take{take}.wav", f0_hz + 10 * take)
+    return root
+
+
+def _bad_clips(root):
+    """One clip of every kind of bad file, each with the words its reason must contain."""
+    (root / "calm" / "empty.wav").write_bytes(b"")
+    (root / "calm" / "notes.wav").write_text("this is a text file renamed .wav")
+    os.symlink(root / "calm" / "gone.wav", root / "calm" / "dangling.wav")
+    (root / "calm" / "folder.wav").mkdir()
+    _sine(root / "excited" / "blip.wav", duration_s=0.01)
+    return {
+        "empty.wav": "empty file (0 bytes)",
+        "notes.wav": "not a readable audio file",
+        "dangling.wav": "dangling symlink",
+        "folder.wav": "a folder",
+        "blip.wav": "too short: 0.010 s of audio, at least 0.064 s",
+    }
+
+
+# ----------------------------------------------------------------------------- bad audio files
+def test_bad_clips_are_skipped_with_one_warning_naming_each_and_the_rest_still_measured(tmp_path, caplog):
+    bad = _bad_clips(_folder(tmp_path))
+    with caplog.at_level("WARNING", logger="affectgym.data.speech_sources"):
+        env = affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(tmp_path), split="all")
+    (warning,) = [r.getMessage() for r in caplog.records if "unusable audio" in r.getMessage()]
+    for name, reason in bad.items():
+        assert f"{tmp_path / ('calm' if name != 'blip.wav' else 'excited') / name}: {reason}" in warning
+    base = env.unwrapped
+    assert len(base.scenarios) == 4 and not any(os.path.basename(c.audio_path) in bad for c in base.all_clips)
+    for scenario_id in base.scenario_ids:
+        env.reset(options={"scenario_id": scenario_id})
+        assert "Pitch: mean=" in env.step(PROSODY)[0]
+
+
+def test_on_bad_clip_error_refuses_the_dataset_listing_every_bad_clip(tmp_path):
+    bad = _bad_clips(_folder(tmp_path))
+    with pytest.raises(DatasetError, match="5 of 9 clips have unusable audio") as raised:
+        affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(tmp_path), on_bad_clip="error")
+    for name, reason in bad.items():
+        assert name in str(raised.value) and reason in str(raised.value)
+
+
+def test_on_bad_clip_accepts_only_skip_or_error(tmp_path):
+    with pytest.raises(ValueError, match="on_bad_clip must be one of skip, error, got 'ignore'"):
+        affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(_folder(tmp_path)), on_bad_clip="ignore")
+
+
+def test_unmeasurable_audio_found_only_when_decoded_reads_as_no_audio_and_spares_the_norms(tmp_path, caplog):
+    _folder(tmp_path)
+    (tmp_path / "calm" / "broken.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42 but no audio follows")
+    env = affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(tmp_path), split="all")
+    base = env.unwrapped
+    broken = next(c for c in base.all_clips if c.audio_path.endswith("broken.mp4"))
+    good = next(c for c in base.all_clips if c is not broken)
+    env.reset(options={"scenario_id": good.id})
+    assert "Pitch: mean=" in env.step(PROSODY)[0]
+    env.reset(options={"scenario_id": broken.id})
+    with caplog.at_level("WARNING", logger="affectgym.envs.speech_emotion"):
+        assert env.step(PROSODY)[0].startswith("No audio for this clip")
+    assert any("broken.mp4" in r.getMessage() for r in caplog.records)
+
+
+# ----------------------------------------------------------------------------- folder layout
+def test_hidden_folders_and_files_are_not_labels_or_clips(tmp_path):
+    _folder(tmp_path)
+    _sine(tmp_path / ".ipynb_checkpoints" / "take0-checkpoint.wav")
+    _sine(tmp_path / ".trash" / "old.wav")
+    (tmp_path / "calm" / "._take0.wav").write_bytes(b"\x00\x05\x16\x07AppleDouble resource fork")
+    base = affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(tmp_path), on_bad_clip="error").unwrapped
+    assert base.label_set == ("calm", "excited") and len(base.all_clips) == 4
+
+
+def test_non_utf8_transcript_is_a_dataset_error_naming_the_file(tmp_path):
+    _folder(tmp_path)
+    (tmp_path / "calm" / "take0.txt").write_bytes("Ça va très bien.".encode("latin-1"))
+    with pytest.raises(DatasetError, match=r"take0\.txt.* is not UTF-8 text.*save it as UTF-8"):
+        affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(tmp_path))
+
+
+def test_dataset_with_one_label_is_refused_when_the_env_is_made(tmp_path):
+    _folder(tmp_path, labels=("calm",))
+    with pytest.raises(DatasetError, match=r"labels \['calm'\]; a labelling task needs at least two labels"):
+        affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(tmp_path))
+
+
+def test_dataset_left_with_one_label_after_skipping_bad_clips_is_refused(tmp_path):
+    _folder(tmp_path, labels=("calm",))
+    (tmp_path / "excited").mkdir()
+    (tmp_path / "excited" / "take0.wav").write_bytes(b"")
+    with pytest.raises(DatasetError, match="at least two labels"):
+        affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(tmp_path))
+
+
+# ----------------------------------------------------------------------------- MUStARD's JSON
+def _record(sarcasm=True, **changes):
+    record = {
+        "utterance": "Oh, that is just great.",
+        "speaker": "SHELDON",
+        "context": ["The printer is jammed again.", "And the deadline is today."],
+        "context_speakers": ["LEONARD", "PENNY"],
+        "show": "BBT",
+        "sarcasm": sarcasm,
+    }
+    record.update(changes)
+    return record
+
+
+def _mustard(root, records=None, folds=None):
+    """A MUStARD-format folder: 4 clips (2 sarcastic, 2 sincere) with audio, and one fold."""
+    root.mkdir(parents=True, exist_ok=True)
+    records = records or {f"1_{i}": _record(sarcasm=i % 2 == 0) for i in range(4)}
+    (root / "sarcasm_data.json").write_text(json.dumps(records))
+    for i, clip_id in enumerate(records):
+        _sine(root / "audio" / f"{clip_id}.wav", 140.0 + 20 * i)
+    (root / "split_indices.json").write_text(json.dumps(folds or [{"train": [0, 1], "test": [2, 3]}]))
+    return root
+
+
+def test_valid_mustard_folder_loads_with_folds_by_clip_id(tmp_path):
+    env = SarcasmEnv(dataset="mustard", data_dir=str(_mustard(tmp_path)), split="fold-1")
+    assert env.scenario_ids == ["1_2", "1_3"] and [c.label for c in env.scenarios] == ["sarcastic", "sincere"]
+    assert env.scenarios[0].context == ("LEONARD: The printer is jammed again.", "PENNY: And the deadline is today.")
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "expected"),
+    [
+        ({"sarcasm": "false"}, "sarcasm", "true or false"),
+        ({"sarcasm": "False"}, "sarcasm", "true or false"),
+        ({"sarcasm": "0"}, "sarcasm", "true or false"),
+        ({"sarcasm": None}, "sarcasm", "true or false"),
+        ({"sarcasm": 0}, "sarcasm", "true or false"),
+        ({"context": "The printer is jammed."}, "context", "a list of strings"),
+        ({"context": 3}, "context", "a list of strings"),
+        ({"context": ["fine", 7], "context_speakers": ["A", "B"]}, "context", "a list of strings"),
+        ({"utterance": None}, "utterance", "a non-empty string"),
+        ({"utterance": "  "}, "utterance", "a non-empty string"),
+        ({"speaker": 12}, "speaker", "a non-empty string"),
+        ({"context_speakers": ["LEONARD"]}, "context_speakers", "one speaker per line"),
+        ({"show": ["BBT"]}, "show", "a string"),
+    ],
+)
+def test_mustard_record_problems_name_file_clip_and_field(tmp_path, changes, field, expected):
+    records = {"1_0": _record(), "1_1": _record(**{"sarcasm": False, **changes})}
+    root = _mustard(tmp_path, records, folds=[{"train": [0], "test": [1]}])
+    with pytest.raises(DatasetError) as raised:
+        SarcasmEnv(dataset="mustard", data_dir=str(root), split="all")
+    message = str(raised.value)
+    assert "sarcasm_data.json" in message and "clip '1_1'" in message and f"field {field!r}" in message
+    assert expected in message
+
+
+def test_mustard_record_missing_a_field_or_not_an_object_is_named(tmp_path):
+    record = _record()
+    del record["speaker"]
+    with pytest.raises(DatasetError, match=r"clip '1_1': field 'speaker' is missing"):
+        SarcasmEnv(dataset="mustard", data_dir=str(_mustard(tmp_path / "a", {"1_0": _record(), "1_1": record})))
+    with pytest.raises(DatasetError, match=r"clip '1_1': the record must be a JSON object, got an array"):
+        SarcasmEnv(dataset="mustard", data_dir=str(_mustard(tmp_path / "b", {"1_0": _record(), "1_1": []})))
+
+
+def test_mustard_clip_id_that_is_a_path_is_refused(tmp_path):
+    root = _mustard(tmp_path, {"1_0": _record(), "1_1": _record(sarcasm=False)})
+    (root / "sarcasm_data.json").write_text(json.dumps({"1_0": _record(), "../../etc/passwd": _record(sarcasm=False)}))
+    with pytest.raises(DatasetError, match=r"clip '\.\./\.\./etc/passwd': the clip id must be a plain file name"):
+        SarcasmEnv(dataset="mustard", data_dir=str(root))
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('{"1_0": {"context": ' + "[" * 100_000 + "]" * 100_000 + "}}", "nested too deeply"),
+        ('{"1_0": {"sarcasm": ' + "1" * 5000 + "}}", "not valid JSON"),
+        ('{"1_0": {}, "1_0": {}}', "the key '1_0' appears more than once"),
+        ('["1_0"]', "must be a JSON object mapping clip ids to records, got an array"),
+        ("{'1_0': nope}", "not valid JSON"),
+    ],
+    ids=["deep", "huge-int", "duplicate-id", "array", "not-json"],
+)
+def test_unparsable_mustard_json_is_a_dataset_error_naming_the_file(tmp_path, text, problem):
+    root = _mustard(tmp_path)
+    (root / "sarcasm_data.json").write_text(text)
+    with pytest.raises(DatasetError, match="sarcasm_data.json") as raised:
+        SarcasmEnv(dataset="mustard", data_dir=str(root))
+    assert problem in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("folds", "problem"),
+    [
+        ([{"train": [0, 1], "test": [2, 9]}], "fold 1, field 'test': index 9 is not a clip of sarcasm_data.json"),
+        ([{"train": [0, 1], "test": [2, -1]}], "fold 1, field 'test': index -1 is not a clip"),
+        ([{"train": [0, "1"], "test": [2, 3]}], "fold 1, field 'train': index '1' is not a clip"),
+        ([{"train": [0, True], "test": [2, 3]}], "fold 1, field 'train': index True is not a clip"),
+        ([{"train": [0, 1, 2], "test": [2, 3]}], "fold 1: clip '1_2' is in both 'train' and 'test'"),
+        ([{"train": [0, 1, 1], "test": [2, 3]}], "fold 1, field 'train': clip '1_1' is listed more than once"),
+        ([{"train": [0, 1]}], "fold 1, field 'test' is missing"),
+        ({"train": [0, 1], "test": [2, 3]}, "must be a JSON array"),
+    ],
+    ids=["past-the-end", "negative", "string", "bool", "overlap", "repeat", "no-test", "not-a-list"],
+)
+def test_bad_mustard_folds_are_dataset_errors_naming_file_fold_and_field(tmp_path, folds, problem):
+    root = _mustard(tmp_path, folds=folds)
+    with pytest.raises(DatasetError, match="split_indices.json") as raised:
+        SarcasmEnv(dataset="mustard", data_dir=str(root), split="fold-1")
+    assert problem in str(raised.value)
+
+
+def test_mustard_clip_with_bad_audio_is_skipped_and_leaves_its_fold(tmp_path, caplog):
+    root = _mustard(tmp_path)
+    (root / "audio" / "1_3.wav").write_bytes(b"")
+    with caplog.at_level("WARNING", logger="affectgym.data.speech_sources"):
+        env = SarcasmEnv(dataset="mustard", data_dir=str(root), split="fold-1")
+    assert env.scenario_ids == ["1_2"]
+    assert any("1_3.wav: empty file (0 bytes)" in r.getMessage() for r in caplog.records)
+    with pytest.raises(DatasetError, match="1_3.wav: empty file"):
+        SarcasmEnv(dataset="mustard", data_dir=str(root), split="fold-1", on_bad_clip="error")
