@@ -135,6 +135,15 @@ def test_a_callable_user_simulator_plays_the_later_turns_with_the_dialogues_emot
     assert info["scenario_id"].endswith("/sim")
 
 
+def test_the_scripted_user_follows_the_reference_whatever_the_agent_asked_and_the_docstring_says_so(env):
+    dialogue = env.all_dialogues[0]
+    env.reset(options={"scenario_id": dialogue.id})
+    observation, *_ = env.step("(NEUTRAL) Never mind that. (NEUTRAL) Let us talk about cars. (NEUTRAL) Which car do you drive?")
+    assert observation.startswith(dialogue.turns[1].user_line)
+    doc = " ".join(DialogueEnv.__doc__.split())
+    assert "follows the reference conversation" in doc and "user_simulator=" in doc and "chat_function" in doc
+
+
 def test_a_user_simulator_that_is_not_callable_is_rejected_with_the_accepted_forms():
     with pytest.raises(ValueError, match="callable messages -> str.*--user-simulator SPEC"):
         DialogueEnv(classifier=constant_classifier, user_simulator="some-agent")

@@ -10,6 +10,7 @@ from gymnasium.utils.env_checker import check_env
 import affectgym  # noqa: F401  (registers affectgym/EmotionState-v0)
 from affectgym.envs.emotion_state import (
     ANGER,
+    DEFAULT_MAX_EPISODE_STEPS,
     DISGUST,
     EMOTIONS,
     JOY,
@@ -304,3 +305,56 @@ def test_ansi_render_shows_every_emotion():
     text = env.render()
     assert all(name in text for name in EMOTIONS) and "target" in text
     assert NEUTRAL == EMOTIONS.index("neutral")
+
+
+# --------------------------------------------------------------------------- step limit in the spec
+def _play_to_the_end(env):
+    obs, _ = env.reset(seed=0)
+    steps = 0
+    while True:
+        obs, _, terminated, truncated, info = env.step(obs[7:14])
+        steps += 1
+        if terminated or truncated:
+            return steps, float(obs[21]), info
+
+
+@pytest.mark.parametrize("limit", [20, 100])
+def test_gym_make_max_episode_steps_sets_the_envs_own_limit_and_time_feature(limit):
+    env = gym.make("affectgym/EmotionState-v0", max_episode_steps=limit)
+    steps, time_left, info = _play_to_the_end(env)
+    assert steps == limit and time_left == 0.0
+    assert env.spec.max_episode_steps == env.unwrapped.spec.max_episode_steps == env.unwrapped.core.max_episode_steps == limit
+    assert info["outcome"]["steps"] == limit
+
+
+def test_the_registered_spec_carries_the_default_episode_length():
+    assert gym.spec("affectgym/EmotionState-v0").max_episode_steps == DEFAULT_MAX_EPISODE_STEPS
+    env = gym.make("affectgym/EmotionState-v0")
+    assert env.spec.max_episode_steps == DEFAULT_MAX_EPISODE_STEPS
+    assert _play_to_the_end(env)[:2] == (DEFAULT_MAX_EPISODE_STEPS, 0.0)
+
+
+def test_a_config_step_limit_that_the_time_limit_would_cut_is_refused():
+    with pytest.raises(ValueError, match="pass max_episode_steps=100 to gym.make"):
+        gym.make("affectgym/EmotionState-v0", config=EmotionStateConfig(max_episode_steps=100))
+
+
+def test_the_numeric_env_splits_its_arcs_like_the_text_env_and_plays_them_by_scenario_id():
+    text_eval = affectgym.make("affectgym/EmotionStateText-v0", split="eval").unwrapped.scenario_ids
+    env = gym.make("affectgym/EmotionState-v0", split="eval")
+    assert env.unwrapped.scenario_ids == list(text_eval)
+    assert set(gym.make("affectgym/EmotionState-v0", split="train").unwrapped.scenario_ids).isdisjoint(text_eval)
+    _, info = env.reset(seed=0, options={"scenario_id": text_eval[0]})
+    assert info["arc"] == text_eval[0]
+
+
+def test_the_last_step_reports_the_episode_means_of_the_components():
+    env = gym.make("affectgym/EmotionState-v0", max_episode_steps=5)
+    obs, _ = env.reset(seed=0)
+    seen = []
+    for _ in range(5):
+        obs, _, _, truncated, info = env.step(obs[7:14])
+        seen.append(info["reward_components"])
+    means = info["episode_reward_components"]
+    assert truncated and set(means) == set(seen[0])
+    assert all(means[name] == pytest.approx(np.mean([s[name] for s in seen])) for name in means)

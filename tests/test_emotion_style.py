@@ -182,6 +182,41 @@ def test_outcome_reports_target_top_label_probability_and_rule_hits() -> None:
     assert info["reward_components"]["instruction_overlap"] > 0
 
 
+def test_auto_offline_records_that_nade_scored_in_info_outcome_and_metadata(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from affectgym.eval import EvalConfig, run_eval
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    env = EmotionStyleEnv(classifier="auto")
+    _, info = env.reset(options={"scenario_id": "es001:joy"})
+    expected = {"classifier": "nade", "classifier_requested": "auto", "judge": None}
+    assert env.scorers == info["scorers"] == expected
+    *_, info = env.step("What a lovely day for a job interview!")
+    assert info["outcome"]["scorers"] == expected
+    run_eval(EvalConfig(env_id=ENV_ID, agent="style-lexicon", out=tmp_path, n=1, progress=False), fsync=False)
+    assert json.loads((tmp_path / "metadata.json").read_text())["scorers"] == expected
+
+
+def test_rule_penalties_and_the_env_give_each_rule_one_name() -> None:
+    from affectgym.envs.emotion_style import RULE_WEIGHTS
+    from affectgym.rewards.rules import rule_penalties
+
+    names = set(rule_penalties("Bananas are yellow.", "joy", "Explain why the traffic light is slow."))
+    assert "off_topic" in names and "ignores_instruction" not in names
+    assert names <= set(RULE_WEIGHTS)
+
+
+def test_components_come_with_their_weights_and_contributions_that_sum_to_the_reward() -> None:
+    env = EmotionStyleEnv(classifier=lambda texts: [{"joy": 1.0, "neutral": 1.0} for _ in texts])
+    _, info = env.reset(options={"scenario_id": "es001:joy"})
+    assert info["reward_weights"]["off_topic"] == -0.1 and info["reward_weights"]["emotion_probability"] == 1.0
+    _, reward, *_, info = env.step("Bananas ripen faster in a paper bag.")
+    breakdown = info["outcome"]["reward_breakdown"]
+    assert set(breakdown) == set(info["reward_components"])
+    assert all(part["value"] == info["reward_components"][name] for name, part in breakdown.items())
+    assert breakdown["off_topic"] == {"value": 1.0, "weight": -0.1, "contribution": pytest.approx(-0.1)}
+    assert sum(part["contribution"] or 0.0 for part in breakdown.values()) == pytest.approx(reward)
+
+
 # ----------------------------------------------------------------------------- the rubric
 def test_without_a_judge_the_rubric_drops_it_and_says_so_once(caplog: pytest.LogCaptureFixture) -> None:
     factories._ANNOUNCED.discard("no-judge")

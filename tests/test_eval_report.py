@@ -82,3 +82,66 @@ def test_env_specific_plots_hook_in_by_env_prefix(two_runs, tmp_path):
 def test_a_folder_without_results_is_named_in_the_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="no results.jsonl"):
         write_report([tmp_path], tmp_path / "out")
+
+
+# ----------------------------------------------------------------------------- readable figures
+@pytest.fixture
+def drawn(monkeypatch):
+    """Every matplotlib figure the report saves, by file name."""
+    from matplotlib.figure import Figure
+
+    figures = {}
+    save = Figure.savefig
+
+    def record(self, path, *args, **kwargs):
+        figures[getattr(path, "name", str(path))] = self
+        return save(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", record)
+    return figures
+
+
+def test_every_report_figure_is_titled_with_its_run_env_and_agent(two_runs, tmp_path, drawn):
+    write_report(list(two_runs), tmp_path / "titled")
+    assert set(drawn) >= {"happy-reader-confusion.png", "happy-reader-rewards.png", "compare-rewards.png", "compare-f1.png"}
+    for name, figure in drawn.items():
+        title = figure._suptitle.get_text() if figure._suptitle else ""
+        assert "ToyOutcome" in title, name
+        if not name.startswith("compare-"):
+            run = name.split("-")[0] + "-" + name.split("-")[1]
+            assert run in title and "agent" in title, name
+
+
+def test_comparison_legends_sit_outside_the_bars(two_runs, tmp_path, drawn):
+    write_report(list(two_runs), tmp_path / "legends")
+    for name in ("compare-rewards.png", "compare-f1.png", "happy-reader-per-label.png"):
+        figure = drawn[name]
+        assert figure.legends and all(axes.get_legend() is None for axes in figure.axes), name
+
+
+def test_invalid_actions_is_written_as_a_count_not_drawn_among_the_unit_components(tmp_path, drawn):
+    from affectgym.eval.report import plot_components
+
+    plot_components({"run": {"correctness": 0.5, "invalid_actions": 2.0}}, tmp_path / "parts.png", "run: Toy, agent x")
+    figure = drawn["parts.png"]
+    assert [label.get_text() for label in figure.axes[0].get_xticklabels()] == ["correctness"]
+    assert "invalid actions per episode: 2.000" in " ".join(figure._suptitle.get_text().split())
+    assert figure.axes[0].containers[0].datavalues.tolist() == [0.5]
+
+
+def test_bars_carry_their_values_so_a_zero_is_not_an_empty_gap(tmp_path, drawn):
+    from affectgym.eval.report import plot_bars
+
+    plot_bars({"run": {"shouting": 0.0, "judge": None, "joy": 0.25}}, tmp_path / "bars.png", "mean value")
+    axes = drawn["bars.png"].axes[0]
+    assert [text.get_text() for text in axes.texts] == ["0.000", "n/a", "0.250"]
+
+
+def test_rerunning_a_report_into_one_folder_removes_the_figures_it_no_longer_draws(two_runs, tmp_path):
+    out = tmp_path / "again"
+    write_report(list(two_runs), out)
+    user_file = out / "my-notes.png"
+    user_file.write_bytes(b"\x89PNG\r\n\x1a\n")
+    write_report([two_runs[0]], out)
+    assert not (out / "compare-rewards.png").exists() and not (out / "always-sad-rewards.png").exists()
+    assert (out / "happy-reader-rewards.png").is_file() and user_file.is_file()

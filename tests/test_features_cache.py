@@ -118,6 +118,23 @@ def test_missing_file_is_named(tmp_path):
         cached_prosody(tmp_path / "nope.wav", cache=ProsodyCache(tmp_path))
 
 
+def test_extract_many_skips_and_records_files_it_cannot_read_when_asked(tmp_path):
+    from affectgym.features.audio import AudioLoadError
+
+    good = tmp_path / "good.wav"
+    soundfile.write(str(good), tone(150.0, 0.6), 16000)
+    bad = tmp_path / "bad.wav"
+    bad.write_bytes(b"not audio")
+    results = extract_many([good, bad, good], n_jobs=1, cache=False, progress=False, on_error="skip")
+    assert len(results) == 2 and [(s.index, s.source) for s in results.skipped] == [(1, str(bad))]
+    assert results.skipped[0].error.startswith("AudioLoadError")
+    assert extract_many([good], n_jobs=1, cache=False, progress=False).skipped == []
+    with pytest.raises(AudioLoadError):
+        extract_many([good, bad], n_jobs=1, cache=False, progress=False)
+    with pytest.raises(ValueError, match="on_error must be 'raise' or 'skip'"):
+        extract_many([good], on_error="ignore")
+
+
 # ----------------------------------------------------------------------------- faults
 def _write_tone(path, frequency_hz):
     soundfile.write(str(path), tone(frequency_hz, 0.6), 16000, subtype="PCM_16")

@@ -47,3 +47,58 @@ def test_unreadable_file_exits_2_with_its_name(tmp_path, capsys):
     args = _parse(["features", str(bad), "--no-cache"])
     assert args.func(args) == 2
     assert "bad.wav" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- what an agent sees, readable errors
+def test_features_shows_the_contour_an_agent_sees_and_says_which_norms_it_bands_against(tmp_path, capsys):
+    from affectgym.envs.speech_emotion import SpeechEmotionEnv
+    from affectgym.features.commands import DESCRIPTION
+
+    args = _parse(["features", str(_clip(tmp_path)), "--no-cache"])
+    assert args.points == 30
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert "Pitch contour (30 steps" in out
+    env = SpeechEmotionEnv(split="all")
+    env.reset(seed=0)
+    assert "Pitch contour (30 steps" in env.step('<tool_call>{"name": "get_pitch_contour", "arguments": {}}</tool_call>')[0]
+    assert "built-in adult-speech norms" in DESCRIPTION and "clips of its dataset" in DESCRIPTION
+    assert "numba" in DESCRIPTION
+
+
+def test_features_json_has_one_line_per_field(tmp_path, capsys):
+    args = _parse(["features", str(_clip(tmp_path)), "--json", "--no-cache"])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    data = json.loads(out)
+    assert len(out.strip().splitlines()) == len(data) + 2
+
+
+def test_features_on_a_folder_says_it_takes_one_file(tmp_path, capsys):
+    args = _parse(["features", str(tmp_path)])
+    assert args.func(args) == 2
+    err = capsys.readouterr().err
+    assert "is a folder; pass one audio file" in err and "no such file" not in err
+
+
+def test_features_on_a_clip_too_short_to_measure_says_so_in_one_line(tmp_path, capsys):
+    import numpy as np
+
+    path = tmp_path / "blip.wav"
+    soundfile.write(str(path), 0.3 * np.sin(2 * np.pi * 150 * np.arange(800) / 16000), 16000)
+    args = _parse(["features", str(path), "--no-cache"])
+    assert args.func(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "cannot measure" in err and "0.050 s" in err and "analysis window" in err
+
+
+def test_the_plot_labels_its_shading_and_median_line(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    drawn = []
+    save = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda self, *a, **k: (drawn.append(self), save(self, *a, **k))[1])
+    args = _parse(["features", str(_clip(tmp_path)), "--no-cache", "--plot", str(tmp_path / "p.png")])
+    assert args.func(args) == 0
+    labels = [text.get_text() for legend in drawn[0].legends for text in legend.get_texts()]
+    assert any(label.startswith("median F0") for label in labels) and "pause or leading/trailing silence" in labels

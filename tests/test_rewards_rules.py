@@ -187,9 +187,9 @@ def test_instruction_overlap_is_a_fraction_of_content_words() -> None:
 
 def test_ignoring_the_instruction_fires_only_without_any_shared_word() -> None:
     instruction = "Explain why the traffic light is taking so long."
-    assert rule_penalties("Bananas are yellow.", "joy", instruction)["ignores_instruction"].hit
-    assert not rule_penalties("The light is slow.", "joy", instruction)["ignores_instruction"].hit
-    assert not rule_penalties("Bananas are yellow.", "joy", "")["ignores_instruction"].hit
+    assert rule_penalties("Bananas are yellow.", "joy", instruction)["off_topic"].hit
+    assert not rule_penalties("The light is slow.", "joy", instruction)["off_topic"].hit
+    assert not rule_penalties("Bananas are yellow.", "joy", "")["off_topic"].hit
 
 
 def test_every_label_has_a_lexicon_that_names_it() -> None:

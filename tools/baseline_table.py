@@ -1,9 +1,11 @@
-"""Print the README's baseline table: the LM-free agents on Sarcasm-v0, scored by the eval runner.
+"""Print the README's baseline tables: the LM-free agents, scored by the eval runner.
 
-Each row is what ``affectgym eval affectgym/Sarcasm-v0 --agent NAME --split eval`` prints
-(the same runner, config and number format), and the line under the table is the
-text-only memoriser of the leakage check that ``check_env`` runs. Paste the output into
-README.md whenever the corpus, the split or a baseline changes::
+Each row of the first table is what ``affectgym eval affectgym/Sarcasm-v0 --agent NAME
+--split eval`` prints (the same runner, config and number format), and the line under it
+is the text-only memoriser of the leakage check that ``check_env`` runs. The second table
+is ``affectgym eval ENV --agent baseline`` for every built-in env (the baseline its class
+recommends), with ``random`` beside the controller on the numeric env. Paste the output
+into README.md whenever a corpus, a split or a baseline changes::
 
     python tools/baseline_table.py
 """
@@ -42,6 +44,50 @@ def baseline_row(spec: str, description: str, summary: Mapping[str, Any]) -> str
     )
 
 
+#: (env id, agent spec, env kwargs) of the second table, in its order. EmotionStyle-v0 is
+#: scored by the offline classifier, so the numbers do not depend on hub access.
+ENV_BASELINES: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("affectgym/Sarcasm-v0", "baseline", {}),
+    ("affectgym/SpeechEmotion-v0", "baseline", {}),
+    ("affectgym/EmotionStyle-v0", "baseline", {"classifier": "nade"}),
+    ("affectgym/EmpatheticDialogue-v0", "baseline", {}),
+    ("affectgym/EmotionStateText-v0", "baseline", {}),
+    ("affectgym/EmotionState-v0", "baseline", {}),
+    ("affectgym/EmotionState-v0", "random", {}),
+)
+
+
+def env_baseline_row(env_id: str, spec: str, env_kwargs: Mapping[str, Any], agent: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
+    """One row of the per-env table from a run's ``metadata.json`` agent entry and ``summary.json``."""
+    from affectgym.eval.summary import format_number
+
+    reward = summary["reward"]
+    name = agent["name"] if spec == "baseline" else spec
+    shown = f"`{spec}` = `{name}`" if spec == "baseline" else f"`{spec}`"
+    options = ", ".join(f"{key}={value!r}" for key, value in env_kwargs.items())
+    return (
+        f"| `{env_id.removeprefix('affectgym/')}`{f' ({options})' if options else ''} | {shown} "
+        f"| {format_number(reward['mean'])} ± {format_number(reward['ci95'])} | {summary['episodes']} |"
+    )
+
+
+def env_baseline_table(split: str = "eval", rows: Sequence[tuple[str, str, dict[str, Any]]] = ENV_BASELINES) -> str:
+    """The markdown table of each env's recommended baseline on ``split``."""
+    import json
+
+    from affectgym.eval.runner import EvalConfig, run_eval
+
+    lines = ["| env | agent | mean reward ± 95% CI | episodes |", "|---|---|---|---|"]
+    with tempfile.TemporaryDirectory() as scratch:
+        for index, (env_id, spec, env_kwargs) in enumerate(rows):
+            out = Path(scratch) / str(index)
+            config = EvalConfig(env_id=env_id, agent=spec, out=out, split=split, env_kwargs=dict(env_kwargs), progress=False)
+            summary = run_eval(config, fsync=False).summary
+            agent = json.loads((out / "metadata.json").read_text(encoding="utf-8"))["agent"]
+            lines.append(env_baseline_row(env_id, spec, env_kwargs, agent, summary))
+    return "\n".join(lines)
+
+
 def leakage_line(split: str) -> str:
     """The text-only memoriser's accuracy on ``split``, fitted on train (``check_leakage``)."""
     import affectgym
@@ -71,11 +117,16 @@ def baseline_table(split: str = "eval", baselines: Sequence[tuple[str, str]] = B
     return "\n".join(lines) + "\n\n" + leakage_line(split)
 
 
+def baseline_tables(split: str = "eval") -> str:
+    """Both tables, as they sit in README.md between the baseline-table markers."""
+    return baseline_table(split) + "\n\n" + env_baseline_table(split)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="eval", help="split to evaluate on (default: eval)")
     args = parser.parse_args(argv)
-    print(baseline_table(args.split))
+    print(baseline_tables(args.split))
     return 0
 
 

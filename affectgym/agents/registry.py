@@ -9,7 +9,11 @@ Accepted specs:
 * ``openai:<model>@<base_url>`` (``@<base_url>`` optional: ``$OPENAI_BASE_URL`` or OpenAI's):
   an :class:`OpenAIAgent`;
 * ``dspy:<model>@<base_url>``: a :class:`DSPyAgent` over an OpenAI-compatible endpoint, or
-  ``dspy:<litellm model>`` (e.g. ``dspy:openrouter/meta-llama/llama-3.1-8b-instruct``).
+  ``dspy:<litellm model>`` (e.g. ``dspy:openrouter/meta-llama/llama-3.1-8b-instruct``);
+* ``sb3:<path/model.zip>``: a Stable-Baselines3 model for a numeric env
+  (:class:`~affectgym.agents.policies.SB3Policy`), e.g. ``sb3:runs/es/model.zip``.
+
+``baseline`` is the LLM-free agent the env recommends (``recommended_baseline`` of its class).
 
 Packages can add names through the entry-point group ``affectgym.agents`` (an entry point
 names a callable that calls :func:`register_agent`).
@@ -53,7 +57,8 @@ ACCEPTED_FORMS = (
     "a registered name ({names}), "
     "hf:<local folder or hub id>, "
     "openai:<model>@<base_url>, "
-    "dspy:<model>@<base_url> or dspy:<litellm model>"
+    "dspy:<model>@<base_url> or dspy:<litellm model>, "
+    "sb3:<path/model.zip> (numeric envs)"
 )
 
 
@@ -131,6 +136,10 @@ def make_agent(
 
             model, base_url = parse_endpoint_spec(rest)
             return DSPyAgent(model, base_url=base_url, **kwargs)
+        if kind == "sb3":
+            from affectgym.agents.policies import SB3Policy
+
+            return SB3Policy(rest, **kwargs)
     raise ValueError(f"unknown agent spec {spec!r}; accepted: {_accepted()}")
 
 
@@ -159,6 +168,10 @@ def agent_class(spec: str) -> type[Agent] | None:
         from affectgym.agents.dspy_agent import DSPyAgent
 
         return DSPyAgent
+    if kind == "sb3" and rest:
+        from affectgym.agents.policies import SB3Policy
+
+        return SB3Policy
     return None
 
 
@@ -197,6 +210,8 @@ def check_agent_supports(spec: str, env: Any, env_id: str | None = None) -> None
     able = [name for name in registered_agents() if agent_class(name) is not None and agent_env_problem(name, env) is None]
     if agent_env_problem("hf:model", env) is None:
         able.append("hf:<model>, openai:<model>@<base_url>, dspy:<model>@<base_url>")
+    if agent_env_problem("sb3:model.zip", env) is None:
+        able.append("sb3:<path/model.zip>")
     raise ValueError(
         f"agent {spec!r} cannot play {env_id}: {problem}; agents that can: {', '.join(able) or 'none registered'}"
     )

@@ -473,6 +473,15 @@ class DialogueEnv(AffectEnv):
     ``options={"scenario": turn_or_dialogue}`` runs a :class:`DialogueTurn` or
     :class:`Dialogue` object.
 
+    By default the user is *scripted*: every user turn after the first is the dataset's next
+    user line, whatever the agent said. The script follows the reference conversation, so
+    when the agent asked something else the user does not answer it (and the reply after
+    it is still compared with the reference reply). For a user that responds to the agent,
+    pass ``user_simulator=``: any function of the chat, e.g. an agent wrapped by
+    :func:`affectgym.agents.base.chat_function` (``affectgym eval --user-simulator SPEC``
+    does this for the agent ``SPEC`` names); it writes each next line in the emotion the
+    dialogue's arc gives that turn.
+
     ## Episode End
     Terminates after the reply to the dialogue's last turn; truncates after ``max_turns``
     agent messages (unanswered turns earn nothing). The trace holds one ``reply`` entry per
@@ -741,6 +750,8 @@ class DialogueEnv(AffectEnv):
 
     #: BLEU-4, ROUGE-1/2/L and per-slot tag accuracy of the replies against the references.
     outcome_summaries = ("dialogue",)
+    #: The LLM-free agent ``affectgym eval --agent baseline`` plays: tagged sentences from a lexicon.
+    recommended_baseline = "dialogue-template"
 
     # ------------------------------------------------------------------ episodes
     def start_episode(self, options: Mapping[str, Any]) -> DialogueTurn:

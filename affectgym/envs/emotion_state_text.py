@@ -26,7 +26,7 @@ from affectgym.envs.emotion_state import (
     emotion_reward,
     emotion_transition,
 )
-from affectgym.envs.emotion_state.data import ARCS_FILE, DATA_DIR, DATA_PACKAGE
+from affectgym.envs.emotion_state.data import ARCS_FILE, DATA_DIR, DATA_PACKAGE, arcs_in_split
 from affectgym.envs.parsing import NO_JSON_OBJECT, last_json_object
 from affectgym.rewards.memo import BoundedMemo
 from affectgym.rewards.rubric import Criterion, Reply, Rubric
@@ -216,6 +216,8 @@ class EmotionStateTextEnv(AffectEnv):
     """
 
     score_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
+    #: The LLM-free agent ``affectgym eval --agent baseline`` plays: the proportional controller.
+    recommended_baseline: ClassVar[str] = "controller"
 
     def __init__(
         self,
@@ -253,16 +255,8 @@ class EmotionStateTextEnv(AffectEnv):
 
     # ----------------------------------------------------------------- AffectEnv API
     def load_scenarios(self) -> list[EmotionArcScenario]:
-        if self.split not in ("all", "train", "eval"):
-            raise ValueError(
-                f"split {self.split!r} is not available; accepted: 'all', 'train', 'eval'"
-            )
-        scenarios = []
-        for arc in self.core.arcs:
-            in_eval = zlib.crc32(arc.name.encode()) % 5 == 0
-            if self.split == "all" or (self.split == "eval") == in_eval:
-                scenarios.append(EmotionArcScenario(arc.name, arc.description))
-        return scenarios
+        chosen = set(arcs_in_split([arc.name for arc in self.core.arcs], self.split))
+        return [EmotionArcScenario(arc.name, arc.description) for arc in self.core.arcs if arc.name in chosen]
 
     def system_prompt(self, scenario: Any) -> str:
         """The task, the dynamics, the reward and the reply format."""

@@ -137,9 +137,6 @@ def style_prompt(scenario: StyleScenario) -> str:
 def _rule_hits(reply: str | None, target: str, instruction: str) -> tuple[frozenset[str], float]:
     """Names of the rules ``reply`` breaks and its lexical overlap with the instruction."""
     hits = {name for name, match in rule_penalties(reply, target, instruction).items() if match.hit}
-    if "ignores_instruction" in hits:
-        hits.discard("ignores_instruction")
-        hits.add("off_topic")
     visible = strip_think(reply)
     if addresses_judge(visible).hit:
         hits.add("addresses_judge")
@@ -149,7 +146,7 @@ def _rule_hits(reply: str | None, target: str, instruction: str) -> tuple[frozen
 
 def rule_hit(scenario: StyleScenario, reply: Reply, trace: Trace, rule: str) -> float:
     """1 when the reply breaks ``rule`` (a rule of :func:`~affectgym.rewards.rules.rule_penalties`,
-    ``off_topic`` for ``ignores_instruction``, or ``addresses_judge``), else 0.
+    under the same name, or ``addresses_judge``), else 0.
 
     The reply's answer is its text, so the rules read ``reply.text``; an unanswered
     episode (``reply.text`` is ``None``) breaks ``empty`` only.
@@ -271,6 +268,15 @@ class EmotionStyleEnv(AffectEnv):
     for ``labels="open"``. ``reward_weights`` overrides any component by name. Invalid
     (empty) messages cost ``invalid_action_penalty``.
 
+    ``info["reward_components"]`` maps each component to its raw value (a rule's 1 when it
+    fires); ``info["reward_weights"]`` gives each one's weight (a rule's is negative), and
+    ``info["outcome"]["reward_breakdown"]`` each one's ``value``, ``weight`` and
+    ``contribution`` (weight × value; the contributions sum to the reward). Which scorers
+    ran is in ``info["scorers"]``, the outcome and ``env.scorers``: ``classifier`` is the
+    backend that scores (``"nade"`` or ``"transformers:<model>"``; ``classifier="auto"``
+    picks the transformer model when it loads, else ``nade``, and ``classifier_requested``
+    says ``"auto"``), ``judge`` the judge's model or ``None``.
+
     ## Starting State
     A scenario of the split, drawn with ``np_random`` (or ``options={"scenario_id": id}``);
     ids are ``"<instruction id>:<emotion>"``.
@@ -367,6 +373,11 @@ class EmotionStyleEnv(AffectEnv):
             else None
         )
         self._emotions = MemoisedClassifier(self.classifier, CACHE_ENTRIES) if self.classifier is not None else None
+        self._scorers = {
+            "classifier": _classifier_name(self.classifier),
+            "classifier_requested": classifier if isinstance(classifier, str) else type(classifier).__name__,
+            "judge": self.judge.model_id if self.judge is not None else None,
+        }
         super().__init__(
             split=split,
             max_turns=max_turns,
@@ -374,6 +385,15 @@ class EmotionStyleEnv(AffectEnv):
             render_mode=render_mode,
         )
         self.reward_range = self._rubric_range()
+
+    @property
+    def scorers(self) -> dict[str, str | None]:
+        """Which scorers this env's reward uses (see Rewards); also in every step's ``info["scorers"]``."""
+        return dict(self._scorers)
+
+    def episode_info(self, scenario: StyleScenario) -> dict[str, Any]:
+        """``scorers`` and ``reward_weights`` (each component's weight), beside ``reward_components``."""
+        return {"scorers": dict(self._scorers), "reward_weights": dict(self.rubric.weights)}
 
     # ------------------------------------------------------------------ data
     def _load_instructions(self) -> list[Instruction]:
@@ -530,7 +550,8 @@ class EmotionStyleEnv(AffectEnv):
         return [None if v is None else float(getattr(v, rating)) for v in verdicts]
 
     def outcome(self, scenario: StyleScenario, answer: Any, result: RubricResult) -> dict[str, Any]:
-        """Target emotion, the classifier's top label, the target's probability, rule hits, judge score."""
+        """Target emotion, the classifier's top label, the target's probability, rule hits, judge
+        score, the scorers and each component's value, weight and contribution."""
         distribution = self.distributions([answer])[0] if answer is not None else None
         components = result.components
         return {
@@ -541,10 +562,14 @@ class EmotionStyleEnv(AffectEnv):
             "judge_score": components.get("judge"),
             "rule_hits": sorted(name for name in RULE_WEIGHTS if components.get(name)),
             "capped": bool(components.get("cap:core_rule")),
+            "scorers": dict(self._scorers),
+            "reward_breakdown": reward_breakdown(components, self.rubric.weights),
         }
 
     #: The mean reward per requested emotion (the outcome's ``target``).
     outcome_summaries = ("reward_by_target",)
+    #: The LLM-free agent ``affectgym eval --agent baseline`` plays: a templated reply from an emotion lexicon.
+    recommended_baseline = "style-lexicon"
 
     # ------------------------------------------------------------------ checker
     def reference_answer(self, scenario: StyleScenario) -> tuple[str, Trace]:
@@ -599,6 +624,30 @@ class EmotionStyleEnv(AffectEnv):
         ]
 
 
+def reward_breakdown(
+    components: Mapping[str, float | None], weights: Mapping[str, float]
+) -> dict[str, dict[str, float | None]]:
+    """Each component's ``value``, ``weight`` and ``contribution`` (weight × value, ``None`` when
+    the component did not apply); the contributions of a final step sum to its reward.
+
+    >>> reward_breakdown({"off_topic": 1.0, "judge": None}, {"off_topic": -0.1, "judge": 0.5})
+    {'off_topic': {'value': 1.0, 'weight': -0.1, 'contribution': -0.1}, 'judge': {'value': None, 'weight': 0.5, 'contribution': None}}
+    """
+    breakdown: dict[str, dict[str, float | None]] = {}
+    for name, value in components.items():
+        weight = float(weights.get(name, 0.0))
+        # + 0.0 turns the -0.0 of a rule that did not fire into 0.0.
+        breakdown[name] = {"value": value, "weight": weight, "contribution": None if value is None else weight * value + 0.0}
+    return breakdown
+
+
+def _classifier_name(classifier: EmotionClassifier | None) -> str | None:
+    """``"nade"``, ``"transformers:<model>"``, ``"callable"`` or ``None`` (open labels only)."""
+    if classifier is None:
+        return None
+    return f"transformers:{classifier.model}" if classifier.backend == "transformers" else classifier.backend
+
+
 def _scorable(reply: str | None) -> str:
     """The visible reply as valid UTF-8 (lone surrogates become ``?``), so no scorer chokes on it.
 
@@ -624,6 +673,7 @@ __all__ = [
     "StyleScenario",
     "overlap_with_instruction",
     "reference_reply",
+    "reward_breakdown",
     "rule_hit",
     "style_prompt",
 ]

@@ -33,11 +33,14 @@ class BuiltinEnv:
         entry_point: ``"module:Class"`` of the environment.
         kwargs: Default keyword arguments passed to the class.
         vector_entry_point: ``"module:Class"`` of a native vector env, if any.
+        max_episode_steps: The episode length ``gym.make`` enforces with its ``TimeLimit``
+            (``None``: the env ends its episodes itself); the env reads it, so both agree.
     """
 
     entry_point: str
     kwargs: dict[str, Any] | None = None
     vector_entry_point: str | None = None
+    max_episode_steps: int | None = None
 
 
 BUILTIN_ENVS: dict[str, BuiltinEnv] = {
@@ -48,6 +51,7 @@ BUILTIN_ENVS: dict[str, BuiltinEnv] = {
     "affectgym/EmotionState-v0": BuiltinEnv(
         "affectgym.envs.emotion_state.env:EmotionStateEnv",
         vector_entry_point="affectgym.envs.emotion_state.vector:EmotionStateVectorEnv",
+        max_episode_steps=60,  # DEFAULT_MAX_EPISODE_STEPS of the env, not imported: `import affectgym` stays light
     ),
     "affectgym/EmotionStateText-v0": BuiltinEnv("affectgym.envs.emotion_state_text:EmotionStateTextEnv"),
 }
@@ -65,6 +69,7 @@ def register_builtin_envs() -> None:
             id=env_id,
             entry_point=row.entry_point,
             vector_entry_point=row.vector_entry_point,
+            max_episode_steps=row.max_episode_steps,
             kwargs=dict(row.kwargs or {}),
             disable_env_checker=False,
         )

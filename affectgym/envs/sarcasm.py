@@ -82,6 +82,9 @@ class SarcasmEnv(SpeechEmotionEnv):
     * v0: initial version.
     """
 
+    #: The LLM-free agent ``affectgym eval --agent baseline`` plays: thresholds on the prosody tool's numbers.
+    recommended_baseline = "prosody-rule"
+
     task = "Decide whether the spoken line is sarcastic or sincere; the delivery can flip the literal words."
 
     def _load_clips(self) -> list[SpeechClip]:

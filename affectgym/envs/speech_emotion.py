@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from affectgym.data.speech_sources import (
@@ -500,7 +501,10 @@ class SpeechEmotionEnv(AffectEnv):
             lines.append("Context:")
             lines += [f"  {line}" for line in clip.context]
         who = clip.speaker or "SPEAKER"
-        lines.append(f'Line ({who}): "{clip.transcript or "(no transcript)"}"')
+        if clip.transcript:
+            lines.append(f'Line ({who}): "{clip.transcript}"')
+        else:  # not quoted: nothing is known of the words, the clip has no transcript file
+            lines.append(f"Line ({who}): no transcript for this clip; only its delivery can be measured")
         return "\n".join(lines)
 
     @tool
@@ -560,9 +564,11 @@ class SpeechEmotionEnv(AffectEnv):
         key = clip.speaker if self.norms_mode == "speaker" else None
         if key not in self._norms_cache:
             pool = [c for c in self.all_clips if c.audio_path and (key is None or c.speaker == key)]
+            # The name says whose clips the norms are: the user's folder or the embedded corpus.
+            source = f"the clips of {Path(self.data_dir).name}" if self.data_dir is not None else f"{self.dataset} corpus"
+            name = f"speaker {key} in {source}" if key is not None else source
             if len(pool) < 2:
-                pool = [c for c in self.all_clips if c.audio_path]
-            name = f"speaker {key}" if key is not None else f"{self.dataset} corpus"
+                pool, name = [c for c in self.all_clips if c.audio_path], source
             prosodies = [p for p in (self._prosody(c) for c in pool) if p is not None]
             self._norms_cache[key] = (
                 ProsodyNorms.from_corpus(prosodies, name=f"{name}, {len(prosodies)} clips")
@@ -614,6 +620,8 @@ class SpeechEmotionEnv(AffectEnv):
 
     #: Accuracy, P/R/F1, confusion matrix, calibration and subsets (``pivot``) of the outcomes.
     outcome_summaries = ("classification",)
+    #: The LLM-free agent ``affectgym eval --agent baseline`` plays (see :mod:`affectgym.agents.baselines`).
+    recommended_baseline = "probe"
 
     # ------------------------------------------------------------------ checker
     def reference_answer(self, scenario: SpeechClip) -> tuple[str, Trace]:

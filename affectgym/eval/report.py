@@ -4,7 +4,9 @@
 run's ``summary.json``, ``metadata.json`` and ``results.jsonl`` and writes PNG figures (a
 confusion matrix, a reliability diagram, reward-component bars, per-label scores) and
 ``report.md`` embedding them. With several runs (say a base model and its trained adapter)
-it adds a side-by-side table and comparison figures.
+it adds a side-by-side table and comparison figures. Every figure is titled with its run
+(folder label, env id, agent) so it reads on its own; the PNGs an earlier report wrote into
+the same ``out`` and this one does not are removed, so the folder holds one report.
 
 Env-specific figures plug in with :func:`register_report_plot`: a function of
 ``(run, out_dir)`` returning ``[(title, png_path), ...]``, called for every run whose env id
@@ -112,6 +114,7 @@ def write_report(run_dirs: Sequence[str | Path], out: str | Path) -> Path:
     labels = _unique_labels([run.path for run in runs])
     for run, label in zip(runs, labels, strict=True):
         run.label = label
+    previous = _previous_figures(out)
     lines = ["# Evaluation report", ""]
     if len(runs) > 1:
         lines += ["## Side by side", "", *comparison_table(runs), ""]
@@ -123,7 +126,18 @@ def write_report(run_dirs: Sequence[str | Path], out: str | Path) -> Path:
             lines += [f"### {title}", "", f"![{title}]({figure.relative_to(out).as_posix()})", ""]
     report = out / "report.md"
     report.write_text("\n".join(lines))
+    for stale in previous - _previous_figures(out):
+        stale.unlink(missing_ok=True)
     return report
+
+
+def _previous_figures(out: Path) -> set[Path]:
+    """The PNGs that ``out/report.md`` embeds (those a report wrote there)."""
+    report = out / "report.md"
+    if not report.is_file():
+        return set()
+    names = re.findall(r"!\[[^\]]*\]\(([^)\s]+\.png)\)", report.read_text(encoding="utf-8"))
+    return {(out / name) for name in names if ".." not in Path(name).parts}
 
 
 def comparison_table(runs: Sequence[Run]) -> list[str]:
@@ -158,17 +172,29 @@ def comparison_table(runs: Sequence[Run]) -> list[str]:
 
 
 # --------------------------------------------------------------------------- figures
+#: Components that count events (not values in [0, 1]); reported beside the bars, not as one.
+COUNT_COMPONENTS = ("invalid_actions",)
+
+
+def run_title(run: Run) -> str:
+    """What a run's figures are titled with: its label, env id and agent spec."""
+    env = run.env_id.removeprefix("affectgym/") or "unknown env"
+    return f"{run.label}: {env}, agent {run.metadata.get('agent_spec', '?')}"
+
+
 def _run_figures(run: Run, out: Path) -> list[tuple[str, Path]]:
     figures: list[tuple[str, Path]] = []
     slug = _slug(run.label)
+    title = run_title(run)
     classification = run.summary.get("classification") or {}
     if classification.get("confusion_matrix"):
-        figures.append(("Confusion matrix", plot_confusion_matrix(classification, out / f"{slug}-confusion.png")))
-        figures.append(("Per-label scores", plot_per_label(classification, out / f"{slug}-per-label.png")))
+        figures.append(("Confusion matrix", plot_confusion_matrix(classification, out / f"{slug}-confusion.png", title=title)))
+        figures.append(("Per-label scores", plot_per_label(classification, out / f"{slug}-per-label.png", title=title)))
     if classification.get("reliability"):
-        figures.append(("Reliability diagram", plot_reliability(classification, out / f"{slug}-reliability.png")))
+        figures.append(("Reliability diagram", plot_reliability(classification, out / f"{slug}-reliability.png", title=title)))
     if run.summary.get("reward_components"):
-        figures.append(("Reward components", plot_bars({run.label: run.summary["reward_components"]}, out / f"{slug}-rewards.png", "mean value")))
+        path = out / f"{slug}-rewards.png"
+        figures.append(("Reward components", plot_components({run.label: run.summary["reward_components"]}, path, title)))
     for prefix, fn in _PLOTS:
         if run.env_id.startswith(prefix):
             figures.extend(fn(run, out))
@@ -177,16 +203,35 @@ def _run_figures(run: Run, out: Path) -> list[tuple[str, Path]]:
 
 def _comparison_figures(runs: Sequence[Run], out: Path) -> list[tuple[str, Path]]:
     figures = []
+    envs = ", ".join(dict.fromkeys(run.env_id.removeprefix("affectgym/") or "unknown env" for run in runs))
     components = {run.label: run.summary.get("reward_components") or {} for run in runs}
     if any(components.values()):
-        figures.append(("Reward components, side by side", plot_bars(components, out / "compare-rewards.png", "mean value")))
+        path = out / "compare-rewards.png"
+        figures.append(("Reward components, side by side", plot_components(components, path, f"{envs}: runs side by side")))
     f1 = {
         run.label: {label: scores["f1"] for label, scores in ((run.summary.get("classification") or {}).get("per_label") or {}).items()}
         for run in runs
     }
     if any(f1.values()):
-        figures.append(("F1 per label, side by side", plot_bars(f1, out / "compare-f1.png", "F1")))
+        figures.append(("F1 per label, side by side", plot_bars(f1, out / "compare-f1.png", "F1", ylim=(0, 1), title=f"{envs}: F1 per label")))
     return figures
+
+
+def plot_components(series: dict[str, dict[str, float | None]], path: Path, title: str) -> Path:
+    """Mean reward components as bars, the event counts (:data:`COUNT_COMPONENTS`) in the title.
+
+    Raw component values are on one scale (a rule's rate, a probability in [0, 1]); a count
+    such as ``invalid_actions`` per episode is not, so it is written out instead of drawn.
+    """
+    values = {name: {k: v for k, v in parts.items() if k not in COUNT_COMPONENTS} for name, parts in series.items()}
+    counts = [
+        f"{component.replace('_', ' ')} per episode: "
+        + ", ".join(f"{format_number(parts.get(component))}" + (f" ({name})" if len(series) > 1 else "") for name, parts in series.items())
+        for component in COUNT_COMPONENTS
+        if any(parts.get(component) is not None for parts in series.values())
+    ]
+    subtitle = "\n".join(["mean reward components", *counts])
+    return plot_bars(values, path, "mean value (raw, before weights)", title=f"{title}\n{subtitle}")
 
 
 def _figure(width_in: float = 5.0, height_in: float = 4.0) -> Any:
@@ -195,13 +240,13 @@ def _figure(width_in: float = 5.0, height_in: float = 4.0) -> Any:
     return Figure(figsize=(width_in, height_in), dpi=100, layout="constrained")
 
 
-def plot_confusion_matrix(classification: dict[str, Any], path: Path) -> Path:
+def plot_confusion_matrix(classification: dict[str, Any], path: Path, title: str | None = None) -> Path:
     """Confusion matrix (rows gold labels, columns predictions) with counts in the cells."""
     matrix = classification["confusion_matrix"]
     rows, columns = classification["labels"], classification["predicted_labels"]
-    figure = _figure(1.5 + 1.1 * len(columns), 1.2 + 0.9 * len(rows))
+    figure = _figure(max(4.8, 1.5 + 1.1 * len(columns)), 1.8 + 0.9 * len(rows))
     axes = figure.add_subplot()
-    image = axes.imshow(matrix, cmap="Blues")
+    image = axes.imshow(matrix, cmap="Blues", vmin=0)  # from 0, so the lightest cell is the emptiest
     axes.set_xticks(range(len(columns)), columns, rotation=30, ha="right")
     axes.set_yticks(range(len(rows)), rows)
     axes.set_xlabel("prediction")
@@ -210,12 +255,13 @@ def plot_confusion_matrix(classification: dict[str, Any], path: Path) -> Path:
     for i, row in enumerate(matrix):
         for j, count in enumerate(row):
             axes.text(j, i, str(count), ha="center", va="center", color="white" if count > peak / 2 else "black")
-    figure.colorbar(image, ax=axes, shrink=0.8)
+    figure.colorbar(image, ax=axes, shrink=0.8, label="episodes")
+    figure.suptitle(_wrapped(_titled(title, "confusion matrix"), figure), fontsize="medium")
     figure.savefig(path)
     return path
 
 
-def plot_reliability(classification: dict[str, Any], path: Path) -> Path:
+def plot_reliability(classification: dict[str, Any], path: Path, title: str | None = None) -> Path:
     """Reliability diagram: accuracy against stated confidence per bin, with the diagonal."""
     bins = classification["reliability"]
     figure = _figure()
@@ -230,36 +276,47 @@ def plot_reliability(classification: dict[str, Any], path: Path) -> Path:
     axes.set_xlabel("stated confidence")
     axes.set_ylabel("accuracy")
     ece = classification.get("ece")
-    axes.set_title(f"ECE {ece:.3f}" if isinstance(ece, float) else "reliability")
+    figure.suptitle(_wrapped(_titled(title, f"reliability, ECE {ece:.3f}" if isinstance(ece, float) else "reliability"), figure), fontsize="medium")
     axes.legend(loc="upper left")
     figure.savefig(path)
     return path
 
 
-def plot_per_label(classification: dict[str, Any], path: Path) -> Path:
+def plot_per_label(classification: dict[str, Any], path: Path, title: str | None = None) -> Path:
     """Precision, recall and F1 of each gold label."""
     per_label = classification["per_label"]
     series = {metric: {label: scores[metric] for label, scores in per_label.items()} for metric in ("precision", "recall", "f1")}
-    return plot_bars(series, path, "score", ylim=(0, 1))
+    return plot_bars(series, path, "score", ylim=(0, 1), title=_titled(title, "precision, recall and F1 per label"))
 
 
-def plot_bars(series: dict[str, dict[str, float | None]], path: Path, ylabel: str, ylim: tuple[float, float] | None = None) -> Path:
-    """Grouped bars: one group per category, one bar per series (e.g. per run)."""
+def plot_bars(
+    series: dict[str, dict[str, float | None]], path: Path, ylabel: str,
+    ylim: tuple[float, float] | None = None, title: str | None = None,
+) -> Path:
+    """Grouped bars: one group per category, one bar per series (e.g. per run).
+
+    Each bar carries its value, so a 0 reads as 0 and a missing value as ``n/a``; the
+    legend sits above the plot, clear of the bars.
+    """
     categories = _union(series.values())
-    figure = _figure(max(4.0, 1.0 + 0.9 * len(categories) * max(1, len(series)) / 2), 4.0)
+    figure = _figure(max(5.0, 1.5 + 0.5 * len(categories) * max(1, len(series))), 4.4)
     axes = figure.add_subplot()
     width = 0.8 / max(1, len(series))
     for index, (name, values) in enumerate(series.items()):
         positions = [c + (index - (len(series) - 1) / 2) * width for c in range(len(categories))]
-        heights = [_number(values.get(category)) for category in categories]
-        axes.bar(positions, heights, width=width, label=name)
+        raw = [values.get(category) for category in categories]
+        bars = axes.bar(positions, [_number(value) for value in raw], width=width, label=name)
+        axes.bar_label(bars, [format_number(value) if _is_number(value) else "n/a" for value in raw],
+                       fontsize="x-small", rotation=90 if len(series) > 2 else 0, padding=2)
     axes.set_xticks(range(len(categories)), categories, rotation=30, ha="right")
     axes.axhline(0, color="black", linewidth=0.8)
     axes.set_ylabel(ylabel)
-    if ylim:
-        axes.set_ylim(*ylim)
+    low, high = ylim if ylim else axes.get_ylim()
+    axes.set_ylim(low, high + 0.12 * (high - low))  # room for the value labels
     if len(series) > 1:
-        axes.legend()
+        figure.legend(loc="outside lower center", ncols=min(len(series), 3), fontsize="small")
+    if title:
+        figure.suptitle(_wrapped(title, figure), fontsize="medium")
     figure.savefig(path)
     return path
 
@@ -308,8 +365,37 @@ def _union(mappings: Any) -> list[str]:
     return list(keys)
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _number(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else 0.0
+    return float(value) if _is_number(value) else 0.0
 
 
-__all__ = ["Run", "comparison_table", "load_run", "register_report_plot", "write_report"]
+def _titled(title: str | None, what: str) -> str:
+    return f"{title}\n{what}" if title else what
+
+
+def _wrapped(text: str, figure: Any) -> str:
+    """``text`` with each line wrapped to the figure's width (about 11 characters per inch)."""
+    import textwrap
+
+    width = max(30, int(11 * figure.get_figwidth()))
+    return "\n".join(textwrap.fill(line, width) for line in text.splitlines())
+
+
+__all__ = [
+    "COUNT_COMPONENTS",
+    "Run",
+    "comparison_table",
+    "load_run",
+    "plot_bars",
+    "plot_components",
+    "plot_confusion_matrix",
+    "plot_per_label",
+    "plot_reliability",
+    "register_report_plot",
+    "run_title",
+    "write_report",
+]

@@ -14,7 +14,8 @@ writes to ``out`` (:mod:`affectgym.eval.results`):
   written whole (:class:`~affectgym.eval.results.ResultsWriter`), so after a crash or
   Ctrl-C ``resume=True`` keeps every complete line, drops a half-written last one and
   plays only the missing (scenario, rollout) episodes.
-* ``metadata.json``: env id and kwargs, agent spec and settings, package versions, seed,
+* ``metadata.json``: env id and kwargs, agent spec and settings, the scorers the env
+  reports (its ``scorers``, e.g. which emotion classifier ran), package versions, seed,
   start and end times, host and the exact command.
 * ``summary.json``: mean reward with its 95% interval, each reward component, pass@k when
   rollouts > 1, tool use, timings, errors and judge failures, and the summaries the env
@@ -236,7 +237,8 @@ def play_episode(env: Any, agent: Agent, scenario_id: str, rollout: int, seed: i
         "rollout": rollout,
         "seed": seed,
         "reward": math.fsum(step_rewards) if error is None else None,
-        "reward_components": dict(info.get("reward_components") or {}) if error is None else {},
+        # A numeric env's last step reports the episode's means beside that step's own components.
+        "reward_components": dict(info.get("episode_reward_components") or info.get("reward_components") or {}) if error is None else {},
         "step_rewards": step_rewards,
         "terminated": state["terminated"],
         "truncated": state["truncated"],
@@ -305,7 +307,8 @@ def run_eval(
         planned = _planned_episodes(config, envs.probe)
         done = {(r["scenario_id"], r["rollout"]) for r in kept}
         todo = [key for key in planned if key not in done]
-        metadata = _metadata(config, agent, previous_metadata, outcome_summaries, len(planned), len(kept))
+        metadata = _metadata(config, agent, previous_metadata, outcome_summaries, len(planned), len(kept),
+                             scorers=getattr(envs.probe.unwrapped, "scorers", None))
         write_json(out / METADATA_FILE, metadata)
 
         writer = ResultsWriter(out / RESULTS_FILE, fsync=fsync)
@@ -527,7 +530,7 @@ def _check_resumable(config: EvalConfig, out: Path) -> dict[str, Any] | None:
 
 def _metadata(
     config: EvalConfig, agent: Agent, previous: Mapping[str, Any] | None, outcome_summaries: Sequence[str],
-    planned_episodes: int, resumed_records: int,
+    planned_episodes: int, resumed_records: int, scorers: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     from importlib import metadata as importlib_metadata
 
@@ -553,6 +556,7 @@ def _metadata(
         "agent": agent.describe(),
         "agent_kwargs": config.agent_kwargs,
         "user_simulator": config.user_simulator,
+        "scorers": dict(scorers) if scorers is not None else None,  # which classifier/judge an env scored with
         "outcome_summaries": list(outcome_summaries),
         "seed": config.seed,
         "n": config.n,

@@ -38,6 +38,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -376,8 +377,13 @@ def cached_prosody(
 
 
 def _worker(
-    source: Any, backend: str, params: ProsodyParams, cache_root: str | None, sr: int
-) -> Prosody:
+    source: Any, backend: str, params: ProsodyParams, cache_root: str | None, sr: int, skip_errors: bool = False
+) -> Prosody | str:
+    if skip_errors:
+        try:
+            return _worker(source, backend, params, cache_root, sr)
+        except Exception as exc:  # on_error="skip": any file that fails is recorded, not fatal
+            return f"{type(exc).__name__}: {str(exc).strip()}"
     if cache_root is None:
         audio = source if isinstance(source, Audio) else load_audio(source, sr=sr)
         return extract_prosody(audio, backend=backend, params=params)
@@ -391,7 +397,8 @@ def iter_extract(
     params: ProsodyParams | None = None,
     cache: bool | str | Path = True,
     sr: int = DEFAULT_SAMPLE_RATE_HZ,
-) -> Iterator[Prosody]:
+    skip_errors: bool = False,
+) -> Iterator[Prosody | str]:
     """Yield prosody for each source, in input order, computed in worker processes.
 
     Sources are consumed lazily and at most ``2 * n_jobs`` are in flight, so a corpus
@@ -404,9 +411,10 @@ def iter_extract(
         params: Analysis parameters.
         cache: ``True`` for the default cache, a directory, or ``False`` for none.
         sr: Analysis sample rate.
+        skip_errors: Yield ``"<type>: <message>"`` for a source that fails instead of raising.
 
     Yields:
-        One :class:`Prosody` per source.
+        One :class:`Prosody` (or, with ``skip_errors``, error text) per source.
     """
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -421,18 +429,39 @@ def iter_extract(
     n_jobs = n_jobs or os.cpu_count() or 1
     if n_jobs == 1:
         for source in sources:
-            yield _worker(source, backend, params, cache_root, sr)
+            yield _worker(source, backend, params, cache_root, sr, skip_errors)
         return
     # spawn: workers start clean (no inherited threads or big parent heap)
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=n_jobs, mp_context=context) as pool:
         pending: list = []
         for source in sources:
-            pending.append(pool.submit(_worker, source, backend, params, cache_root, sr))
+            pending.append(pool.submit(_worker, source, backend, params, cache_root, sr, skip_errors))
             if len(pending) >= 2 * n_jobs:
                 yield pending.pop(0).result()
         for future in pending:
             yield future.result()
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    """A source :func:`extract_many` skipped with ``on_error="skip"``.
+
+    Attributes:
+        index: Its position in the sources.
+        source: The path (or ``repr`` of an :class:`Audio`).
+        error: ``"<exception type>: <message>"``.
+    """
+
+    index: int
+    source: str
+    error: str
+
+
+class ProsodyList(list):
+    """What :func:`extract_many` returns: the :class:`Prosody` list, with ``skipped`` files beside it."""
+
+    skipped: list[SkippedFile]
 
 
 def extract_many(
@@ -443,7 +472,8 @@ def extract_many(
     cache: bool | str | Path = True,
     progress: bool = True,
     sr: int = DEFAULT_SAMPLE_RATE_HZ,
-) -> list[Prosody]:
+    on_error: str = "raise",
+) -> ProsodyList:
     """Extract prosody for a corpus in parallel processes, with a progress bar.
 
     Args:
@@ -454,16 +484,32 @@ def extract_many(
         cache: ``True`` for the default cache, a directory, or ``False`` for none.
         progress: Show a tqdm progress bar on stderr.
         sr: Analysis sample rate.
+        on_error: ``"raise"`` (the first file that cannot be read or measured stops the
+            run) or ``"skip"`` (it is left out and recorded in ``.skipped``).
 
     Returns:
-        One :class:`Prosody` per source, in input order.
+        One :class:`Prosody` per source, in input order, but for the skipped ones; the
+        list's ``skipped`` holds a :class:`SkippedFile` for each (empty with ``"raise"``).
+
+    Raises:
+        ValueError: ``on_error`` is neither ``"raise"`` nor ``"skip"``.
     """
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
     sources = list(sources) if not isinstance(sources, list) else sources
     results = iter_extract(
-        sources, n_jobs=n_jobs, backend=backend, params=params, cache=cache, sr=sr
+        sources, n_jobs=n_jobs, backend=backend, params=params, cache=cache, sr=sr,
+        skip_errors=on_error == "skip",
     )
     if progress:
         from tqdm.auto import tqdm
 
         results = tqdm(results, total=len(sources), desc=f"prosody ({backend})", unit="clip")
-    return list(results)
+    out = ProsodyList()
+    out.skipped = []
+    for index, (source, result) in enumerate(zip(sources, results, strict=True)):
+        if isinstance(result, str):
+            out.skipped.append(SkippedFile(index, str(source) if not isinstance(source, Audio) else repr(source), result))
+        else:
+            out.append(result)
+    return out

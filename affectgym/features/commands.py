@@ -5,8 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
+from typing import Any
 
 from affectgym.features.prosody import BACKENDS
+from affectgym.features.render import CONTOUR_POINTS
+
+DESCRIPTION = (
+    "Print the prosody block and the pitch contour of FILE in the form the speech envs' tools "
+    "give an agent (get_prosody_features and get_pitch_contour, 30 points). The bands ([HIGH], "
+    "[WIDE], ...) are against built-in adult-speech norms: one file has no corpus, whereas an "
+    "env bands a clip against the clips of its dataset. With --backend librosa, the first run "
+    "after installing compiles librosa's numba code (20-40 s); numba caches it on disk "
+    "(set NUMBA_CACHE_DIR where site-packages is read-only), so later runs start in about a second."
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -17,16 +29,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """
     parser = subparsers.add_parser(
         "features",
-        help="measure the prosody of an audio file",
-        description="Print the prosody block and pitch contour an agent would see for FILE.",
+        help="measure the prosody of an audio file, as the speech envs' tools show it",
+        description=DESCRIPTION,
     )
     parser.add_argument(
-        "file", metavar="FILE", help="audio file (wav, flac, ogg, mp3, m4a, mp4...)"
+        "file", metavar="FILE", help="one audio file (wav, flac, ogg, mp3, m4a, mp4...)"
     )
-    parser.add_argument("--json", action="store_true", help="print the full measurements as JSON")
+    parser.add_argument(
+        "--json", action="store_true",
+        help="print the full measurements as JSON, one field per line (the contour arrays on one line each)",
+    )
     parser.add_argument("--plot", metavar="OUT.png", help="also draw waveform, pitch and intensity")
-    parser.add_argument("--backend", choices=BACKENDS, default="praat", help="analysis backend")
-    parser.add_argument("--points", type=int, default=40, help="width of the pitch sparkline")
+    parser.add_argument(
+        "--backend", choices=BACKENDS, default="praat",
+        help="analysis backend (librosa: the first run after installing compiles numba code, 20-40 s)",
+    )
+    parser.add_argument(
+        "--points", type=int, default=CONTOUR_POINTS,
+        help=f"width of the pitch sparkline (default {CONTOUR_POINTS}, what an agent sees)",
+    )
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     parser.set_defaults(func=run_features)
 
@@ -38,24 +59,40 @@ def run_features(args: argparse.Namespace) -> int:
         args: Parsed arguments from :func:`register`'s parser.
 
     Returns:
-        Exit status: 0 on success, 2 when the audio cannot be read.
+        Exit status: 0 on success, 2 when the audio cannot be read or measured.
     """
     from affectgym.features.audio import AudioLoadError, load_audio
     from affectgym.features.cache import cached_prosody
     from affectgym.features.prosody import extract_prosody
     from affectgym.features.render import render_contour, render_prosody
 
+    if Path(args.file).is_dir():
+        print(
+            f"affectgym features: {args.file} is a folder; pass one audio file "
+            "(for a folder of clips use affectgym.features.extract_many, or SpeechEmotion-v0 with data_dir=)",
+            file=sys.stderr,
+        )
+        return 2
     try:
         audio = load_audio(args.file)
+    except AudioLoadError as err:
+        print(f"affectgym features: {err}", file=sys.stderr)
+        return 2
+    try:
         if args.no_cache:
             prosody = extract_prosody(audio, backend=args.backend)
         else:
             prosody = cached_prosody(args.file, backend=args.backend)
-    except AudioLoadError as err:
-        print(f"affectgym features: {err}", file=sys.stderr)
+    except (RuntimeError, ValueError) as err:  # Praat's errors are RuntimeErrors (parselmouth.PraatError)
+        reason = (str(err).strip().splitlines() or [type(err).__name__])[0].rstrip(".")
+        print(
+            f"affectgym features: cannot measure {args.file} ({audio.duration_s:.3f} s) with the {args.backend} "
+            f"backend: {reason}; a clip must be longer than the analysis window (about 0.07 s)",
+            file=sys.stderr,
+        )
         return 2
     if args.json:
-        print(json.dumps(prosody.to_dict(), indent=1), flush=True)
+        print(compact_json(prosody.to_dict()), flush=True)
     else:
         print(render_prosody(prosody))
         print(render_contour(prosody, points=args.points), flush=True)
@@ -65,3 +102,16 @@ def run_features(args: argparse.Namespace) -> int:
         written = plot_prosody(audio, prosody, args.plot)
         print(f"plot written to {written}", file=sys.stderr)
     return 0
+
+
+def compact_json(data: dict[str, Any]) -> str:
+    """A JSON object with one field per line and each value (arrays included) on its line.
+
+    >>> print(compact_json({"duration_s": 1.5, "contour_f0_hz": [0.0, 120.5]}))
+    {
+     "duration_s": 1.5,
+     "contour_f0_hz": [0.0, 120.5]
+    }
+    """
+    fields = [f" {json.dumps(key)}: {json.dumps(value)}" for key, value in data.items()]
+    return "{\n" + ",\n".join(fields) + "\n}"

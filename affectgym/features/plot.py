@@ -26,6 +26,9 @@ def _intensity_db(audio: Audio, window_s: float = 0.064, step_s: float = 0.01):
 def plot_prosody(audio: Audio, prosody: Prosody, out_path: str | Path) -> Path:
     """Draw waveform, F0 (voiced frames only) and intensity with pauses shaded.
 
+    A legend above the panels names the grey shading (pauses and leading/trailing
+    silence, as the prosody block counts them) and the line at the median F0.
+
     Args:
         audio: The analysed audio.
         prosody: Its prosody (from either backend).
@@ -38,20 +41,22 @@ def plot_prosody(audio: Audio, prosody: Prosody, out_path: str | Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     out_path = Path(out_path)
     times = np.arange(len(audio.samples)) / audio.sample_rate_hz
     figure, (wave_ax, pitch_ax, loud_ax) = plt.subplots(3, 1, figsize=(10, 6.5), sharex=True)
     wave_ax.plot(times, audio.samples, linewidth=0.4, color="0.3")
     wave_ax.set_ylabel("amplitude")
-    wave_ax.set_title(f"{Path(audio.source).name} ({prosody.backend})")
+    wave_ax.set_title(f"{Path(audio.source).name}: {prosody.duration_s:.2f} s, {prosody.backend} backend")
 
     f0 = np.asarray(prosody.contour_f0_hz, dtype=float)
     f0_times = np.asarray(prosody.contour_times_s, dtype=float)
-    pitch_ax.plot(f0_times, np.where(f0 > 0, f0, np.nan), ".", markersize=2.5, color="tab:blue")
+    pitch_ax.plot(f0_times, np.where(f0 > 0, f0, np.nan), ".", markersize=2.5, color="tab:blue", label="F0, voiced frames")
     pitch_ax.set_ylabel("F0 (Hz)")
     if prosody.f0_median_hz is not None:
-        pitch_ax.axhline(prosody.f0_median_hz, color="tab:blue", linewidth=0.6, alpha=0.5)
+        pitch_ax.axhline(prosody.f0_median_hz, color="tab:blue", linewidth=0.8, alpha=0.6, linestyle="--",
+                         label=f"median F0 ({prosody.f0_median_hz:.0f} Hz)")
 
     loud_times, loud_db = _intensity_db(audio)
     loud_ax.plot(loud_times, loud_db, linewidth=0.8, color="tab:orange")
@@ -68,7 +73,10 @@ def plot_prosody(audio: Audio, prosody: Prosody, out_path: str | Path) -> Path:
         for start_s, end_s in silences:
             ax.axvspan(start_s, end_s, color="0.85", zorder=0)
     loud_ax.set_xlim(0.0, max(prosody.duration_s, 1e-3))
-    figure.tight_layout()
+    handles, _ = pitch_ax.get_legend_handles_labels()
+    handles.append(Patch(color="0.85", label="pause or leading/trailing silence"))
+    figure.legend(handles=handles, loc="upper right", ncols=len(handles), fontsize="small", frameon=False)
+    figure.tight_layout(rect=(0, 0, 1, 0.96))  # the top strip holds the legend
     figure.savefig(out_path, dpi=110)
     plt.close(figure)
     return out_path

@@ -19,6 +19,7 @@ from affectgym.features.prosody import Prosody, hz_to_st
 
 SPARK_LEVELS = "▁▂▃▄▅▆▇█"
 UNVOICED_MARK = "·"
+CONTOUR_POINTS = 30  # characters of the sparkline the speech envs' pitch tool shows an agent
 
 # What each banded feature is called at each end of its scale.
 _BAND_WORDS = {
@@ -243,7 +244,7 @@ def render_delivery_summary(prosody: Prosody, norms: ProsodyNorms | None = None)
     return f"Delivery vs {norms.name}: " + (", ".join(cues) if cues else "no cue measured") + "."
 
 
-def render_contour(prosody: Prosody, points: int = 30, flat_st: float = 2.0) -> str:
+def render_contour(prosody: Prosody, points: int = CONTOUR_POINTS, flat_st: float = 2.0) -> str:
     """Render the F0 contour as a Unicode sparkline with unvoiced gaps.
 
     Args:

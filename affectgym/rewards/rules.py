@@ -444,14 +444,14 @@ def rule_penalties(reply: str | None, target: str, instruction: str = "") -> dic
     Args:
         reply: The agent's completion (``<think>`` blocks are removed first), or ``None``.
         target: The requested emotion (one of the seven or an open-vocabulary label).
-        instruction: The user's instruction; ``ignores_instruction`` fires when the reply
+        instruction: The user's instruction; ``off_topic`` fires when the reply
             shares none of its content words (see :func:`instruction_overlap`, the float
             behind it). Empty: the rule never fires.
 
     Returns:
         ``{rule name: RuleMatch}`` for ``empty``, ``stage_direction``, ``names_emotion``,
         ``states_feeling``, ``echoes_emotion_tag``, ``meta_commentary``, ``shouting`` and
-        ``ignores_instruction``.
+        ``off_topic`` (the names EmotionStyle-v0's reward components have).
 
     >>> hits = rule_penalties("EMOTION: anger\\n*slams desk* As an AI I feel angry!", "anger")
     >>> sorted(name for name, match in hits.items() if match.hit)
@@ -467,5 +467,5 @@ def rule_penalties(reply: str | None, target: str, instruction: str = "") -> dic
         "echoes_emotion_tag": echoes_emotion_tag(text),
         "meta_commentary": meta_commentary(text),
         "shouting": shouting(text),
-        "ignores_instruction": RuleMatch(True, None) if text and overlap == 0.0 else NO_MATCH,
+        "off_topic": RuleMatch(True, None) if text and overlap == 0.0 else NO_MATCH,
     }

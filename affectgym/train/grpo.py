@@ -300,7 +300,7 @@ def train(config: TrainConfig, *, gpu: bool | None = None) -> dict[str, Any]:
     trainer.processing_class.save_pretrained(str(adapter_dir))
     from affectgym.train.plots import plot_reward_curves
 
-    figures = plot_reward_curves(history, output_dir / "figures")
+    figures = plot_reward_curves(history, output_dir / "figures", title=f"GRPO {config.mode} on {config.env_id}, {config.model}")
     rewards = [row["reward"] for row in history if "reward" in row]
     summary: dict[str, Any] = {
         "env_id": config.env_id,
@@ -397,7 +397,8 @@ def evaluate_base_and_trained(
         "delta_reward": _difference(sides["trained"]["reward_mean"], sides["base"]["reward_mean"]),
     }
     (out_dir / "comparison.json").write_text(json.dumps(comparison, indent=2), encoding="utf-8")
-    comparison["figure"] = str(plot_eval_comparison(sides["base"], sides["trained"], out_dir / "comparison.png"))
+    title = f"{config.env_id}, {config.model} ({config.mode}), {sides['base']['episodes']} episodes each"
+    comparison["figure"] = str(plot_eval_comparison(sides["base"], sides["trained"], out_dir / "comparison.png", title=title))
     return comparison
 
 

@@ -1,7 +1,9 @@
 """Reward curves of a GRPO run, from TRL's ``log_history`` (matplotlib, Agg backend).
 
 One PNG per logged reward: the total (``reward``) and each component
-(``rewards/<component>/mean``, with its ``/std`` band when logged).
+(``rewards/<component>/mean``, with its ``/std`` band when logged), each titled with the run
+(``title``, e.g. the env id and model) so it reads on its own; and the held-out comparison
+of the base model and the trained adapter.
 """
 
 from __future__ import annotations
@@ -45,12 +47,21 @@ def reward_series(history: Sequence[Mapping[str, Any]]) -> dict[str, tuple[list[
     return series
 
 
-def plot_reward_curves(history: Sequence[Mapping[str, Any]], out_dir: str | Path) -> list[Path]:
+#: Components that count events (not values in [0, 1]): written beside the bars, not drawn.
+COUNT_COMPONENTS = ("invalid_actions",)
+
+
+def plot_reward_curves(history: Sequence[Mapping[str, Any]], out_dir: str | Path, title: str | None = None) -> list[Path]:
     """Write ``reward_<name>.png`` for the total and every component; return the paths.
+
+    ``reward_*.png`` files of an earlier run in ``out_dir`` that this history does not
+    draw are removed, so the folder shows one run.
 
     Args:
         history: ``trainer.state.log_history`` (or the saved ``log_history.json``).
         out_dir: Folder for the figures (created).
+        title: What the run is (e.g. ``"GRPO flat on affectgym/Sarcasm-v0, smollm2-135m"``),
+            the first line of every figure's title.
     """
     import matplotlib
 
@@ -67,23 +78,31 @@ def plot_reward_curves(history: Sequence[Mapping[str, Any]], out_dir: str | Path
                           [m + s for m, s in zip(means, stds, strict=True)], alpha=0.2)
         axis.set_xlabel("step")
         axis.set_ylabel("mean reward" if name == "total" else "mean component value")
-        axis.set_title("total reward" if name == "total" else f"rewards/{name}")
+        what = "total reward (mean ± sd)" if name == "total" else f"rewards/{name} (mean ± sd)"
+        axis.set_title(f"{title}\n{what}" if title else what, fontsize="medium")
         axis.grid(alpha=0.3)
         figure.tight_layout()
         path = out_dir / f"reward_{_safe(name)}.png"
         figure.savefig(path)
         plt.close(figure)
         paths.append(path)
+    for stale in set(out_dir.glob("reward_*.png")) - set(paths):
+        stale.unlink()
     return paths
 
 
-def plot_eval_comparison(base: Mapping[str, Any], trained: Mapping[str, Any], path: str | Path) -> Path:
+def plot_eval_comparison(
+    base: Mapping[str, Any], trained: Mapping[str, Any], path: str | Path, title: str | None = None
+) -> Path:
     """Bar chart of held-out mean reward (with its 95% interval) and components, base vs trained.
+
+    Every bar carries its value; counts (:data:`COUNT_COMPONENTS`) are written in the title.
 
     Args:
         base: ``{"reward_mean", "reward_ci95", "reward_components"}`` of the base model.
         trained: The same for the trained adapter.
         path: PNG to write.
+        title: What was evaluated (e.g. the env id and model), the title's first line.
     """
     import matplotlib
 
@@ -92,26 +111,41 @@ def plot_eval_comparison(base: Mapping[str, Any], trained: Mapping[str, Any], pa
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    names = ["total", *sorted(set(base.get("reward_components") or {}) | set(trained.get("reward_components") or {}))]
+    components = set(base.get("reward_components") or {}) | set(trained.get("reward_components") or {})
+    names = ["total", *sorted(components - set(COUNT_COMPONENTS))]
 
     def values(side: Mapping[str, Any]) -> list[float]:
         components = side.get("reward_components") or {}
         return [float(side.get("reward_mean") or 0.0)] + [float(components.get(n, 0.0) or 0.0) for n in names[1:]]
 
     width = 0.38
-    figure, axis = plt.subplots(figsize=(max(5.0, 1.1 * len(names)), 3.4), dpi=120)
+    figure, axis = plt.subplots(figsize=(max(5.5, 1.1 * len(names)), 4.2), dpi=120)
     for offset, side, label in ((-width / 2, base, "base"), (width / 2, trained, "trained")):
         errors = [float(side.get("reward_ci95") or 0.0)] + [0.0] * (len(names) - 1)
-        axis.bar([i + offset for i in range(len(names))], values(side), width, yerr=errors, capsize=3, label=label)
+        bars = axis.bar([i + offset for i in range(len(names))], values(side), width, yerr=errors, capsize=3, label=label)
+        axis.bar_label(bars, [f"{v:.2f}" for v in values(side)], fontsize="x-small", padding=2)
     axis.set_xticks(range(len(names)), names, rotation=30, ha="right")
     axis.set_ylabel("held-out mean")
-    axis.set_title("held-out evaluation: total reward and components")
+    counts = [
+        f"{name.replace('_', ' ')} per episode: base {_count(base, name)}, trained {_count(trained, name)}"
+        for name in COUNT_COMPONENTS if name in components
+    ]
+    lines = [title] if title else []
+    lines += ["held-out evaluation: total reward (± 95% CI) and mean components", *counts]
+    axis.set_title("\n".join(lines), fontsize="medium")
     axis.axhline(0, color="black", linewidth=0.6)
-    axis.legend()
-    figure.tight_layout()
+    low, high = axis.get_ylim()
+    axis.set_ylim(low, high + 0.12 * (high - low))  # room for the value labels
+    figure.legend(loc="lower center", ncols=2, fontsize="small")
+    figure.tight_layout(rect=(0, 0.07, 1, 1))  # the legend sits below the axes, clear of the bars
     figure.savefig(path)
     plt.close(figure)
     return path
+
+
+def _count(side: Mapping[str, Any], name: str) -> str:
+    value = (side.get("reward_components") or {}).get(name)
+    return "n/a" if value is None else f"{float(value):.2f}"
 
 
 def _safe(name: str) -> str:
@@ -123,4 +157,4 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
 
 
-__all__ = ["plot_eval_comparison", "plot_reward_curves", "reward_series"]
+__all__ = ["COUNT_COMPONENTS", "plot_eval_comparison", "plot_reward_curves", "reward_series"]

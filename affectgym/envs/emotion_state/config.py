@@ -15,7 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from affectgym.envs.emotion_state.data import EmotionArc, load_arcs, load_transition_prior
+from affectgym.envs.emotion_state.data import (
+    SPLITS,
+    EmotionArc,
+    arcs_in_split,
+    load_arcs,
+    load_transition_prior,
+)
 from affectgym.envs.emotion_state.dynamics import (
     COMPONENT_NAMES,
     DEFAULT_ALPHA,
@@ -83,12 +89,18 @@ class EmotionStateConfig:
     arc_names: tuple[str, ...] | None = field(
         default=None, metadata={"help": "restrict the arcs drawn at reset to these names, in order"}
     )
+    split: str = field(
+        default="all",
+        metadata={"help": "arcs served: 'all', or the 'train' or 'eval' part of a fixed hash split by arc name"},
+    )
 
     def __post_init__(self) -> None:
         if int(self.max_episode_steps) < 1:
             raise ValueError(f"max_episode_steps must be >= 1, got {self.max_episode_steps!r}")
         if not 0.0 <= self.start_noise <= 0.5:
             raise ValueError(f"start_noise must be in [0, 0.5], got {self.start_noise!r}")
+        if self.split not in SPLITS:
+            raise ValueError(f"split {self.split!r} is not available; accepted: 'all', 'train', 'eval'")
         # Frozen: normalise the two fields that accept several forms, once, here.
         object.__setattr__(self, "reward_weights", EmotionRewardWeights.coerce(self.reward_weights))
         if self.arc_names is not None:
@@ -155,6 +167,10 @@ class EmotionStateCore:
                     f"arc_names {list(arc_names)!r}: unknown {missing}; available: {list(all_arcs)}"
                 )
             all_arcs = {name: all_arcs[name] for name in arc_names}
+        in_split = arcs_in_split(list(all_arcs), config.split)
+        if not in_split:
+            raise ValueError(f"split {config.split!r} holds none of the arcs {list(all_arcs)}; use split='all'")
+        all_arcs = {name: all_arcs[name] for name in in_split}
         self.arcs: tuple[EmotionArc, ...] = tuple(all_arcs.values())
         self.arc_ids = {arc.name: i for i, arc in enumerate(self.arcs)}
         self.schedules = np.stack(
@@ -173,20 +189,21 @@ class EmotionStateCore:
         }
 
     def arc_index(self, options: Mapping[str, Any] | None, rng: np.random.Generator) -> int:
-        """Pick an arc: ``options["arc"]`` if given, else uniformly with ``rng``.
+        """Pick an arc: ``options["arc"]`` (or ``options["scenario_id"]``, the name every
+        affectgym env and the eval runner use) if given, else uniformly with ``rng``.
 
         Args:
-            options: Reset options, possibly with ``"arc"``.
+            options: Reset options, possibly with ``"arc"`` or ``"scenario_id"``.
             rng: The env's random generator.
 
         Returns:
             The arc's index in :attr:`arcs`.
         """
-        if options and options.get("arc") is not None:
-            name = options["arc"]
+        name = (options or {}).get("arc", (options or {}).get("scenario_id"))
+        if name is not None:
             if name not in self.arc_ids:
                 raise ValueError(
-                    f"options['arc'] = {name!r} is not an arc; available: {list(self.arc_ids)}"
+                    f"reset option arc/scenario_id {name!r} is not an arc of this env; available: {list(self.arc_ids)}"
                 )
             return self.arc_ids[name]
         return int(rng.integers(len(self.arcs)))

@@ -7,6 +7,7 @@ or an already-parsed mapping, so an experiment can swap in its own prior or arcs
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -27,6 +28,34 @@ DATA_PACKAGE = "affectgym"
 DATA_DIR = ("data", "emotion_state")
 PRIOR_FILE = "transition_prior.json"
 ARCS_FILE = "arcs.json"
+SPLITS = ("all", "train", "eval")
+EVAL_ARC_MODULUS = 5  # an arc is held out when crc32(name) % 5 == 0 (about one in five)
+
+
+def arc_split(name: str) -> str:
+    """The split an arc belongs to, ``"train"`` or ``"eval"``: a fixed hash of its name.
+
+    The numeric and the text env split their arcs by this one rule, so a policy trained on
+    one env's train arcs is never evaluated on them in the other.
+
+    >>> arc_split("good_news"), arc_split("bad_news")
+    ('eval', 'train')
+    """
+    return "eval" if zlib.crc32(name.encode()) % EVAL_ARC_MODULUS == 0 else "train"
+
+
+def arcs_in_split(names: list[str] | tuple[str, ...], split: str) -> list[str]:
+    """The arc names of ``split`` (``"all"``, ``"train"`` or ``"eval"``), in their order.
+
+    Raises:
+        ValueError: ``split`` is not one of the three.
+
+    >>> arcs_in_split(["good_news", "bad_news"], "eval")
+    ['good_news']
+    """
+    if split not in SPLITS:
+        raise ValueError(f"split {split!r} is not available; accepted: 'all', 'train', 'eval'")
+    return [name for name in names if split == "all" or arc_split(name) == split]
 
 
 def _read_json(

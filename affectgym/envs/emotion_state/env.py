@@ -7,14 +7,22 @@ its mechanics kept and its mistakes fixed; each departure is documented in
 
 from __future__ import annotations
 
+import dataclasses
+import sys
 from collections.abc import Sequence
-from typing import Any
+from types import FrameType
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.envs.registration import EnvSpec
 
-from affectgym.envs.emotion_state.config import EmotionStateConfig, EmotionStateCore
+from affectgym.envs.emotion_state.config import (
+    DEFAULT_MAX_EPISODE_STEPS,
+    EmotionStateConfig,
+    EmotionStateCore,
+)
 from affectgym.envs.emotion_state.data import EmotionArc
 from affectgym.envs.emotion_state.dynamics import EMOTIONS, NUM_EMOTIONS
 from affectgym.envs.emotion_state.packed import (
@@ -143,6 +151,12 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
     ## Episode End
 
     No termination. The episode is truncated after ``max_episode_steps`` (default 60) steps.
+    The id is registered with that limit, so ``gym.make`` wraps the env in a ``TimeLimit`` of
+    60 steps and ``env.spec.max_episode_steps`` is 60; ``gym.make(..., max_episode_steps=N)``
+    sets the env's own limit to N as well, so the target schedule, the remaining-time entry
+    (0 on the last step) and the TimeLimit agree. The last step's ``info`` adds
+    ``episode_reward_components`` (each component's mean over the episode) and ``outcome``
+    (``arc``, ``steps``, ``mean_step_reward``).
 
     ## Arguments
 
@@ -171,12 +185,15 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
     - ``transition_prior``: path or mapping of the prior JSON (default: shipped file).
     - ``arcs``: path or mapping of the arcs JSON (default: shipped file).
     - ``arc_names``: restrict the arcs drawn at reset to these names.
+    - ``split`` ("all"): ``"train"`` or ``"eval"`` serve the arcs of a fixed hash split by arc
+      name (the text env's split); ``env.scenario_ids`` lists the arcs served.
     - ``render_mode``: ``"ansi"`` (text bars for state and target), ``"rgb_array"`` (an
       image of the state bars and of the intensities over the episode so far, for
       ``gymnasium.wrappers.RecordVideo``; needs matplotlib) or None; other modes warn and
       render nothing.
 
-    ``reset(options={"arc": name})`` plays the named arc.
+    ``reset(options={"arc": name})`` (or ``{"scenario_id": name}``, as for every affectgym
+    env) plays the named arc.
 
     ## Version History
 
@@ -184,6 +201,8 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 10}
+    #: The LLM-free agent ``affectgym eval --agent baseline`` plays: the proportional controller.
+    recommended_baseline: ClassVar[str] = "controller"
 
     def __init__(
         self,
@@ -199,8 +218,14 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
                 f"render_mode {render_mode!r} is not supported (accepted: None, 'ansi', 'rgb_array'); render() returns None"
             )
         self.render_mode = render_mode
-        self.core = EmotionStateCore(config, **options)
-        core = self.core
+        self._explicit_steps = config is not None and config.max_episode_steps != DEFAULT_MAX_EPISODE_STEPS
+        self._explicit_steps |= "max_episode_steps" in options
+        self._spec: EnvSpec | None = None
+        self._compile(EmotionStateCore(config, **options))
+
+    def _compile(self, core: EmotionStateCore) -> None:
+        """Set the env up for ``core`` (again when ``gym.make`` changes the step limit)."""
+        self.core = core
         self.observation_space = spaces.Box(0.0, 1.0, (core.obs_size,), dtype=np.float32)
         self.action_space = spaces.Box(0.0, 1.0, (NUM_EMOTIONS,), dtype=np.float32)
         # One packed row; the views below are made once so step() allocates little.
@@ -212,6 +237,8 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
         self._time = self._batch.time
         self._obs = self._batch.packed[0, : core.obs_size]
         self._components = self._batch.components[0, : len(core.component_names)]
+        self._component_sums = np.zeros(len(core.component_names))
+        self._return = 0.0
         self._schedule: np.ndarray | None = None
         self._target_rows: list[np.ndarray] = []
         self._target_changes: list[bool] = []
@@ -219,6 +246,35 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
         self._step_index = 0
         # (state, target) rows of this episode, kept only for render_mode="rgb_array".
         self._shown: list[tuple[np.ndarray, np.ndarray]] = []
+
+    @property
+    def spec(self) -> EnvSpec | None:
+        """The env's spec; its ``max_episode_steps`` is the env's own step limit."""
+        return self._spec
+
+    @spec.setter
+    def spec(self, spec: EnvSpec | None) -> None:
+        # gymnasium.make builds the env, sets this spec (with max_episode_steps=None), then
+        # wraps the env in TimeLimit(max_episode_steps) and tells the env nothing. The target
+        # schedule and the remaining-time feature depend on the step limit, so the env takes
+        # the TimeLimit's value from make's arguments here, and both end episodes together.
+        limit = _time_limit_of_gymnasium_make(sys._getframe(1))
+        if limit is not None and limit != self.core.max_episode_steps:
+            if self._explicit_steps:
+                raise ValueError(
+                    f"the env was configured for max_episode_steps={self.core.max_episode_steps}, but gymnasium.make "
+                    f"wraps it in a TimeLimit of {limit} steps; pass max_episode_steps={self.core.max_episode_steps} "
+                    "to gym.make (it sets both) instead of in the config"
+                )
+            self._compile(EmotionStateCore(self.core.config, max_episode_steps=limit))
+        if spec is not None:
+            spec = dataclasses.replace(spec, max_episode_steps=self.core.max_episode_steps)
+        self._spec = spec
+
+    @property
+    def scenario_ids(self) -> list[str]:
+        """The names of the arcs this env serves (its split); ``reset(options={"scenario_id": name})`` plays one."""
+        return [arc.name for arc in self.core.arcs]
 
     @property
     def arc(self) -> EmotionArc | None:
@@ -267,6 +323,8 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
         batch.prev[:] = start
         batch.target[:] = first_target
         batch.time[:] = 1.0
+        self._component_sums[:] = 0.0
+        self._return = 0.0
         info = {"arc": self._arc.name, "target_name": core.target_names[self._arc.name][0]}
         if self.render_mode == "rgb_array":
             self._shown = [(batch.state[0].copy(), self._target_row.copy())]
@@ -314,9 +372,16 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
             ),
             "invalid_action": invalid,
         }
+        self._component_sums += self._components
+        self._return += reward
+        truncated = k >= core.max_episode_steps
+        if truncated:
+            means = (self._component_sums / k).tolist()
+            info["episode_reward_components"] = dict(zip(core.component_names, means, strict=True))
+            info["outcome"] = {"arc": self._arc.name, "steps": k, "mean_step_reward": self._return / k}
         if self.render_mode == "rgb_array":
             self._shown.append((self._batch.state[0].copy(), self._target_row.copy()))
-        return self._obs.copy(), reward, False, k >= core.max_episode_steps, info
+        return self._obs.copy(), reward, False, truncated, info
 
     def render(self) -> str | np.ndarray | None:
         """The state and target as text bars (``"ansi"``) or as an ``(320, 640, 3)`` uint8 image (``"rgb_array"``)."""
@@ -339,3 +404,19 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
         if self._arc is None:
             return head
         return f"{head}\nstate:\n{describe_state(self._batch.state[0])}\ntarget:\n{describe_state(self._target_row)}"
+
+
+def _time_limit_of_gymnasium_make(frame: FrameType | None) -> int | None:
+    """The TimeLimit that the ``gymnasium.make`` call running in ``frame`` applies, or None.
+
+    None when ``frame`` is not ``gymnasium.make`` (the env is built directly) or when make
+    applies no TimeLimit (``max_episode_steps=-1``, or none given and none registered).
+    """
+    from gymnasium.envs import registration
+
+    if frame is None or frame.f_code is not registration.make.__code__:
+        return None
+    requested = frame.f_locals.get("max_episode_steps")
+    registered = getattr(frame.f_locals.get("env_spec"), "max_episode_steps", None)
+    limit = requested if requested is not None else registered
+    return None if limit is None or limit == -1 else int(limit)

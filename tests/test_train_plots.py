@@ -1,0 +1,55 @@
+"""The training figures read on their own: titled with the run, counts written out, no stale files."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from affectgym.train.plots import plot_eval_comparison, plot_reward_curves  # noqa: E402
+
+HISTORY = [
+    {"step": step, "reward": 0.1 * step, "rewards/correctness/mean": 0.05 * step, "rewards/invalid_actions/mean": 0.5}
+    for step in range(1, 4)
+]
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    figures = {}
+    save = Figure.savefig
+
+    def record(self, path, *args, **kwargs):
+        figures[getattr(path, "name", str(path))] = self
+        return save(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", record)
+    return figures
+
+
+def test_every_reward_curve_is_titled_with_the_run(tmp_path, drawn):
+    paths = plot_reward_curves(HISTORY, tmp_path, title="GRPO flat on affectgym/Sarcasm-v0, tiny")
+    assert {p.name for p in paths} == {"reward_total.png", "reward_correctness.png", "reward_invalid_actions.png"}
+    assert all(drawn[p.name].axes[0].get_title().startswith("GRPO flat on affectgym/Sarcasm-v0, tiny\n") for p in paths)
+
+
+def test_reward_curves_of_an_earlier_run_in_the_folder_are_removed(tmp_path):
+    plot_reward_curves([{"step": 1, "reward": 0.1, "rewards/judge/mean": 0.3}], tmp_path)
+    plot_reward_curves([{"step": 1, "reward": 0.1}], tmp_path)
+    assert sorted(p.name for p in tmp_path.glob("*.png")) == ["reward_total.png"]
+
+
+def test_the_held_out_comparison_writes_counts_out_and_keeps_its_legend_off_the_bars(tmp_path, drawn):
+    base = {"reward_mean": 0.4, "reward_ci95": 0.1, "reward_components": {"correctness": 0.5, "invalid_actions": 0.4}}
+    trained = {"reward_mean": 0.6, "reward_ci95": 0.1, "reward_components": {"correctness": 0.7, "invalid_actions": 0.1}}
+    plot_eval_comparison(base, trained, tmp_path / "comparison.png", title="affectgym/Sarcasm-v0, tiny (flat)")
+    figure = drawn["comparison.png"]
+    axes = figure.axes[0]
+    assert [label.get_text() for label in axes.get_xticklabels()] == ["total", "correctness"]
+    assert axes.get_title().startswith("affectgym/Sarcasm-v0, tiny (flat)\n")
+    assert "invalid actions per episode: base 0.40, trained 0.10" in axes.get_title()
+    assert figure.legends and axes.get_legend() is None
+    assert "0.70" in [text.get_text() for text in axes.texts]
