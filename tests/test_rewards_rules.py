@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -173,6 +177,25 @@ def test_a_stated_feeling_spans_the_opening_every_intensifier_and_the_feeling_wo
 )
 def test_punctuation_between_intensifiers_or_no_feeling_word_after_them_states_no_feeling(reply: str) -> None:
     assert states_feeling(reply).hit is False
+
+
+HOSTILE_FEELING_STATEMENTS = """
+from affectgym.rewards.rules import states_feeling
+print(states_feeling("I am " + "really " * 200 + "x").hit)
+print(len(states_feeling("I am " + "really " * 200 + "sad").span))
+print(states_feeling("i" + " " * 32_000 + "x").hit)
+print(states_feeling("makes me" + " " * 32_000 + "x").hit)
+"""
+
+
+def test_a_run_of_intensifiers_or_spaces_is_read_in_linear_time() -> None:
+    # Backtracking through 2**200 parses would never end: a subprocess, killed after a
+    # minute, turns that into a failure (no wall-clock threshold on the fast path).
+    done = subprocess.run(
+        [sys.executable, "-c", HOSTILE_FEELING_STATEMENTS],
+        capture_output=True, text=True, timeout=60, check=True, cwd=Path(__file__).resolve().parents[1],
+    )
+    assert done.stdout.split() == ["False", str(len("I am " + "really " * 200 + "sad")), "False", "False"]
 
 
 def test_echoed_emotion_tag_is_caught_in_any_case() -> None:
