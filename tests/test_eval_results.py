@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from test_eval_runner import config, happy_reader, keys
 
 from affectgym.agents.base import FunctionAgent
 from affectgym.eval.report import load_run, write_report
-from affectgym.eval.results import read_results, upgrade_record
+from affectgym.eval.results import read_results, rewrite_results, upgrade_record, write_json
 from affectgym.eval.runner import run_eval
 
 #: Top-level keys of the older flat records that were the runner's own; a clashing outcome key got an ``outcome_`` prefix.
@@ -93,3 +94,11 @@ def test_resuming_a_flat_format_run_converts_its_file_and_plays_only_the_missing
     assert all("outcome_keys" not in r and isinstance(r["outcome"], dict) for r in lines)  # one format in the file
     assert lines[:5] == records[:5] and keys(lines) == keys(records)
     assert result.summary["classification"]["accuracy"] == pytest.approx(0.5)
+
+
+def test_a_lone_surrogate_is_stored_as_u_fffd_in_results_and_json_files_as_the_judge_sends_it(tmp_path: Path) -> None:
+    rewrite_results(tmp_path / "results.jsonl", [{"scenario_id": "n01", "rollout": 0, "final_text": "Yay \ud83d", "outcome": {}}])
+    write_json(tmp_path / "summary.json", {"command": "eval --note 'cut \udc00'"})
+    (record,), _ = read_results(tmp_path / "results.jsonl")
+    assert record["final_text"] == "Yay \ufffd" and record["replaced_lone_surrogates"] == 1
+    assert json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))["command"] == "eval --note 'cut \ufffd'"

@@ -31,6 +31,7 @@ from affectgym.rewards.rules import (
     rule_penalties,
     strip_think,
 )
+from affectgym.text import replace_lone_surrogates
 
 log = logging.getLogger(__name__)
 
@@ -600,12 +601,12 @@ class EmotionStyleEnv(AffectEnv):
 
 
 def _scorable(reply: str | None) -> str:
-    """The visible reply as valid UTF-8 (lone surrogates become ``?``), so no scorer chokes on it.
+    """The visible reply as valid UTF-8 (lone surrogates become U+FFFD), so no scorer chokes on it.
 
-    >>> _scorable("<think>x</think> ok\\ud800")
-    'ok?'
+    >>> _scorable("<think>x</think> ok\\ud800") == "ok\\ufffd"
+    True
     """
-    return strip_think(reply).encode("utf-8", "replace").decode("utf-8")
+    return replace_lone_surrogates(strip_think(reply))
 
 
 def _core_rule_broken(components: Mapping[str, float | None]) -> bool:

@@ -87,6 +87,7 @@ from typing import Any, ClassVar, Literal, TypeVar  # noqa: F401 - Literal resol
 from affectgym.cache_root import cache_root
 from affectgym.rewards.memo import BoundedMemo
 from affectgym.rewards.rules import strip_think
+from affectgym.text import replace_lone_surrogates
 
 __all__ = [
     "DEFAULT_JUDGE_WEIGHTS",
@@ -578,7 +579,8 @@ class Judge:
     * :meth:`verdict`: the scoring function, the outputs (as the LM or the cache gives them)
       to the judge's result; it raises ``ValueError`` for an answer it cannot use.
 
-    :meth:`judge_batch` then does the rest: the reply loses its ``<think>`` blocks, is cut
+    :meth:`judge_batch` then does the rest: lone surrogates in the inputs become U+FFFD
+    (:mod:`affectgym.text`), the reply loses its ``<think>`` blocks, is cut
     (:func:`truncate_reply`) and fenced (:func:`fence_response`); identical samples are
     judged once; outcomes are memoised in process (a :class:`~affectgym.rewards.memo.BoundedMemo`)
     and verdicts cached on disk by content; the rest are judged concurrently (a bounded
@@ -724,12 +726,9 @@ class Judge:
             if sample is None:
                 prepared.append(None)
                 continue
-            # Lone surrogates (half an emoji cut by max_tokens) become "?": neither the cache
-            # key nor the HTTP request can encode them.
-            inputs = {
-                name: str(sample[name]).encode("utf-8", "replace").decode("utf-8")
-                for name in self.inputs
-            }
+            # Neither the cache key nor the HTTP request can encode a lone surrogate (half an
+            # emoji cut by max_tokens): U+FFFD, as everywhere in affectgym.
+            inputs = {name: replace_lone_surrogates(str(sample[name])) for name in self.inputs}
             inputs[self.reply_field] = truncate_reply(
                 strip_think(inputs[self.reply_field]),
                 self.config.max_reply_words,
