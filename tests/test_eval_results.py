@@ -30,8 +30,16 @@ FLAT_FORMAT_LINE = {
 }
 
 
+def without_judge_failures(record):
+    """A current record without what the older runner did not count (``judge_failures``, at the top and in the outcome)."""
+    kept = {key: value for key, value in record.items() if key != "judge_failures"}
+    kept["outcome"] = {key: value for key, value in record["outcome"].items() if key != "judge_failures"}
+    return kept
+
+
 def to_flat_format(record):
     """A current record as the older runner wrote it."""
+    record = without_judge_failures(record)
     flat = {key: value for key, value in record.items() if key != "outcome"}
     names = []
     for key, value in record["outcome"].items():
@@ -52,14 +60,14 @@ def flat_format_run(tmp_path):
     for key in ("outcome_summaries", "user_simulator"):
         del metadata[key]
     (result.out / "metadata.json").write_text(json.dumps(metadata))
-    return result.out, records, result.summary
+    return result.out, [without_judge_failures(r) for r in records], result.summary
 
 
 def test_each_record_nests_the_env_outcome_and_keeps_no_outcome_field_at_the_top(tmp_path):
     result = run_eval(config(tmp_path, n=2), agent=FunctionAgent(happy_reader))
     for line in (result.out / "results.jsonl").read_text().splitlines():
         record = json.loads(line)
-        assert set(record["outcome"]) == {"prediction", "label", "correct", "confidence", "pivot"}
+        assert set(record["outcome"]) == {"prediction", "label", "correct", "confidence", "pivot", "judge_failures"}
         assert not set(record) & {"prediction", "label", "correct", "confidence", "pivot", "outcome_keys"}
 
 

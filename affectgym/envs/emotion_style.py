@@ -272,6 +272,14 @@ class EmotionStyleEnv(AffectEnv):
     for ``labels="open"``. ``reward_weights`` overrides any component by name. Invalid
     (empty) messages cost ``invalid_action_penalty``.
 
+    When the judge fails (its server down, an answer that does not parse, a timeout, after
+    the retries) the reply is not scored as if the judge had said 0: ``judge`` and its
+    ratings are ``None``, the reward is the rest of the rubric (the classifier's half and the
+    rule penalties; the judge-only open labels then earn only the penalties), and the
+    final step says so: ``info["judge_failures"]`` and ``info["outcome"]["judge_failures"]``
+    are 1 (0 when the judge answered). ``affectgym eval`` counts these episodes in
+    ``summary.json``; TRL training leaves the sample out (see :mod:`affectgym.rewards.judge`).
+
     ## Starting State
     A scenario of the split, drawn with ``np_random`` (or ``options={"scenario_id": id}``);
     ids are ``"<instruction id>:<emotion>"``.

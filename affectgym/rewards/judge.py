@@ -48,10 +48,12 @@ Where users look, it says so:
   judge, the model and the sample);
 * :func:`watch_judge_failures` collects the failures of the judging done on this thread
   while it is open, per sample; the layers above read it;
-* ``affectgym eval`` records ``judge_failures`` in each episode's line of
-  ``results.jsonl`` and counts them in ``summary.json`` (``judge_failures``: count,
-  episodes, rate) and in its printed table; such an episode's reward is the rubric total
-  without the judge's part;
+* an env's step (:class:`~affectgym.envs.core.AffectEnv`) says so: ``info["judge_failures"]``
+  counts the failed verdicts of the step and ``info["outcome"]["judge_failures"]`` those of
+  the episode; the reward is then the rubric total without the judge's part;
+* ``affectgym eval`` records the episode's count (from the steps' ``info``) as
+  ``judge_failures`` in its line of ``results.jsonl`` and counts them in ``summary.json``
+  (``judge_failures``: count, episodes, rate) and in its printed table, apart from errors;
 * in TRL training (:mod:`affectgym.train.rewards`) a sample whose judging failed gets
   ``None`` from every reward function (and from ``get_reward`` in multi-turn runs), so
   GRPO leaves it out instead of scoring it as if the judge had answered 0 (TRL sums the
