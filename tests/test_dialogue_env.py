@@ -187,3 +187,20 @@ def test_the_empathy_judge_adds_a_component_and_never_raises():
     env = DialogueEnv(split="all", classifier=constant_classifier, judge=judge)
     assert env.score(turn, turn.reference, []).components["empathy"] is None and judge.failures == 1
     assert dspy is not None
+
+
+def test_each_step_reports_its_judge_failures_and_the_outcome_those_of_the_episode():
+    pytest.importorskip("dspy")
+    from dspy.utils import DummyLM
+
+    judge = EmpathyJudge(DummyLM({"never matches": {}}), JudgeConfig(cache=False, max_retries=0))
+    env = DialogueEnv(split="all", classifier=constant_classifier, judge=judge)
+    dialogue = env.all_dialogues[2]  # four user turns
+    _, info = env.reset(options={"scenario_id": dialogue.id})
+    assert info["judge_failures"] == 0
+    per_step = []
+    for reply in [dialogue.turns[0].reference, "", *(turn.reference for turn in dialogue.turns[1:])]:
+        _, _, terminated, _, info = env.step(reply)
+        per_step.append(info["judge_failures"])
+    assert terminated and per_step == [1, 0, 1, 1, 1]  # the empty message is invalid, never judged
+    assert info["outcome"]["judge_failures"] == 4 == judge.failures

@@ -308,6 +308,37 @@ def test_a_failing_judge_gives_none_the_rest_still_counts_and_it_is_asked_again_
     assert judge.failures == 2, "a failed verdict is not memoised"
 
 
+def test_a_judge_answering_http_500_is_reported_in_the_final_info_and_the_outcome() -> None:
+    pytest.importorskip("dspy")
+    from openai_server import OpenAIServer
+
+    from affectgym.rewards.judge import JudgeConfig, format_judge_reply
+
+    config = JudgeConfig(cache=False, max_retries=1, timeout_s=10, backoff_s=0.001, max_backoff_s=0.01)
+
+    def episode(server: OpenAIServer) -> tuple[float, dict]:
+        env = gymnasium.make(
+            ENV_ID, classifier=constant_classifier(), judge_url=server.url, judge_model="judge-model", judge_config=config
+        )
+        _, info = env.reset(seed=0)
+        assert info["judge_failures"] == 0
+        _, reward, terminated, _, info = env.step("Red. Again. Of course it is.")
+        assert terminated
+        return reward, info
+
+    with OpenAIServer(fail_first=10**6, fail_status=500) as down:
+        reward_down, info = episode(down)
+    assert down.calls == 2  # one call and one retry
+    assert info["judge_failures"] == 1 and info["outcome"]["judge_failures"] == 1
+    assert info["reward_components"]["judge"] is None and info["outcome"]["judge_score"] is None
+
+    with OpenAIServer(default_reply=format_judge_reply()) as up:
+        reward_up, info = episode(up)
+    assert info["judge_failures"] == 0 and info["outcome"]["judge_failures"] == 0
+    assert info["reward_components"]["judge"] == 1.0
+    assert reward_up - reward_down == pytest.approx(0.5), "the failed judge lacks its half (weight 0.5); the rest is scored"
+
+
 def test_with_a_judge_the_canaries_are_capped_even_when_the_judge_is_fooled() -> None:
     fooled = {"": ratings()}  # the judge rates everything at its best
     env = EmotionStyleEnv(classifier=constant_classifier(label="fear"), judge=dummy_judge(fooled))

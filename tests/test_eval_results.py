@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from test_eval_runner import config, happy_reader, keys
 
 from affectgym.agents.base import FunctionAgent
 from affectgym.eval.report import load_run, write_report
-from affectgym.eval.results import read_results, upgrade_record
+from affectgym.eval.results import read_results, rewrite_results, upgrade_record, write_json
 from affectgym.eval.runner import run_eval
 
 #: Top-level keys of the older flat records that were the runner's own; a clashing outcome key got an ``outcome_`` prefix.
@@ -29,8 +30,16 @@ FLAT_FORMAT_LINE = {
 }
 
 
+def without_judge_failures(record):
+    """A current record without what the older runner did not count (``judge_failures``, at the top and in the outcome)."""
+    kept = {key: value for key, value in record.items() if key != "judge_failures"}
+    kept["outcome"] = {key: value for key, value in record["outcome"].items() if key != "judge_failures"}
+    return kept
+
+
 def to_flat_format(record):
     """A current record as the older runner wrote it."""
+    record = without_judge_failures(record)
     flat = {key: value for key, value in record.items() if key != "outcome"}
     names = []
     for key, value in record["outcome"].items():
@@ -51,14 +60,14 @@ def flat_format_run(tmp_path):
     for key in ("outcome_summaries", "user_simulator"):
         del metadata[key]
     (result.out / "metadata.json").write_text(json.dumps(metadata))
-    return result.out, records, result.summary
+    return result.out, [without_judge_failures(r) for r in records], result.summary
 
 
 def test_each_record_nests_the_env_outcome_and_keeps_no_outcome_field_at_the_top(tmp_path):
     result = run_eval(config(tmp_path, n=2), agent=FunctionAgent(happy_reader))
     for line in (result.out / "results.jsonl").read_text().splitlines():
         record = json.loads(line)
-        assert set(record["outcome"]) == {"prediction", "label", "correct", "confidence", "pivot"}
+        assert set(record["outcome"]) == {"prediction", "label", "correct", "confidence", "pivot", "judge_failures"}
         assert not set(record) & {"prediction", "label", "correct", "confidence", "pivot", "outcome_keys"}
 
 
@@ -93,3 +102,11 @@ def test_resuming_a_flat_format_run_converts_its_file_and_plays_only_the_missing
     assert all("outcome_keys" not in r and isinstance(r["outcome"], dict) for r in lines)  # one format in the file
     assert lines[:5] == records[:5] and keys(lines) == keys(records)
     assert result.summary["classification"]["accuracy"] == pytest.approx(0.5)
+
+
+def test_a_lone_surrogate_is_stored_as_u_fffd_in_results_and_json_files_as_the_judge_sends_it(tmp_path: Path) -> None:
+    rewrite_results(tmp_path / "results.jsonl", [{"scenario_id": "n01", "rollout": 0, "final_text": "Yay \ud83d", "outcome": {}}])
+    write_json(tmp_path / "summary.json", {"command": "eval --note 'cut \udc00'"})
+    (record,), _ = read_results(tmp_path / "results.jsonl")
+    assert record["final_text"] == "Yay \ufffd" and record["replaced_lone_surrogates"] == 1
+    assert json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))["command"] == "eval --note 'cut \ufffd'"

@@ -21,6 +21,7 @@ from affectgym.rewards.judge import (
     truncate_reply,
     watch_judge_failures,
 )
+from affectgym.text import replace_lone_surrogates
 
 pytest.importorskip("dspy")
 from dspy.utils import DummyLM  # noqa: E402
@@ -374,7 +375,16 @@ def test_a_reply_with_a_lone_surrogate_is_judged_not_raised() -> None:
     judge = EmotionJudge(lm, JudgeConfig())
     (verdict,) = judge.score_batch(["p"], ["joy"], ["Yay \ud83d"])
     assert verdict is not None and judge.failures == 0
-    assert "Yay ?" in lm.history[-1]["messages"][-1]["content"]
+    assert "Yay \ufffd" in lm.history[-1]["messages"][-1]["content"]
+
+
+def test_a_lone_surrogate_reaches_the_judge_as_u_fffd_as_eval_results_store_it() -> None:
+    lm = DummyLM([ratings()])
+    judge = EmotionJudge(lm, JudgeConfig())
+    cut = judge.score_batch(["Why \udc00?"], ["joy"], ["Yay \ud83d"])
+    stored = judge.score_batch([replace_lone_surrogates("Why \udc00?")], ["joy"], [replace_lone_surrogates("Yay \ud83d")])
+    assert cut == stored and len(lm.history) == 1  # one text, one cache key, one call
+    assert "Why \ufffd?" in lm.history[0]["messages"][-1]["content"]
 
 
 # -- failures seen by the layers above (issue 14, item 11) -------------------------------------

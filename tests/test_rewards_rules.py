@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -119,6 +123,79 @@ def test_stated_feelings_are_caught(reply: str) -> None:
 @pytest.mark.parametrize("reply", ["I am ready.", "I feel that we should leave.", "She was sad."])
 def test_statements_without_a_feeling_word_or_not_about_oneself_pass(reply: str) -> None:
     assert states_feeling(reply).hit is False
+
+
+@pytest.mark.parametrize(
+    ("reply", "span"),
+    [
+        ("Honestly, I feel disgusted by this.", "I feel disgusted"),
+        ("I'm absolutely FURIOUS!", "I'm absolutely FURIOUS"),
+        ("I’m really scared", "I’m really scared"),
+        ("i   'm sad", "i   'm sad"),
+        ("I am feeling so sad.", "I am feeling so sad"),
+        ("I'm feeling angry", "I'm feeling angry"),
+        ("I have been really REALLY sad", "I have been really REALLY sad"),
+        ("I've been anxious", "I've been anxious"),
+        ("I got so very angry", "I got so very angry"),
+        ("I get sad", "I get sad"),
+        ("I am kind of   annoyed", "I am kind of   annoyed"),
+        ("I am a little a bit sad", "I am a little a bit sad"),
+        ("I am just quite beyond furious", "I am just quite beyond furious"),
+        ("I am very very very sad", "I am very very very sad"),
+        ("I felt genuinely happily surprised", "I felt genuinely happily surprised"),
+        ("I am reallyly sad", "I am reallyly sad"),
+        ("I am 2ly sad", "I am 2ly sad"),
+        ("I am abſolutely sad", "I am abſolutely sad"),
+        ("I feel\u00a0sad", "I feel\u00a0sad"),
+        ("I am sadder", "I am sadder"),
+        ("I am sadly angry.", "I am sadly angry"),
+        ("I am sadly.", "I am sadly"),
+        ("I AM SO ANGRY", "I AM SO ANGRY"),
+        ("I am so sad and I feel angry", "I am so sad"),
+        ("It makes me so sad.", "makes me so sad"),
+        ("It makes me feel happy", "makes me feel happy"),
+        ("It made me feel completely sad", "made me feel completely sad"),
+        ("This fills me with dread", "fills me with dread"),
+        ("We were filled with joy", "filled with joy"),
+        ("my own sadness", "my own sadness"),
+    ],
+)
+def test_a_stated_feeling_spans_the_opening_every_intensifier_and_the_feeling_word(reply: str, span: str) -> None:
+    assert states_feeling(reply) == RuleMatch(True, span)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "It made me feel completely, utterly sad",
+        "I am truly, deeply sad",
+        "makes me feel",
+        "I am lonely",
+        "Im sad",
+        "I amsad",
+    ],
+)
+def test_punctuation_between_intensifiers_or_no_feeling_word_after_them_states_no_feeling(reply: str) -> None:
+    assert states_feeling(reply).hit is False
+
+
+HOSTILE_FEELING_STATEMENTS = """
+from affectgym.rewards.rules import states_feeling
+print(states_feeling("I am " + "really " * 200 + "x").hit)
+print(len(states_feeling("I am " + "really " * 200 + "sad").span))
+print(states_feeling("i" + " " * 32_000 + "x").hit)
+print(states_feeling("makes me" + " " * 32_000 + "x").hit)
+"""
+
+
+def test_a_run_of_intensifiers_or_spaces_is_read_in_linear_time() -> None:
+    # Backtracking through 2**200 parses would never end: a subprocess, killed after a
+    # minute, turns that into a failure (no wall-clock threshold on the fast path).
+    done = subprocess.run(
+        [sys.executable, "-c", HOSTILE_FEELING_STATEMENTS],
+        capture_output=True, text=True, timeout=60, check=True, cwd=Path(__file__).resolve().parents[1],
+    )
+    assert done.stdout.split() == ["False", str(len("I am " + "really " * 200 + "sad")), "False", "False"]
 
 
 def test_echoed_emotion_tag_is_caught_in_any_case() -> None:

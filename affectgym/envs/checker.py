@@ -68,8 +68,9 @@ def hostile_actions(max_chars: int = 32_768) -> dict[str, str]:
     Every env must answer each of them within its usual time (linear-time parsing) and
     without raising: integers longer than Python converts, nesting deeper than the JSON
     reader allows, repetitions that make backtracking regexes quadratic (runs of spaces,
-    braces, opening tags without their closing tag), lone surrogates, and a tool call and
-    a final answer in one message. The repetitions fill ``max_chars``: the longest message
+    braces, opening tags without their closing tag) or exponential (a run of intensifiers,
+    "I am really really ... x", before no feeling word), lone surrogates, and a tool call
+    and a final answer in one message. The repetitions fill ``max_chars``: the longest message
     an env reads is the one that has to be fast.
 
     Args:
@@ -112,6 +113,9 @@ def hostile_actions(max_chars: int = 32_768) -> dict[str, str]:
         "balanced_braces_around_answer": "{" * (half // 2) + _ANSWER + "}" * (half // 2),
         "spaces_between_words": fill(" ", "x", "x"),
         "spaces_in_fence": fill(" ", "```json", "x```"),
+        "spaces_after_i": fill(" ", "I", "x"),
+        "spaces_after_makes_me": fill(" ", "makes me", "x"),
+        "intensifiers_without_feeling": fill("really ", "I am ", "x"),
         "newlines": fill("\n", tail="x"),
         "final_tags_then_answer": fill("<final>", tail=_ANSWER),
         "final_tags_closed_once": fill("<final>", tail=_ANSWER + "</final>"),

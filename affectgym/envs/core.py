@@ -24,9 +24,18 @@ steps carry their own contribution (the penalty of an invalid action, the reward
 multi-step env pays for an answer that does not end the episode) and the terminal step
 carries the rest, so the step rewards of an episode sum to its score.
 
+When the LLM judge fails. A rubric criterion scored by an LLM judge
+(:mod:`affectgym.rewards.judge`) gives ``None`` for a reply whose judging failed (the server
+down, an answer that does not parse, a timeout, after the retries): the reward is then the
+rubric total without the judge's part, never a score as if the judge had said 0. The base
+class counts these failures (:func:`~affectgym.rewards.judge.watch_judge_failures` around
+every step), so users see them: every ``info`` carries ``judge_failures``, the failed
+verdicts of that step, and ``info["outcome"]["judge_failures"]`` those of the whole episode
+(the eval runner records it; 0 for an env without a judge).
+
 The base class owns the episode's bookkeeping: the messages, the trace (both readable as
 :attr:`AffectEnv.messages` and :attr:`AffectEnv.trace`), the paid reward, the turn limit,
-the tool budget, truncation and steps after the end. A subclass implements public hooks
+the tool budget, truncation, judge failures and steps after the end. A subclass implements public hooks
 only; no subclass overrides a private method.
 
 Every env provides:
@@ -72,6 +81,7 @@ import gymnasium as gym
 from affectgym.envs.parsing import TOOL_CALL_FORMAT, ToolCall, parse_tool_calls
 from affectgym.envs.spaces import TextSpace, clip_text
 from affectgym.envs.tools import ToolArgumentError, ToolSpec, tool, tool_specs
+from affectgym.rewards.judge import JudgeFailures, watch_judge_failures
 from affectgym.rewards.rubric import Criterion, Reply, Rubric, RubricResult
 
 Trace = list[dict[str, Any]]
@@ -186,6 +196,8 @@ class AffectEnv(gym.Env[str, str]):
         self._turn = 0
         self._paid = 0.0
         self._done = True
+        self._judge_failures = 0  # failed judge verdicts of the episode's finished steps
+        self._judging = JudgeFailures()  # those of the step in progress
         self._messages_printed = 0  # render_mode="human": messages already on stdout
 
     # ----------------------------------------------------------------- subclass API
@@ -266,7 +278,8 @@ class AffectEnv(gym.Env[str, str]):
 
         Classification envs return ``prediction``, ``label``, ``correct`` and ``confidence``
         (plus any subset flags such as ``pivot``); the eval runner computes its metrics
-        from these. ``answer`` is the parsed final answer, ``None`` when unanswered.
+        from these. ``answer`` is the parsed final answer, ``None`` when unanswered. The base
+        class adds ``judge_failures`` (the episode's failed LLM-judge verdicts).
         """
         return {}
 
@@ -420,7 +433,7 @@ class AffectEnv(gym.Env[str, str]):
 
         Returns:
             The first observation and ``info`` with ``messages``, ``tools``, ``scenario_id``,
-            ``split`` and ``reward_components`` (empty).
+            ``split``, ``reward_components`` (empty) and ``judge_failures`` (0).
 
         Raises:
             ValueError: ``options`` is not a dict, has other keys, or holds a value of the
@@ -436,6 +449,8 @@ class AffectEnv(gym.Env[str, str]):
         self._trace = []
         self._turn = 0
         self._paid = 0.0
+        self._judge_failures = 0
+        self._judging = JudgeFailures()
         self._done = False
         observation = self._clip(self.first_observation(scenario))
         self._messages = [
@@ -449,8 +464,20 @@ class AffectEnv(gym.Env[str, str]):
         return observation, self._info({})
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        """Read one agent message and answer it (see the module docstring). Never raises on ``action``."""
-        result = self._after_end() if self._done else self._step_action(action)
+        """Read one agent message and answer it (see the module docstring). Never raises on ``action``.
+
+        ``info["judge_failures"]`` counts the LLM judge's failed verdicts of this step, and
+        once the episode is over ``info["outcome"]["judge_failures"]`` those of the episode.
+        """
+        if self._done:
+            result = self._after_end()
+        else:
+            try:
+                with watch_judge_failures() as self._judging:
+                    result = self._step_action(action)
+            finally:
+                self._judge_failures += self._judging.count
+                self._judging = JudgeFailures()
         if self.render_mode == "human":
             self.render()
         return result
@@ -509,6 +536,7 @@ class AffectEnv(gym.Env[str, str]):
             "turn": self._turn,
             "max_turns": self.max_turns,
             "reward_components": dict(components),
+            "judge_failures": self._judging.count,
             **self.episode_info(self.scenario),
             **extra,
         }
@@ -628,7 +656,10 @@ class AffectEnv(gym.Env[str, str]):
             episode_reward=result.total,
             final_answer=reply.answer,
             truncated_unanswered=truncated,
-            outcome=self.outcome(self.scenario, reply.answer, result),
+            outcome={
+                **self.outcome(self.scenario, reply.answer, result),
+                "judge_failures": self._judge_failures + self._judging.count,
+            },
         )
         return observation, float(reward), not truncated, truncated, info
 

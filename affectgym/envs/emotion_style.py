@@ -31,6 +31,7 @@ from affectgym.rewards.rules import (
     rule_penalties,
     strip_think,
 )
+from affectgym.text import replace_lone_surrogates
 
 log = logging.getLogger(__name__)
 
@@ -276,6 +277,14 @@ class EmotionStyleEnv(AffectEnv):
     backend that scores (``"nade"`` or ``"transformers:<model>"``; ``classifier="auto"``
     picks the transformer model when it loads, else ``nade``, and ``classifier_requested``
     says ``"auto"``), ``judge`` the judge's model or ``None``.
+
+    When the judge fails (its server down, an answer that does not parse, a timeout, after
+    the retries) the reply is not scored as if the judge had said 0: ``judge`` and its
+    ratings are ``None``, the reward is the rest of the rubric (the classifier's half and the
+    rule penalties; the judge-only open labels then earn only the penalties), and the
+    final step says so: ``info["judge_failures"]`` and ``info["outcome"]["judge_failures"]``
+    are 1 (0 when the judge answered). ``affectgym eval`` counts these episodes in
+    ``summary.json``; TRL training leaves the sample out (see :mod:`affectgym.rewards.judge`).
 
     ## Starting State
     A scenario of the split, drawn with ``np_random`` (or ``options={"scenario_id": id}``);
@@ -649,12 +658,12 @@ def _classifier_name(classifier: EmotionClassifier | None) -> str | None:
 
 
 def _scorable(reply: str | None) -> str:
-    """The visible reply as valid UTF-8 (lone surrogates become ``?``), so no scorer chokes on it.
+    """The visible reply as valid UTF-8 (lone surrogates become U+FFFD), so no scorer chokes on it.
 
-    >>> _scorable("<think>x</think> ok\\ud800")
-    'ok?'
+    >>> _scorable("<think>x</think> ok\\ud800") == "ok\\ufffd"
+    True
     """
-    return strip_think(reply).encode("utf-8", "replace").decode("utf-8")
+    return replace_lone_surrogates(strip_think(reply))
 
 
 def _core_rule_broken(components: Mapping[str, float | None]) -> bool:

@@ -8,8 +8,9 @@ that nesting (outcome fields spliced into the top level, listed in
 working on them.
 
 Any text can be stored: a lone surrogate (half an emoji, cut by a model's ``max_tokens``)
-cannot be encoded as UTF-8, so it is written as U+FFFD and the record says how many were
-replaced (``"replaced_lone_surrogates"``).
+cannot be encoded as UTF-8, so it is written as U+FFFD (:mod:`affectgym.text`, the policy
+the judge follows too) and the record says how many were replaced
+(``"replaced_lone_surrogates"``).
 
 One process writes a run folder at a time: :func:`lock_run_folder` holds an exclusive OS
 lock (``fcntl.flock`` on ``.lock`` in the folder; the kernel releases it when the process
@@ -26,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import socket
 import sys
 import threading
@@ -37,6 +37,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from affectgym.text import count_lone_surrogates, replace_lone_surrogates
+
 RESULTS_FILE = "results.jsonl"
 METADATA_FILE = "metadata.json"
 SUMMARY_FILE = "summary.json"
@@ -44,9 +46,6 @@ LOCK_FILE = ".lock"
 #: Record key: how many lone surrogates of the record's text were written as U+FFFD.
 REPLACED_SURROGATES_KEY = "replaced_lone_surrogates"
 
-#: After ``json.dumps(..., ensure_ascii=False)`` every character in this range is a lone
-#: surrogate (paired ones are already one astral character).
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 #: How long a refused writer waits for the holder to write its pid (it does so right after locking).
 _HOLDER_WAIT_S = 1.0
 
@@ -240,7 +239,7 @@ def write_json(path: Path, payload: Mapping[str, Any]) -> None:
     """Write ``metadata.json`` or ``summary.json`` atomically, indented (lone surrogates as U+FFFD)."""
     temporary = path.with_name(path.name + ".tmp")
     text = json.dumps(payload, indent=2, ensure_ascii=False, default=_json_default)
-    temporary.write_text(_LONE_SURROGATE.sub("\ufffd", text) + "\n", encoding="utf-8")
+    temporary.write_text(replace_lone_surrogates(text) + "\n", encoding="utf-8")
     os.replace(temporary, path)
 
 
@@ -252,10 +251,10 @@ def read_json(path: Path) -> dict[str, Any]:
 def _json_line(record: Mapping[str, Any]) -> bytes:
     """One UTF-8 line; lone surrogates become U+FFFD and the record counts them."""
     text = json.dumps(record, ensure_ascii=False, default=_json_default)
-    replaced = len(_LONE_SURROGATE.findall(text))
+    replaced = count_lone_surrogates(text)
     if replaced:
         flagged = {**record, REPLACED_SURROGATES_KEY: replaced}
-        text = _LONE_SURROGATE.sub("\ufffd", json.dumps(flagged, ensure_ascii=False, default=_json_default))
+        text = replace_lone_surrogates(json.dumps(flagged, ensure_ascii=False, default=_json_default))
     return (text + "\n").encode()
 
 
@@ -313,7 +312,7 @@ def lock_run_folder(folder: Path | str) -> Iterator[Path]:
             "command": " ".join(sys.argv),
         }
         os.ftruncate(descriptor, 0)
-        os.pwrite(descriptor, _LONE_SURROGATE.sub("\ufffd", json.dumps(holder, ensure_ascii=False)).encode(), 0)
+        os.pwrite(descriptor, replace_lone_surrogates(json.dumps(holder, ensure_ascii=False)).encode(), 0)
         yield path
     finally:
         # Removed while still held: a process that opened this file meanwhile finds it gone

@@ -9,8 +9,9 @@ writes to ``out`` (:mod:`affectgym.eval.results`):
   transcript with tool calls and outputs, final answer, reward, its components, per-step
   rewards, timings, error), with the env's ``info["outcome"]`` under ``"outcome"``
   (``prediction``, ``label``, ``correct``, ``confidence``, ``pivot``... for classification
-  envs) and ``judge_failures``: the LLM judge's failed verdicts in the episode (its reward
-  then lacks the judge's part; see :mod:`affectgym.rewards.judge`). Lines are only ever
+  envs) and ``judge_failures``: the LLM judge's failed verdicts in the episode, as the env's
+  steps report them in ``info["judge_failures"]`` (its reward then lacks the judge's part;
+  see :mod:`affectgym.envs.core`). Lines are only ever
   written whole (:class:`~affectgym.eval.results.ResultsWriter`), so after a crash or
   Ctrl-C ``resume=True`` keeps every complete line, drops a half-written last one and
   plays only the missing (scenario, rollout) episodes.
@@ -64,7 +65,6 @@ from affectgym.eval.results import (
     write_json,
 )
 from affectgym.eval.summary import check_outcome_summaries, format_number, print_summary, summarize
-from affectgym.rewards.judge import watch_judge_failures
 
 #: Packages whose versions go into metadata.json (when installed).
 VERSIONED_PACKAGES = (
@@ -191,7 +191,7 @@ def play_episode(env: Any, agent: Agent, scenario_id: str, rollout: int, seed: i
     Returns:
         The record written to ``results.jsonl``, with the env's ``info["outcome"]`` under
         ``"outcome"`` (empty when the episode failed) and the judge's failures of its steps
-        under ``"judge_failures"``.
+        (the sum of their ``info["judge_failures"]``) under ``"judge_failures"``.
     """
     started = time.perf_counter()
     state: dict[str, Any] = {"done": False, "terminated": False, "truncated": False, "info": None}
@@ -205,11 +205,11 @@ def play_episode(env: Any, agent: Agent, scenario_id: str, rollout: int, seed: i
         if state["done"]:
             raise RuntimeError("the agent stepped after the episode ended")
         tick = time.perf_counter()
-        with watch_judge_failures() as judged:
-            result = env.step(action)
-        judge_failures += judged.count
+        result = env.step(action)
         env_s += time.perf_counter() - tick
         _, reward, terminated, truncated, info = result
+        # The env counts its judge's failures (AffectEnv, every step); the runner only adds them up.
+        judge_failures += int(info.get("judge_failures") or 0)
         step_rewards.append(float(reward))
         state.update(info=info, terminated=terminated, truncated=truncated, done=terminated or truncated)
         return result

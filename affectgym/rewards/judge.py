@@ -48,10 +48,12 @@ Where users look, it says so:
   judge, the model and the sample);
 * :func:`watch_judge_failures` collects the failures of the judging done on this thread
   while it is open, per sample; the layers above read it;
-* ``affectgym eval`` records ``judge_failures`` in each episode's line of
-  ``results.jsonl`` and counts them in ``summary.json`` (``judge_failures``: count,
-  episodes, rate) and in its printed table; such an episode's reward is the rubric total
-  without the judge's part;
+* an env's step (:class:`~affectgym.envs.core.AffectEnv`) says so: ``info["judge_failures"]``
+  counts the failed verdicts of the step and ``info["outcome"]["judge_failures"]`` those of
+  the episode; the reward is then the rubric total without the judge's part;
+* ``affectgym eval`` records the episode's count (from the steps' ``info``) as
+  ``judge_failures`` in its line of ``results.jsonl`` and counts them in ``summary.json``
+  (``judge_failures``: count, episodes, rate) and in its printed table, apart from errors;
 * in TRL training (:mod:`affectgym.train.rewards`) a sample whose judging failed gets
   ``None`` from every reward function (and from ``get_reward`` in multi-turn runs), so
   GRPO leaves it out instead of scoring it as if the judge had answered 0 (TRL sums the
@@ -87,6 +89,7 @@ from typing import Any, ClassVar, Literal, TypeVar  # noqa: F401 - Literal resol
 from affectgym.cache_root import cache_root
 from affectgym.rewards.memo import BoundedMemo
 from affectgym.rewards.rules import strip_think
+from affectgym.text import replace_lone_surrogates
 
 __all__ = [
     "DEFAULT_JUDGE_WEIGHTS",
@@ -578,7 +581,8 @@ class Judge:
     * :meth:`verdict`: the scoring function, the outputs (as the LM or the cache gives them)
       to the judge's result; it raises ``ValueError`` for an answer it cannot use.
 
-    :meth:`judge_batch` then does the rest: the reply loses its ``<think>`` blocks, is cut
+    :meth:`judge_batch` then does the rest: lone surrogates in the inputs become U+FFFD
+    (:mod:`affectgym.text`), the reply loses its ``<think>`` blocks, is cut
     (:func:`truncate_reply`) and fenced (:func:`fence_response`); identical samples are
     judged once; outcomes are memoised in process (a :class:`~affectgym.rewards.memo.BoundedMemo`)
     and verdicts cached on disk by content; the rest are judged concurrently (a bounded
@@ -724,12 +728,9 @@ class Judge:
             if sample is None:
                 prepared.append(None)
                 continue
-            # Lone surrogates (half an emoji cut by max_tokens) become "?": neither the cache
-            # key nor the HTTP request can encode them.
-            inputs = {
-                name: str(sample[name]).encode("utf-8", "replace").decode("utf-8")
-                for name in self.inputs
-            }
+            # Neither the cache key nor the HTTP request can encode a lone surrogate (half an
+            # emoji cut by max_tokens): U+FFFD, as everywhere in affectgym.
+            inputs = {name: replace_lone_surrogates(str(sample[name])) for name in self.inputs}
             inputs[self.reply_field] = truncate_reply(
                 strip_think(inputs[self.reply_field]),
                 self.config.max_reply_words,

@@ -239,10 +239,15 @@ def names_emotion(reply: str, target: str) -> RuleMatch:
     return RuleMatch(True, match.group(0)) if match else NO_MATCH
 
 
-_INTENSIFIERS = r"(?:(?:so|really|very|absolutely|completely|utterly|just|extremely|totally|incredibly|truly|quite|beyond|deeply|genuinely|kind\s+of|a\s+bit|a\s+little|\w+ly)\s+)*"
+# Linear time: a step must score any reply up to max_action_chars quickly. Each token has one
+# way to match: "\w+ly" already covers "really", "truly"... (listing them too gave a run of n
+# such words 2**n parses to backtrack through), and "i\s*" is never followed by "\s+" (a run
+# of spaces after "i" was split every way, quadratic).
+_INTENSIFIERS = r"(?:(?:so|very|just|quite|beyond|kind\s+of|a\s+bit|a\s+little|\w+ly)\s+)*"
 _FEELING_WORDS = "|".join(sorted(_ALL_EMOTION_WORDS, key=len, reverse=True))
 _STATED_FEELING = re.compile(
-    r"\b(?:i\s*(?:'m|’m|\s+am|\s+feel|\s+felt|\s+was|\s+get|\s+got|'m\s+feeling|\s+am\s+feeling|\s*'ve\s+been|\s+have\s+been)"
+    # "??": the shorter opening first ("I'm" before "I'm feeling"), as the spans have always been read.
+    r"\b(?:i\s*(?:'m(?:\s+feeling)??|’m|'ve\s+been)|i\s+(?:am(?:\s+feeling)??|feel|felt|was|get|got|have\s+been)"
     r"|makes?\s+me(?:\s+feel)?|made\s+me(?:\s+feel)?|fills?\s+me\s+with|filled\s+with|my\s+own)\s+"
     + _INTENSIFIERS
     + rf"(?:{_FEELING_WORDS})\b",
