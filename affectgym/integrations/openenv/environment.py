@@ -17,11 +17,17 @@ calls the factory on the event loop), so sessions share nothing.
 from __future__ import annotations
 
 import functools
+import threading
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from affectgym.integrations.openenv.models import observation_fields
+
+# One env is made at a time: making one holds the GIL for a while (0.15 s for Sarcasm-v0 on
+# 2 idle cores), and 32 sessions making theirs at once starve the event loop, whose
+# WebSocket handshakes then time out.
+_MAKING = threading.Lock()
 
 #: What ``step`` answers when the session has no episode.
 NO_EPISODE = (
@@ -59,7 +65,8 @@ def _environment_class() -> type:
             if self._env is None:
                 import affectgym
 
-                self._env = affectgym.make(self.env_id, **self.env_kwargs)
+                with _MAKING:
+                    self._env = affectgym.make(self.env_id, **self.env_kwargs)
             self._state = AffectState(env_id=self.env_id, episode_id=episode_id or uuid.uuid4().hex, done=True)
             text, info = self._env.reset(seed=seed, options=options)
             self._state = self._state.model_copy(update={"scenario_id": info.get("scenario_id"), "done": False})
