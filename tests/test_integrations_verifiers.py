@@ -1,6 +1,7 @@
 """``affectgym.integrations.verifiers.load_environment``: an affectgym env under verifiers' own evaluation.
 
-vf-eval (verifiers' evaluation entry point, its installed command) and ``affectgym eval``
+vf-eval (verifiers' evaluation entry point, its installed command) and affectgym's eval
+episode player (:func:`~affectgym.eval.runner.play_episode` with an OpenAI-compatible agent)
 play the same scripted replies from the same real OpenAI-compatible server on 127.0.0.1 (an
 invalid message, a tool call over the wire's ``tool_calls``, then an answer); verifiers'
 rewards and metrics must be affectgym's.
@@ -18,7 +19,9 @@ from typing import Any
 import pytest
 from openai_server import OpenAIServer, ToolCall
 
-from affectgym.eval.runner import EvalConfig, run_eval
+import affectgym
+from affectgym.agents.openai_agent import OpenAIAgent
+from affectgym.eval.runner import play_episode
 from affectgym.integrations.verifiers import load_environment, message_action, reply_messages
 
 SARCASM = "affectgym/Sarcasm-v0"
@@ -53,13 +56,15 @@ def test_vf_eval_on_load_environment_gives_affectgyms_rewards_and_components_for
             "--disable-tui", "-C", "affectgym_outcome,affectgym_step_rewards",
         )
         assert result.returncode == 0, result.stderr[-3000:]
-        config = EvalConfig(env_id=SARCASM, agent=f"openai:test-model@{server.url}", out=tmp_path / "affectgym", progress=False)
-        run_eval(config)
-    assert any(request.get("tools") for request in server.requests), "the env's tools reached the model"
-    (results_file,) = (tmp_path / "vf").rglob("results.jsonl")
-    rollouts = [json.loads(line) for line in results_file.read_text().splitlines()]
-    ours = {r["scenario_id"]: r for r in map(json.loads, (tmp_path / "affectgym" / "results.jsonl").read_text().splitlines())}
-    assert len(rollouts) == 6
+        assert any(request.get("tools") for request in server.requests), "the env's tools reached the model"
+        (results_file,) = (tmp_path / "vf").rglob("results.jsonl")
+        rollouts = [json.loads(line) for line in results_file.read_text().splitlines()]
+        assert len(rollouts) == 6
+        env, agent = affectgym.make(SARCASM, split="eval"), OpenAIAgent("test-model", base_url=server.url)
+        ours = {
+            info["scenario_id"]: play_episode(env, agent, info["scenario_id"], 0, info["seed"])
+            for info in (rollout["info"] for rollout in rollouts)
+        }
     for rollout in rollouts:
         episode = ours[rollout["info"]["scenario_id"]]
         assert episode["tool_calls"] == ["get_prosody_features"] and len(episode["step_rewards"]) == 3
@@ -73,8 +78,6 @@ def test_vf_eval_on_load_environment_gives_affectgyms_rewards_and_components_for
 
 
 def test_the_dataset_is_the_envs_scenarios_and_the_tools_are_its_tools():
-    import affectgym
-
     env = affectgym.make(SARCASM, split="train")
     vf_env = load_environment(SARCASM, max_turns=5)
     dataset = vf_env.get_dataset()
