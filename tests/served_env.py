@@ -81,7 +81,7 @@ class ServedEnv:
 
 
 @contextlib.contextmanager
-def serve_process(*args: str, log: Path) -> Iterator[str]:
+def serve_process(*args: str, log: Path, startup_timeout_s: float = 300.0) -> Iterator[str]:
     """``python -m affectgym serve ARGS --port P`` in a subprocess, its output in ``log``: yields its URL; stopped on exit."""
     port = free_port()
     variables = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
@@ -92,7 +92,7 @@ def serve_process(*args: str, log: Path) -> Iterator[str]:
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_until_healthy(url, timeout_s=300, process=process, log=log)
+        wait_until_healthy(url, timeout_s=startup_timeout_s, process=process, log=log)
         yield url
     finally:
         process.terminate()
