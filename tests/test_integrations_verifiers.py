@@ -118,3 +118,5 @@ def test_load_environment_names_the_env_once_and_knows_its_ids():
         load_environment(SARCASM, env=SARCASM)
     with pytest.raises(ValueError, match="unknown env id 'affectgym/Nope-v0'"):
         load_environment("affectgym/Nope-v0")
+    with pytest.raises(ValueError, match="affectgym/EmotionState-v0 is a numeric env"):
+        load_environment("affectgym/EmotionState-v0")

@@ -286,6 +286,13 @@ def test_a_client_that_drops_mid_episode_frees_its_session_and_the_server_goes_o
 
 
 # --------------------------------------------------------------------------- the command's errors
+def test_a_numeric_env_is_refused_naming_its_text_form():
+    from affectgym.integrations.openenv.app import create_env_app
+
+    with pytest.raises(ValueError, match=r"affectgym/EmotionState-v0 is a numeric env .*affectgym/EmotionStateText-v0 is the text form"):
+        create_env_app("affectgym/EmotionState-v0")
+
+
 def test_serve_refuses_an_unknown_env_and_a_split_in_env_kwargs_in_one_line():
     assert "unknown env id 'affectgym/NoSuchEnv-v0'; registered affectgym envs: affectgym/Sarcasm-v0" in error_line(
         affectgym_cli("serve", "affectgym/NoSuchEnv-v0")

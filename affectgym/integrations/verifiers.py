@@ -44,6 +44,7 @@ from typing import Any
 
 from affectgym.agents.openai_agent import action_from_message
 from affectgym.eval.runner import episode_seed
+from affectgym.integrations.openenv.app import check_text_env
 
 #: The env id ``load_environment`` serves when none is given.
 DEFAULT_ENV_ID = "affectgym/Sarcasm-v0"
@@ -245,7 +246,7 @@ def load_environment(
         the env's rubric.
 
     Raises:
-        ValueError: Both ``env_id`` and ``env``, or an unknown env id.
+        ValueError: Both ``env_id`` and ``env``, an unknown env id, or an env that is not a text env.
         ImportError: verifiers is not installed (``pip install 'affectgym[verifiers]'``).
 
     >>> vf_env = load_environment("affectgym/Sarcasm-v0", split="eval")  # doctest: +SKIP
@@ -264,6 +265,9 @@ def load_environment(
 
     if env_id not in gym.registry:
         raise ValueError(f"unknown env id {env_id!r}; registered affectgym envs: {', '.join(affectgym.list_envs())}")
+    kind_probe = affectgym.make(env_id, **env_kwargs)  # as given: a numeric env may take no split at all
+    check_text_env(kind_probe, env_id)
+    kind_probe.close()
     split = env_kwargs.pop("split", "train")
     pools = {name: EnvPool(env_id, {**env_kwargs, "split": name}) for name in dict.fromkeys((split, eval_split))}
     probe = pools[split].take()

@@ -73,6 +73,23 @@ class ServeConfig:
             raise ValueError(f"port must be in 0..65535, got {self.port!r}")
 
 
+def check_text_env(env: Any, env_id: str) -> None:
+    """Fail in one line unless ``env`` exchanges text: served and verifiers envs carry messages.
+
+    Raises:
+        ValueError: Names the env's kind and spaces.
+    """
+    from affectgym.envs.spaces import env_kind
+
+    kind = env_kind(env)
+    if kind != "text":
+        raise ValueError(
+            f"{env_id} is a {kind} env (observations {type(env.observation_space).__name__}, actions "
+            f"{type(env.action_space).__name__}); only text envs are served and loaded as messages "
+            "(affectgym/EmotionStateText-v0 is the text form of affectgym/EmotionState-v0)"
+        )
+
+
 def describe_env(env: Any, env_id: str, env_kwargs: dict[str, Any]) -> dict[str, Any]:
     """What a client needs to stand in for ``env``: ids, split, scenario ids, labels, tools, limits.
 
@@ -115,7 +132,8 @@ def create_env_app(
         idle_timeout_s: Seconds a session may stay silent before it is closed (``None``: never).
 
     Raises:
-        ValueError: ``env_id`` is not registered (the message lists the affectgym ids).
+        ValueError: ``env_id`` is not registered (the message lists the affectgym ids), or its
+            observations and actions are not text.
         ImportError: ``openenv-core`` is not installed (``pip install 'affectgym[serve]'``).
     """
     from affectgym.integrations import require
@@ -135,6 +153,7 @@ def create_env_app(
         raise ValueError(f"unknown env id {env_id!r}; registered affectgym envs: {', '.join(affectgym.list_envs())}")
     # Kept for the description and for parse_final, which is pure: it never starts an episode.
     probe = affectgym.make(env_id, **env_kwargs)
+    check_text_env(probe, env_id)
     description = describe_env(probe, env_id, env_kwargs)
     app = create_app(
         environment_factory(env_id, env_kwargs),
@@ -187,4 +206,7 @@ def serve(config: ServeConfig) -> None:
     )
 
 
-__all__ = ["CONFIG_VARIABLE", "DESCRIPTION_PATH", "PARSE_FINAL_PATH", "ServeConfig", "app_from_environment", "create_env_app", "describe_env", "serve"]
+__all__ = [
+    "CONFIG_VARIABLE", "DESCRIPTION_PATH", "PARSE_FINAL_PATH", "ServeConfig", "app_from_environment", "check_text_env",
+    "create_env_app", "describe_env", "serve",
+]
