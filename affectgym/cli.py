@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "affectgym.eval.commands",
     "affectgym.train.commands",
     "affectgym.features.commands",
+    "affectgym.integrations.commands",
 )
 
 

@@ -1,7 +1,7 @@
 """Layers point one way: no module of affectgym imports a module of a higher layer.
 
 Bottom to top: the emotion vocabulary and bottom helpers; features, rewards, data; envs
-(with ``affectgym/__init__.py``, which registers them); agents, eval; train; the command
+(with ``affectgym/__init__.py``, which registers them); agents, eval, integrations; train; the command
 modules (``affectgym.cli``, ``affectgym.commands``, ``affectgym.<package>.commands``).
 Imports within a layer are free. Every ``import`` statement counts, at module level and
 inside functions (a lazy import is still a dependency); the source is parsed, not run.
@@ -20,7 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("affectgym.emotions", "affectgym._version", "affectgym.cache_root", "affectgym.hub", "affectgym.text"),
     ("affectgym.features", "affectgym.rewards", "affectgym.data"),
     ("affectgym.envs", "affectgym"),
-    ("affectgym.agents", "affectgym.eval"),
+    ("affectgym.agents", "affectgym.eval", "affectgym.integrations"),
     ("affectgym.train",),
     ("affectgym.cli", "affectgym.__main__", "affectgym.commands"),
 )

@@ -8,7 +8,9 @@ import sys
 import textwrap
 import time
 
-HEAVY_MODULES = ("torch", "transformers", "librosa", "parselmouth", "dspy", "trl", "datasets", "sklearn")
+HEAVY_MODULES = (
+    "torch", "transformers", "librosa", "parselmouth", "dspy", "trl", "datasets", "sklearn", "openenv", "verifiers", "fastapi", "uvicorn",
+)
 
 
 def _fastest_import_s(module: str, runs: int = 5) -> float:

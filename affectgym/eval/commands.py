@@ -39,7 +39,7 @@ def register(subparsers: Any) -> None:
     endpoint.add_argument("-t", "--max-tokens", type=int, default=None, metavar="N", help="longest reply, in tokens")
     endpoint.add_argument("-T", "--temperature", type=float, default=None, metavar="T", help="sampling temperature")
     endpoint.add_argument(
-        "-S", "--sampling-args", type=_json_object, default={}, metavar="JSON",
+        "-S", "--sampling-args", type=json_object_argument, default={}, metavar="JSON",
         help='more sampling arguments, e.g. \'{"top_p": 0.9, "min_p": 0.05}\' (these win over -t/-T); '
         "keys other than temperature, top_p and max_tokens are sent as they are in the request body",
     )
@@ -55,10 +55,15 @@ def register(subparsers: Any) -> None:
     evaluate.add_argument("--resume", action="store_true", help="finish an interrupted run in --out")
     evaluate.add_argument("--retry-errors", action="store_true", help="with --resume, play again the episodes that failed")
     evaluate.add_argument(
-        "--env-kwargs", type=_json_object, default={}, metavar="JSON",
+        "--env-kwargs", type=json_object_argument, default={}, metavar="JSON",
         help='extra env arguments, e.g. \'{"max_turns": 6}\' (not split: use --split)',
     )
-    evaluate.add_argument("--agent-kwargs", type=_json_object, default={}, metavar="JSON", help='agent arguments, e.g. \'{"temperature": 0.7}\'')
+    evaluate.add_argument(
+        "--env-url", default=None, metavar="URL",
+        help="play the env served at URL by `affectgym serve` (ws://HOST:PORT or http://HOST:PORT) instead of "
+        "making it here; its id and split must be ENV_ID and --split, and its kwargs are the server's",
+    )
+    evaluate.add_argument("--agent-kwargs", type=json_object_argument, default={}, metavar="JSON", help='agent arguments, e.g. \'{"temperature": 0.7}\'')
     evaluate.add_argument("--adapter", default=None, metavar="PATH", help="PEFT (LoRA) adapter folder for a local model agent")
     evaluate.add_argument(
         "--user-simulator", default=None, metavar="SPEC",
@@ -114,6 +119,7 @@ def run_eval_command(args: argparse.Namespace) -> int:
         resume=args.resume,
         retry_errors=args.retry_errors,
         env_kwargs=args.env_kwargs,
+        env_url=args.env_url,
         agent_kwargs=agent_kwargs,
         user_simulator=args.user_simulator,
         max_fail_fraction=args.max_fail_fraction,
@@ -184,7 +190,8 @@ def run_report_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _json_object(text: str) -> dict[str, Any]:
+def json_object_argument(text: str) -> dict[str, Any]:
+    """An argparse ``type`` for a JSON object option such as ``--env-kwargs '{"max_turns": 6}'``."""
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -198,4 +205,4 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", text.split("/", 1)[-1] if text.startswith("affectgym/") else text).strip("_")
 
 
-__all__ = ["agent_from_args", "register", "run_eval_command", "run_report_command"]
+__all__ = ["agent_from_args", "json_object_argument", "register", "run_eval_command", "run_report_command"]

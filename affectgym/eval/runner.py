@@ -2,7 +2,8 @@
 
 ``run_eval(EvalConfig(...))`` (or ``affectgym eval ENV_ID --agent SPEC``) plays ``rollouts``
 episodes of each of the first ``n`` scenarios of a split (in a stable, seeded order),
-``concurrency`` at a time (threads, one env instance and one agent copy per worker), and
+``concurrency`` at a time (threads, one env instance and one agent copy per worker; with
+``env_url``, one session of an env served by ``affectgym serve`` per worker), and
 writes to ``out`` (:mod:`affectgym.eval.results`):
 
 * ``results.jsonl``: one line per episode (scenario id, rollout, seed, the whole message
@@ -15,7 +16,7 @@ writes to ``out`` (:mod:`affectgym.eval.results`):
   written whole (:class:`~affectgym.eval.results.ResultsWriter`), so after a crash or
   Ctrl-C ``resume=True`` keeps every complete line, drops a half-written last one and
   plays only the missing (scenario, rollout) episodes.
-* ``metadata.json``: env id and kwargs, agent spec and settings, the scorers the env
+* ``metadata.json``: env id, kwargs and URL, agent spec and settings, the scorers the env
   reports (its ``scorers``, e.g. which emotion classifier ran), package versions, seed,
   start and end times, host and the exact command.
 * ``summary.json``: mean reward with its 95% interval, each reward component, pass@k when
@@ -93,6 +94,11 @@ class EvalConfig:
         seed: Seeds the scenario order and each episode's seed.
         resume: Continue a run in ``out``; otherwise ``out`` must not hold results yet.
         env_kwargs: Extra keyword arguments of ``affectgym.make``.
+        env_url: Play the env served at this URL by ``affectgym serve`` (``ws://HOST:PORT`` or
+            ``http://HOST:PORT``) instead of making it here: each worker opens its own session
+            (:class:`~affectgym.integrations.openenv.client.RemoteEnv`). The served env's id and
+            split must be ``env_id`` and ``split``; its kwargs are the server's (``env_kwargs``
+            must be empty).
         agent_kwargs: Keyword arguments of ``make_agent``.
         user_simulator: An agent spec that plays the user, for envs with a simulated user:
             each env gets ``user_simulator=`` a function of the chat (messages in, the user's
@@ -113,6 +119,7 @@ class EvalConfig:
     seed: int = 0
     resume: bool = False
     env_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    env_url: str | None = None
     agent_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
     user_simulator: str | None = None
     max_fail_fraction: float = 0.5
@@ -134,6 +141,16 @@ class EvalConfig:
             raise ValueError(
                 f"env_kwargs sets split={self.env_kwargs['split']!r}; the split has its own option "
                 f"(--split on the command line, now {self.split!r}): pass --split {self.env_kwargs['split']} instead"
+            )
+        if self.env_url is not None and self.env_kwargs:
+            raise ValueError(
+                f"env_kwargs {self.env_kwargs} with env_url {self.env_url!r}: a served env has the server's kwargs; "
+                "pass them to `affectgym serve ENV_ID --env-kwargs ...` instead"
+            )
+        if self.env_url is not None and self.user_simulator is not None:
+            raise ValueError(
+                f"user_simulator={self.user_simulator!r} with env_url {self.env_url!r}: the simulator is given to an env "
+                "made here; a served env has the server's"
             )
 
 
@@ -276,7 +293,8 @@ def run_eval(
         config: What to run.
         agent: An agent object to use instead of building ``config.agent`` (the spec is
             still recorded as its name).
-        env_factory: Builds one env instance; default ``affectgym.make(env_id, split=..., **env_kwargs)``.
+        env_factory: Builds one env instance; default ``affectgym.make(env_id, split=..., **env_kwargs)``,
+            or a session of the served env when ``config.env_url`` is set.
         fsync: Force every results line to disk.
         console: A ``rich.console.Console`` for the progress bar and table; ``None`` prints
             to stdout when ``config.progress`` is set and stays quiet otherwise.
@@ -288,7 +306,9 @@ def run_eval(
         RunFolderLocked: Another run is writing ``out``.
         FileExistsError: ``out`` already holds results and ``resume`` is not set.
         ValueError: ``resume`` is set but ``out`` holds a run of another env, agent, split or
-            seed; the env lists an unknown outcome summary; ``user_simulator`` with ``env_factory``.
+            seed; the env lists an unknown outcome summary; ``user_simulator`` with ``env_factory``;
+            the env served at ``env_url`` has another id or split.
+        ConnectionError: Nothing serves an env at ``env_url``.
         RunAborted: Too many episodes failed; what was done is on disk.
     """
     out = Path(config.out)
@@ -397,7 +417,7 @@ class _EnvPool:
 
 
 def _env_factory(config: EvalConfig, env_factory: Callable[[], Any] | None, cleanup: ExitStack) -> Callable[[], Any]:
-    """The given factory, or ``affectgym.make`` with the config's env (and its user simulator)."""
+    """The given factory, a session of the served env, or ``affectgym.make`` with the config's env (and its user simulator)."""
     if env_factory is not None:
         if config.user_simulator is not None:
             raise ValueError(
@@ -405,6 +425,8 @@ def _env_factory(config: EvalConfig, env_factory: Callable[[], Any] | None, clea
                 "with env_factory=, pass the simulator to your env yourself"
             )
         return env_factory
+    if config.env_url is not None:
+        return _served_env_factory(config)
     user_agent = None
     if config.user_simulator is not None:
         from affectgym.agents.registry import make_agent
@@ -421,6 +443,28 @@ def _env_factory(config: EvalConfig, env_factory: Callable[[], Any] | None, clea
         return affectgym.make(config.env_id, split=config.split, **kwargs)
 
     return make
+
+
+def _served_env_factory(config: EvalConfig) -> Callable[[], Any]:
+    """Sessions of the env served at ``config.env_url``, checked to be the config's env id and split."""
+    from affectgym.integrations.openenv.client import RemoteEnv
+
+    def connect() -> Any:
+        env = RemoteEnv(config.env_url)
+        clashes = [
+            f"{name} {served!r} (this run: {wanted!r})"
+            for name, served, wanted in (("id", env.env_id, config.env_id), ("split", env.split, config.split))
+            if served != wanted
+        ]
+        if clashes:
+            env.close()
+            raise ValueError(
+                f"the env served at {config.env_url} has {' and '.join(clashes)}; serve the run's env "
+                f"(affectgym serve {config.env_id} --split {config.split}) or evaluate the served one"
+            )
+        return env
+
+    return connect
 
 
 def _open_agent(config: EvalConfig, agent: Agent | None, cleanup: ExitStack, probe_env: Any) -> Agent:
@@ -551,6 +595,7 @@ def _metadata(
     return {
         "env_id": config.env_id,
         "env_kwargs": config.env_kwargs,
+        "env_url": config.env_url,
         "split": config.split,
         "agent_spec": config.agent,
         "agent": agent.describe(),

@@ -1,0 +1,175 @@
+"""A served affectgym env as a Gymnasium env: :class:`RemoteEnv`, over one OpenEnv WebSocket session.
+
+``RemoteEnv("ws://127.0.0.1:8000")`` (or ``http://...``) reads the server's description
+(``GET /affectgym/env``) and opens a session with ``openenv-core``'s ``EnvClient``; then
+``reset`` and ``step`` are the env's own, played on the server: the same observation text,
+reward and ``info`` (messages, tools, ``reward_components``, ``outcome`` at the end) as the
+env made in process, so an evaluation scores a remote env and a local one identically.
+It carries what agents and the eval runner read of an env (``scenario_ids``,
+``label_set``, ``outcome_summaries``, ``tools`` and ``tool_schemas``, ``split``, text spaces,
+and ``parse_final``, answered by the server), and ``unwrapped`` is itself. One instance is one session: give each worker its own.
+
+>>> server_url("ws://127.0.0.1:8000/ws"), server_url("https://envs.example.org/")
+('http://127.0.0.1:8000', 'https://envs.example.org')
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+import gymnasium as gym
+
+from affectgym.envs.spaces import TextSpace
+from affectgym.integrations.openenv.models import info_from_observation
+
+_SCHEMES = {"ws://": "http://", "wss://": "https://", "http://": "http://", "https://": "https://"}
+
+
+def server_url(url: str) -> str:
+    """The server's HTTP base URL for any accepted form of ``url`` (``ws(s)://`` or ``http(s)://``, ``/ws`` or not).
+
+    Raises:
+        ValueError: ``url`` has another scheme.
+    """
+    for scheme, http in _SCHEMES.items():
+        if isinstance(url, str) and url.startswith(scheme):
+            base = http + url[len(scheme):].rstrip("/")
+            return base[: -len("/ws")] if base.endswith("/ws") else base
+    raise ValueError(
+        f"env URL {url!r} is not a served env's address; accepted: ws://HOST:PORT, wss://..., http://HOST:PORT "
+        "or https://... (what `affectgym serve` prints)"
+    )
+
+
+def fetch_description(url: str, timeout_s: float = 10.0) -> dict[str, Any]:
+    """The served env's description (``GET /affectgym/env``; see :func:`~affectgym.integrations.openenv.app.describe_env`).
+
+    Raises:
+        ConnectionError: Nothing answers at ``url``, or it is not an ``affectgym serve`` server.
+    """
+    from affectgym.integrations.openenv.app import DESCRIPTION_PATH
+
+    return _fetch_json(url, DESCRIPTION_PATH, None, timeout_s)
+
+
+def _fetch_json(url: str, path: str, body: dict[str, Any] | None, timeout_s: float) -> Any:
+    """``GET`` (or, with a body, ``POST``) ``path`` on the server at ``url``: the decoded JSON answer."""
+    address = server_url(url) + path
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(address, data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            return json.load(response)
+    except urllib.error.HTTPError as exc:
+        raise ConnectionError(f"{address} answered HTTP {exc.code}: is {url} an `affectgym serve` server?") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise ConnectionError(f"no affectgym server answers at {url} ({reason}); start one with `affectgym serve ENV_ID`") from None
+
+
+class RemoteEnv(gym.Env[str, str]):
+    """An env served by ``affectgym serve``, played over one OpenEnv WebSocket session.
+
+    Args:
+        url: The server: ``ws://HOST:PORT`` or ``http://HOST:PORT`` (``wss``/``https`` too).
+        connect_timeout_s: Longest wait to connect.
+        message_timeout_s: Longest wait for the server's answer to a reset or a step.
+
+    Attributes:
+        env_id: The served env's id.
+        env_kwargs: Its keyword arguments on the server.
+        split: Its split.
+        scenario_ids: Ids of its scenarios, in order.
+        label_set: Labels a hidden gold answer can take (empty when it hides none).
+        outcome_summaries: The eval summaries it declares.
+        tool_schemas: OpenAI function schemas of its tools.
+        max_turns: Agent messages allowed per episode.
+
+    Raises:
+        ConnectionError: Nothing answers at ``url`` (see :func:`fetch_description`).
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, url: str, *, connect_timeout_s: float = 10.0, message_timeout_s: float = 60.0):
+        from affectgym.integrations import require
+
+        require("openenv", "serve")
+        description = fetch_description(url, timeout_s=connect_timeout_s)
+        self.url = url
+        self.env_id: str = description["env_id"]
+        self.env_kwargs: dict[str, Any] = description["env_kwargs"]
+        self.split: str = description["split"]
+        self.scenario_ids: list[str] = description["scenario_ids"]
+        self.label_set: tuple[str, ...] = tuple(description["label_set"])
+        self.outcome_summaries: tuple[str, ...] = tuple(description["outcome_summaries"])
+        self.tool_schemas: list[dict[str, Any]] = description["tools"]
+        self.max_turns: int = description["max_turns"]
+        self._timeout_s = message_timeout_s
+        self.observation_space = TextSpace(max_length=description["max_observation_chars"])
+        self.action_space = TextSpace(max_length=description["max_action_chars"])
+        from openenv.core import GenericEnvClient
+
+        self._client = GenericEnvClient(
+            base_url=server_url(url), connect_timeout_s=connect_timeout_s, message_timeout_s=message_timeout_s
+        )
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        """Start an episode on the server (``options`` as ``AffectEnv.reset`` takes them).
+
+        Raises:
+            RuntimeError: The server refused the reset (a bad option, no such scenario): the
+                server's message, as OpenEnv's client reports it.
+            ConnectionError: The server closed the session (every session slot taken, idle
+                too long, shutting down); the message gives its reason.
+        """
+        super().reset(seed=seed)
+        payload: dict[str, Any] = {"seed": seed}
+        if options is not None:
+            payload["options"] = options
+        result = self._call(self._client.reset, **payload)
+        return result.observation["text"], info_from_observation({**result.observation, "done": result.done})
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Send one agent message; the server's env answers it.
+
+        Raises:
+            ConnectionError: The server closed the session (see :meth:`reset`).
+        """
+        result = self._call(self._client.step, {"message": action})
+        observation = {**result.observation, "done": result.done}
+        reward = 0.0 if result.reward is None else float(result.reward)
+        return observation["text"], reward, bool(observation["terminated"]), bool(observation["truncated"]), info_from_observation(observation)
+
+    @property
+    def tools(self) -> dict[str, dict[str, Any]]:
+        """The env's tools by name (their OpenAI function schemas)."""
+        return {schema["function"]["name"]: schema for schema in self.tool_schemas}
+
+    def parse_final(self, text: str) -> tuple[Any, str | None]:
+        """The served env's reading of a final answer: ``(answer, None)`` or ``(None, what was wrong)``."""
+        from affectgym.integrations.openenv.app import PARSE_FINAL_PATH
+
+        parsed = _fetch_json(self.url, PARSE_FINAL_PATH, {"text": text}, self._timeout_s)
+        return parsed["answer"], parsed["problem"]
+
+    def close(self) -> None:
+        """End the session (the server frees its env)."""
+        self._client.close()
+
+    def _call(self, method: Any, *args: Any, **kwargs: Any) -> Any:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            return method(*args, **kwargs)
+        except ConnectionClosed as exc:
+            self._client.disconnect()  # the next reset connects a new session
+            frame = exc.rcvd
+            why = f"code {frame.code}: {frame.reason or 'no reason given'}" if frame is not None else "no close frame"
+            raise ConnectionError(f"the server at {self.url} closed the session ({why})") from None
+
+
+__all__ = ["RemoteEnv", "fetch_description", "server_url"]

@@ -1,0 +1,124 @@
+"""One affectgym env as an OpenEnv ``Environment``: what each session of ``affectgym serve`` plays.
+
+:func:`environment_factory` returns the zero-argument factory OpenEnv's ``create_app``
+calls once per WebSocket session (and once per stateless HTTP request). Each call builds
+an :class:`AffectGymEnvironment` holding its own env, made with ``affectgym.make(env_id,
+**env_kwargs)`` on the session's first reset (making it is the slow part, and OpenEnv
+calls the factory on the event loop), so sessions share nothing.
+
+* ``reset(seed=, episode_id=, options=)``: ``options`` as ``AffectEnv.reset`` takes them,
+  e.g. ``{"scenario_id": "..."}``; returns the first :class:`~affectgym.integrations.openenv.models.AffectObservation`;
+* ``step(AffectAction(message=...))``: one ``env.step``; before any reset (and on OpenEnv's
+  stateless ``POST /step``, which makes a fresh env per request) it answers, without
+  raising, that the episode needs a reset over the WebSocket session;
+* ``state``: an :class:`~affectgym.integrations.openenv.models.AffectState`.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from affectgym.integrations.openenv.models import observation_fields
+
+# One env is made at a time: making one holds the GIL for a while (0.15 s for Sarcasm-v0 on
+# 2 idle cores), and 32 sessions making theirs at once starve the event loop, whose
+# WebSocket handshakes then time out.
+_MAKING = threading.Lock()
+
+#: What ``step`` answers when the session has no episode.
+NO_EPISODE = (
+    "Error: no episode is running in this session; send a reset first. Over HTTP, POST /step has no "
+    "session (each request gets a fresh env): play episodes over the WebSocket endpoint /ws, as OpenEnv's clients do"
+)
+
+
+@functools.cache
+def _environment_class() -> type:
+    from openenv.core.env_server import Environment
+    from openenv.core.env_server.types import EnvironmentMetadata
+
+    from affectgym.integrations.openenv.models import AffectObservation, AffectState
+
+    class AffectGymEnvironment(Environment):
+        """A served affectgym env: one env instance per OpenEnv session (see the module docstring).
+
+        Args:
+            env_id: A registered env id.
+            env_kwargs: Keyword arguments of ``affectgym.make``.
+        """
+
+        SUPPORTS_CONCURRENT_SESSIONS = True
+
+        def __init__(self, env_id: str, env_kwargs: Mapping[str, Any]):
+            super().__init__()
+            self.env_id = env_id
+            self.env_kwargs = dict(env_kwargs)
+            self._env: Any = None
+            self._state = AffectState(env_id=env_id)
+
+        def reset(self, seed: int | None = None, episode_id: str | None = None, options: dict[str, Any] | None = None) -> Any:
+            """Start an episode (``options`` as ``AffectEnv.reset`` takes them)."""
+            if self._env is None:
+                import affectgym
+
+                with _MAKING:
+                    self._env = affectgym.make(self.env_id, **self.env_kwargs)
+            self._state = AffectState(env_id=self.env_id, episode_id=episode_id or uuid.uuid4().hex, done=True)
+            text, info = self._env.reset(seed=seed, options=options)
+            self._state = self._state.model_copy(update={"scenario_id": info.get("scenario_id"), "done": False})
+            return AffectObservation(**observation_fields(text, None, False, False, info))
+
+        def step(self, action: Any, timeout_s: float | None = None, **kwargs: Any) -> Any:
+            """Read one agent message (``action.message``) and answer it."""
+            if self._env is None or self._state.episode_id is None:
+                return AffectObservation(text=NO_EPISODE, done=True, reward=0.0)
+            text, reward, terminated, truncated, info = self._env.step(action.message)
+            self._state = self._state.model_copy(
+                update={"step_count": self._state.step_count + 1, "turn": int(info.get("turn", 0)),
+                        "done": bool(terminated or truncated)}
+            )
+            return AffectObservation(**observation_fields(text, reward, terminated, truncated, info))
+
+        @property
+        def state(self) -> Any:
+            """The session's episode: id, steps, scenario, turn, done."""
+            return self._state
+
+        def get_metadata(self) -> Any:
+            """The env id and the first line of its docstring."""
+            from affectgym.envs.registration import env_summary
+
+            return EnvironmentMetadata(name=self.env_id, description=env_summary(self.env_id))
+
+        def close(self) -> None:
+            """Close the session's env."""
+            if self._env is not None:
+                self._env.close()
+                self._env = None
+
+    AffectGymEnvironment.__qualname__ = "AffectGymEnvironment"
+    return AffectGymEnvironment
+
+
+def environment_factory(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> Callable[[], Any]:
+    """The factory OpenEnv's ``create_app`` takes: each call is a new, isolated session env.
+
+    Args:
+        env_id: A registered env id.
+        env_kwargs: Keyword arguments of ``affectgym.make``.
+    """
+    return functools.partial(_environment_class(), env_id, dict(env_kwargs or {}))
+
+
+def __getattr__(name: str) -> Any:
+    # Built on first use, like the models: openenv-core loads only when it is needed.
+    if name == "AffectGymEnvironment":
+        return _environment_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["NO_EPISODE", "AffectGymEnvironment", "environment_factory"]  # noqa: F822 (AffectGymEnvironment: the module __getattr__)
