@@ -143,7 +143,7 @@ def test_two_process_accelerate_run_shards_each_batch_and_logs_the_rewards_of_a_
 
     Takes about 35 s of CPU time per mode, most of it starting the processes; here, at nice 19
     on 2 cores busy with a training benchmark, 25 minutes of wall time per mode (51 min for
-    both), and under a minute per mode on idle cores.
+    both); a two-process multiturn launch alone took 53 s when the cores were less busy.
     """
     from affectgym.train.grpo import train
 
