@@ -89,9 +89,13 @@ def run_train(args: argparse.Namespace) -> int:
         sys.stdout.write(config_to_yaml(config))
         return 0
     if config.algo == "grpo":
+        from accelerate import PartialState
+
         from affectgym.train.grpo import train
 
         summary = train(config)
+        if not PartialState().is_main_process:  # under accelerate launch the main process prints the summary once
+            return 0
     else:
         from affectgym.train.sb3 import train_from_config
 

@@ -14,11 +14,16 @@
 4. ``GRPOTrainer``: CPU-safe settings without a GPU (fp32, ``use_cpu``, no gradient
    checkpointing), bf16 and optional vLLM with one;
 5. outputs in ``output_dir``: ``config.yaml``, ``log_history.json``, one reward-curve PNG per
-   component (``figures/``), the adapter (``adapter/``), and a held-out evaluation of the
-   base model and the trained adapter side by side (``eval/``) through the eval runner.
+   component (``figures/``), the adapter (``adapter/``), every scored rollout
+   (``rollouts/rank<N>.jsonl``, see :mod:`affectgym.train.rewards`), and a held-out
+   evaluation of the base model and the trained adapter side by side (``eval/``) through the
+   eval runner.
 
-Several GPUs: the same entry under ``accelerate launch`` (TRL and transformers handle the
-distribution), e.g. ``accelerate launch --num_processes 4 -m affectgym.cli train ...``.
+Several processes (GPUs): the same entry under ``accelerate launch`` (TRL and transformers
+handle the distribution), e.g. ``accelerate launch --num_processes 4 -m affectgym.cli train ...``.
+Every process builds its own env, reward functions and (multi-turn) environments, scores
+its shard of each batch and writes its own ``rollouts/rank<N>.jsonl``; the main process
+alone writes the other outputs and runs the held-out evaluations.
 """
 
 from __future__ import annotations
@@ -211,7 +216,9 @@ def build_trainer(config: TrainConfig, *, gpu: bool | None = None, reward_funcs:
         group_rows=config.group_batches,
     )
     if reward_funcs is None:
-        reward_funcs, reward_weights = reward_functions(config.env_id, {**config.env_kwargs, "split": "train"})
+        reward_funcs, reward_weights = reward_functions(
+            config.env_id, {**config.env_kwargs, "split": "train"}, rollouts_dir=Path(config.output_dir) / "rollouts"
+        )
         if multiturn:  # the adapter's get_reward carries the total; the components are logged metrics
             reward_weights = [0.0] * len(reward_funcs)
     elif reward_weights is None:
@@ -268,7 +275,8 @@ def train(config: TrainConfig, *, gpu: bool | None = None) -> dict[str, Any]:
 
     Returns:
         A summary: output paths, wall time, first and last mean reward, and the held-out
-        evaluation (when ``eval_episodes > 0``).
+        evaluation (when ``eval_episodes > 0``). Under ``accelerate launch`` every process
+        returns it; only the main process's has the evaluation.
     """
     import torch
     from transformers import set_seed
@@ -276,15 +284,19 @@ def train(config: TrainConfig, *, gpu: bool | None = None) -> dict[str, Any]:
     if not config.env_id:
         raise ValueError("no environment id given; e.g. affectgym train affectgym/Sarcasm-v0 --model smollm2-135m")
     output_dir = Path(config.output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")
     set_seed(config.seed)
     gpu = has_gpu() if gpu is None else gpu
     if not gpu:
         torch.set_num_threads(max(1, min(torch.get_num_threads(), os.cpu_count() or 1)))
     start_s = time.perf_counter()
     trainer = build_trainer(config, gpu=gpu)
-    if config.eval_every_steps and config.mode == "flat":
+    # the trainer's accelerator knows the processes (its TrainingArguments set up accelerate's
+    # state); one writer per file, so processes never race on the outputs
+    main_process = trainer.accelerator.is_main_process
+    if main_process:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        (output_dir / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")
+    if config.eval_every_steps and config.mode == "flat" and main_process:
         from affectgym.train.heldout import HeldOutEvaluator, heldout_callback
 
         evaluator = HeldOutEvaluator(
@@ -294,13 +306,17 @@ def train(config: TrainConfig, *, gpu: bool | None = None) -> dict[str, Any]:
     trainer.train()
     train_s = time.perf_counter() - start_s
     history = list(trainer.state.log_history)
-    (output_dir / "log_history.json").write_text(json.dumps(history, indent=2), encoding="utf-8")
     adapter_dir = output_dir / "adapter"
-    trainer.save_model(str(adapter_dir))
-    trainer.processing_class.save_pretrained(str(adapter_dir))
-    from affectgym.train.plots import plot_reward_curves
+    trainer.save_model(str(adapter_dir))  # every process: sharded (ZeRO-3) weights are gathered; the main one writes
+    figures: list[Path] = []
+    if main_process:
+        (output_dir / "log_history.json").write_text(json.dumps(history, indent=2), encoding="utf-8")
+        trainer.processing_class.save_pretrained(str(adapter_dir))
+        from affectgym.train.plots import plot_reward_curves
 
-    figures = plot_reward_curves(history, output_dir / "figures", title=f"GRPO {config.mode} on {config.env_id}, {config.model}")
+        figures = plot_reward_curves(
+            history, output_dir / "figures", title=f"GRPO {config.mode} on {config.env_id}, {config.model}"
+        )
     rewards = [row["reward"] for row in history if "reward" in row]
     summary: dict[str, Any] = {
         "env_id": config.env_id,
@@ -317,6 +333,8 @@ def train(config: TrainConfig, *, gpu: bool | None = None) -> dict[str, Any]:
         "figures": [str(p) for p in figures],
     }
     del trainer
+    if not main_process:
+        return summary
     if config.eval_episodes > 0:
         summary["eval"] = evaluate_base_and_trained(config, adapter_dir, output_dir / "eval", gpu=gpu)
     (output_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")

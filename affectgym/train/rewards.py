@@ -31,6 +31,17 @@ left out of its group's baseline and the reward statistics, and its advantage is
 warns "All reward functions returned None" for such a row). Each batch's count of such
 samples is logged through TRL's ``log_metric`` as ``judge/failures`` (for envs with a judge),
 and the judge logs a warning per failed sample (see :mod:`affectgym.rewards.judge`).
+
+With ``rollouts_dir``, every scored sample is also appended as one JSON line to
+``<rollouts_dir>/rank<N>.jsonl``, ``N`` the process index of accelerate's ``PartialState``
+(0 in a one-process run; each process of an ``accelerate launch`` run scores its own shard
+of the batch and writes its own file). A line holds ``step`` (the optimizer step the
+rollout trains, 1 for the first as in TRL's ``log_history``; ``None`` outside a trainer),
+``process_index``, ``env_id``, ``scenario_id``, ``reply`` (the final answer, ``None`` when
+there is none), ``reward`` (the rubric total; ``None`` when the judging failed) and
+``components``. Each scorer starts its file afresh, so a run that reuses an output folder
+does not append to the previous run's rollouts. ``affectgym train`` writes them to
+``<output_dir>/rollouts/``.
 """
 
 from __future__ import annotations
@@ -38,6 +49,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from affectgym.rewards.judge import watch_judge_failures
@@ -89,11 +101,17 @@ class BatchScorer:
     Args:
         env_id: Env id used when a row has no ``env_id`` column.
         env_kwargs: Env keyword arguments used when a row has no ``env_kwargs`` column.
+        rollouts_dir: Folder of this process's ``rank<N>.jsonl`` of scored rollouts (see
+            the module docstring); ``None`` writes none.
     """
 
-    def __init__(self, env_id: str, env_kwargs: Mapping[str, Any] | str | None = None):
+    def __init__(self, env_id: str, env_kwargs: Mapping[str, Any] | str | None = None,
+                 rollouts_dir: str | Path | None = None):
         self.env_id = env_id
         self.env_kwargs = kwargs_json(_with_split(env_kwargs))
+        self.rollouts_dir = None if rollouts_dir is None else Path(rollouts_dir)
+        self._rollouts_path: Path | None = None
+        self._process_index = 0
         self._key: tuple[Any, ...] | None = None
         self._results: list[dict[str, float | None]] = []
         self._flat_traces: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
@@ -109,6 +127,7 @@ class BatchScorer:
         env_kwargs: Sequence[str] | None = None,
         environments: Sequence[Any] | None = None,
         log_metric: Callable[[str, float], None] | None = None,
+        trainer_state: Any = None,
     ) -> list[dict[str, float | None]]:
         """The rubric components of every sample of the batch (scored at most once).
 
@@ -120,6 +139,7 @@ class BatchScorer:
             environments: The rollouts' adapters in multi-turn runs.
             log_metric: TRL's metric logger; receives the episodes' step-reward sums and
                 the batch's count of samples whose judging failed.
+            trainer_state: TRL's ``TrainerState`` (its ``global_step`` numbers the rollouts).
 
         Returns:
             One ``{component: value}`` per sample; every value ``None`` for a sample whose
@@ -143,10 +163,30 @@ class BatchScorer:
             ids = list(scenario_id)
         key = tuple(zip(env_ids, kwargs, ids, texts, episodes, strict=True))
         if key != self._key:
-            self._results = self._score(env_ids, kwargs, ids, texts, environments, log_metric)
+            self._results, totals = self._score(env_ids, kwargs, ids, texts, environments, log_metric)
             self._key = key
             self.batches_scored += 1
+            if self.rollouts_dir is not None:
+                step = None if trainer_state is None else int(trainer_state.global_step) + 1
+                self._write_rollouts(step, env_ids, ids, texts, self._results, totals)
         return self._results
+
+    def _write_rollouts(self, step, env_ids, ids, texts, results, totals) -> None:
+        """Append the batch's scored samples to this process's ``rank<N>.jsonl``."""
+        if self._rollouts_path is None:
+            from accelerate import PartialState
+
+            self.rollouts_dir.mkdir(parents=True, exist_ok=True)
+            self._process_index = PartialState().process_index
+            self._rollouts_path = self.rollouts_dir / f"rank{self._process_index}.jsonl"
+            self._rollouts_path.write_text("", encoding="utf-8")
+        with self._rollouts_path.open("a", encoding="utf-8") as handle:
+            for env_id, scenario_id, reply, components, total in zip(env_ids, ids, texts, results, totals, strict=True):
+                row = {
+                    "step": step, "process_index": self._process_index, "env_id": env_id, "scenario_id": scenario_id,
+                    "reply": reply, "reward": total, "components": components,
+                }
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
 
     def _flat_trace(self, env: Any, env_id: str, env_kwargs: str, scenario: Any) -> list[dict[str, Any]]:
         """``env.flat_trace(scenario)``, computed once per scenario (it re-renders every tool output)."""
@@ -157,8 +197,10 @@ class BatchScorer:
             self._flat_traces[key] = env.flat_trace(scenario)
         return [dict(entry) for entry in self._flat_traces[key]]
 
-    def _score(self, env_ids, kwargs, ids, texts, environments, log_metric) -> list[dict[str, float | None]]:
+    def _score(self, env_ids, kwargs, ids, texts, environments, log_metric):
+        """``(components, totals)`` of every sample; a total is ``None`` when the judging failed."""
         results: list[dict[str, float | None] | None] = [None] * len(texts)
+        totals: list[float | None] = [None] * len(texts)
         judge_failures: int | None = None  # None: no judge was asked in this batch
         groups: dict[tuple[str, str], list[int]] = {}
         for i, pair in enumerate(zip(env_ids, kwargs, strict=True)):
@@ -189,10 +231,12 @@ class BatchScorer:
                 if environments is not None:
                     environments[i]._finish_episode(replies[j], result, judge_failed=judge_failed)
                 results[i] = dict.fromkeys(result.components) if judge_failed else dict(result.components)
+                totals[i] = None if judge_failed else float(result.total)
             if environments is not None:
                 for j, i in enumerate(indices):
                     if j not in todo:
                         results[i] = dict(environments[i].result.components)
+                        totals[i] = float(environments[i].result.total)
         if environments is not None and log_metric is not None and environments:
             step_sums = [sum(e.step_rewards) for e in environments]
             tool_calls = [sum(1 for entry in e.trace if entry.get("type") == "tool_call") for e in environments]
@@ -200,12 +244,14 @@ class BatchScorer:
             log_metric("env/tool_calls", sum(tool_calls) / len(tool_calls))
         if log_metric is not None and judge_failures is not None:
             log_metric("judge/failures", float(judge_failures))
-        return [r if r is not None else {} for r in results]
+        return [r if r is not None else {} for r in results], totals
 
 
 def reward_functions(
     env_id: str,
     env_kwargs: Mapping[str, Any] | None = None,
+    *,
+    rollouts_dir: str | Path | None = None,
 ) -> tuple[list[RewardFn], list[float]]:
     """One TRL reward function per rubric component, and the rubric's weights.
 
@@ -213,12 +259,14 @@ def reward_functions(
         env_id: A registered id, e.g. ``"affectgym/Sarcasm-v0"``.
         env_kwargs: Env keyword arguments (``split`` defaults to ``"train"``); rows of a
             dataset from :func:`~affectgym.train.flatten.to_dataset` carry their own.
+        rollouts_dir: Write every scored sample to ``<rollouts_dir>/rank<N>.jsonl``, one
+            file per process (see the module docstring); ``None`` writes none.
 
     Returns:
         ``(funcs, weights)``: pass ``reward_funcs=funcs`` to ``GRPOTrainer`` and
         ``reward_weights=weights`` to ``GRPOConfig``.
     """
-    scorer = BatchScorer(env_id, env_kwargs)
+    scorer = BatchScorer(env_id, env_kwargs, rollouts_dir)
     weights = component_names(env_id, env_kwargs)
     funcs = [_component_function(scorer, name) for name in weights]
     return funcs, [float(w) for w in weights.values()]
@@ -233,6 +281,7 @@ def _component_function(scorer: BatchScorer, name: str) -> RewardFn:
         env_kwargs: Sequence[str] | None = None,
         environments: Sequence[Any] | None = None,
         log_metric: Callable[[str, float], None] | None = None,
+        trainer_state: Any = None,
         **columns: Any,
     ) -> list[float | None]:
         if completions is None:
@@ -244,6 +293,7 @@ def _component_function(scorer: BatchScorer, name: str) -> RewardFn:
             env_kwargs=env_kwargs,
             environments=_adapters(environments),
             log_metric=log_metric,
+            trainer_state=trainer_state,
         )
         return [r.get(name) for r in results]
 
