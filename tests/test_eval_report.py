@@ -85,21 +85,6 @@ def test_a_folder_without_results_is_named_in_the_error(tmp_path):
 
 
 # ----------------------------------------------------------------------------- readable figures
-@pytest.fixture
-def drawn(monkeypatch):
-    """Every matplotlib figure the report saves, by file name."""
-    from matplotlib.figure import Figure
-
-    figures = {}
-    save = Figure.savefig
-
-    def record(self, path, *args, **kwargs):
-        figures[getattr(path, "name", str(path))] = self
-        return save(self, path, *args, **kwargs)
-
-    monkeypatch.setattr(Figure, "savefig", record)
-    return figures
-
 
 def test_every_report_figure_is_titled_with_its_run_env_and_agent(two_runs, tmp_path, drawn):
     write_report(list(two_runs), tmp_path / "titled")

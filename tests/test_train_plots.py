@@ -6,28 +6,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import pytest  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
 from affectgym.train.plots import plot_eval_comparison, plot_reward_curves  # noqa: E402
 
 HISTORY = [
     {"step": step, "reward": 0.1 * step, "rewards/correctness/mean": 0.05 * step, "rewards/invalid_actions/mean": 0.5}
     for step in range(1, 4)
 ]
-
-
-@pytest.fixture
-def drawn(monkeypatch):
-    figures = {}
-    save = Figure.savefig
-
-    def record(self, path, *args, **kwargs):
-        figures[getattr(path, "name", str(path))] = self
-        return save(self, path, *args, **kwargs)
-
-    monkeypatch.setattr(Figure, "savefig", record)
-    return figures
 
 
 def test_every_reward_curve_is_titled_with_the_run(tmp_path, drawn):
