@@ -24,6 +24,7 @@ import gymnasium as gym
 
 from affectgym.envs.spaces import TextSpace
 from affectgym.integrations.openenv.models import info_from_observation
+from affectgym.integrations.openenv.sockets import FULL_CLOSE_CODE
 
 _SCHEMES = {"ws://": "http://", "wss://": "https://", "http://": "http://", "https://": "https://"}
 
@@ -170,6 +171,17 @@ class RemoteEnv(gym.Env[str, str]):
             frame = exc.rcvd
             why = f"code {frame.code}: {frame.reason or 'no reason given'}" if frame is not None else "no close frame"
             raise ConnectionError(f"the server at {self.url} closed the session ({why})") from None
+        except RuntimeError as exc:
+            # A full server sends CAPACITY_REACHED, then closes with FULL_CLOSE_CODE; whichever the
+            # client reads first, the caller gets the same ConnectionError.
+            message = str(exc)
+            if "(code: CAPACITY_REACHED)" not in message:
+                raise
+            self._client.disconnect()
+            reason = message.removeprefix("Server error: ").split(" (code:")[0]
+            raise ConnectionError(
+                f"the server at {self.url} closed the session (code {FULL_CLOSE_CODE}: {reason})"
+            ) from None
 
 
 __all__ = ["RemoteEnv", "fetch_description", "server_url"]
