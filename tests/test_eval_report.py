@@ -114,6 +114,40 @@ def test_invalid_actions_is_written_as_a_count_not_drawn_among_the_unit_componen
     assert figure.axes[0].containers[0].datavalues.tolist() == [0.5]
 
 
+def test_the_run_metadata_records_the_weight_of_every_reward_component(two_runs):
+    import gymnasium as gym
+
+    metadata = json.loads((two_runs[0] / "metadata.json").read_text())
+    env = gym.make(TOY_ID, max_turns=3)
+    assert metadata["reward_weights"] == env.unwrapped.rubric.weights
+    env.close()
+
+
+def test_component_bars_say_their_weight_so_penalties_and_logged_values_read_as_such(tmp_path, drawn):
+    from affectgym.eval.report import plot_components
+
+    weights = {"correctness": 0.7, "shouting": -0.25, "overlap": 0.0}
+    plot_components({"run": {"correctness": 0.5, "shouting": 0.1, "overlap": 1.0, "judge": 0.3}},
+                    tmp_path / "weighted.png", "run: Toy, agent x", weights=weights)
+    figure = drawn["weighted.png"]
+    labels = [label.get_text() for label in figure.axes[0].get_xticklabels()]
+    assert labels == ["correctness (×0.7)", "shouting (×-0.25)", "overlap (×0)", "judge"]
+    assert "weight in the reward" in figure._suptitle.get_text()
+
+
+def test_side_by_side_bars_show_only_the_weights_every_run_shares(two_runs, tmp_path, drawn):
+    from affectgym.eval.report import Run, _shared_weights
+
+    def run(weights):
+        return Run(path=tmp_path, label="r", metadata={"reward_weights": weights}, summary={}, records=[])
+
+    assert _shared_weights([run({"a": 1.0, "b": -0.5}), run({"a": 1.0, "b": -0.25}), run(None)]) == {"a": 1.0}
+    assert _shared_weights([run(None)]) == {}
+    write_report(list(two_runs), tmp_path / "shared")
+    ticks = [label.get_text() for label in drawn["compare-rewards.png"].axes[0].get_xticklabels()]
+    assert ticks and all("(×" in tick for tick in ticks)
+
+
 def test_bars_carry_their_values_so_a_zero_is_not_an_empty_gap(tmp_path, drawn):
     from affectgym.eval.report import plot_bars
 

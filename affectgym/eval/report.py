@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -194,7 +194,8 @@ def _run_figures(run: Run, out: Path) -> list[tuple[str, Path]]:
         figures.append(("Reliability diagram", plot_reliability(classification, out / f"{slug}-reliability.png", title=title)))
     if run.summary.get("reward_components"):
         path = out / f"{slug}-rewards.png"
-        figures.append(("Reward components", plot_components({run.label: run.summary["reward_components"]}, path, title)))
+        figures.append(("Reward components", plot_components({run.label: run.summary["reward_components"]}, path, title,
+                                                             weights=run.metadata.get("reward_weights"))))
     for prefix, fn in _PLOTS:
         if run.env_id.startswith(prefix):
             figures.extend(fn(run, out))
@@ -207,7 +208,8 @@ def _comparison_figures(runs: Sequence[Run], out: Path) -> list[tuple[str, Path]
     components = {run.label: run.summary.get("reward_components") or {} for run in runs}
     if any(components.values()):
         path = out / "compare-rewards.png"
-        figures.append(("Reward components, side by side", plot_components(components, path, f"{envs}: runs side by side")))
+        figures.append(("Reward components, side by side",
+                        plot_components(components, path, f"{envs}: runs side by side", weights=_shared_weights(runs))))
     f1 = {
         run.label: {label: scores["f1"] for label, scores in ((run.summary.get("classification") or {}).get("per_label") or {}).items()}
         for run in runs
@@ -217,21 +219,40 @@ def _comparison_figures(runs: Sequence[Run], out: Path) -> list[tuple[str, Path]
     return figures
 
 
-def plot_components(series: dict[str, dict[str, float | None]], path: Path, title: str) -> Path:
+def plot_components(
+    series: dict[str, dict[str, float | None]], path: Path, title: str, weights: Mapping[str, float] | None = None,
+) -> Path:
     """Mean reward components as bars, the event counts (:data:`COUNT_COMPONENTS`) in the title.
 
     Raw component values are on one scale (a rule's rate, a probability in [0, 1]); a count
     such as ``invalid_actions`` per episode is not, so it is written out instead of drawn.
+    With ``weights`` (the env's ``rubric.weights``, in ``metadata.json``) each bar's label
+    says its weight in the reward, so a penalty rule (negative weight) and a logged-only
+    component (weight 0) read as what they are.
     """
-    values = {name: {k: v for k, v in parts.items() if k not in COUNT_COMPONENTS} for name, parts in series.items()}
+    def label(component: str) -> str:
+        weight = (weights or {}).get(component)
+        return f"{component} (×{weight:g})" if isinstance(weight, int | float) else component
+
+    values = {
+        name: {label(k): v for k, v in parts.items() if k not in COUNT_COMPONENTS} for name, parts in series.items()
+    }
     counts = [
         f"{component.replace('_', ' ')} per episode: "
         + ", ".join(f"{format_number(parts.get(component))}" + (f" ({name})" if len(series) > 1 else "") for name, parts in series.items())
         for component in COUNT_COMPONENTS
         if any(parts.get(component) is not None for parts in series.values())
     ]
-    subtitle = "\n".join(["mean reward components", *counts])
+    subtitle = "\n".join(["mean reward components" + (" (×: weight in the reward)" if weights else ""), *counts])
     return plot_bars(values, path, "mean value (raw, before weights)", title=f"{title}\n{subtitle}")
+
+
+def _shared_weights(runs: Sequence[Run]) -> dict[str, float]:
+    """The component weights all runs that record them agree on (a side-by-side chart has one label per bar)."""
+    recorded = [weights for run in runs if (weights := run.metadata.get("reward_weights"))]
+    if not recorded:
+        return {}
+    return {name: weight for name, weight in recorded[0].items() if all(r.get(name) == weight for r in recorded)}
 
 
 def _figure(width_in: float = 5.0, height_in: float = 4.0) -> Any:

@@ -17,7 +17,8 @@ writes to ``out`` (:mod:`affectgym.eval.results`):
   Ctrl-C ``resume=True`` keeps every complete line, drops a half-written last one and
   plays only the missing (scenario, rollout) episodes.
 * ``metadata.json``: env id, kwargs and URL, agent spec and settings, the scorers the env
-  reports (its ``scorers``, e.g. which emotion classifier ran), package versions, seed,
+  reports (its ``scorers``, e.g. which emotion classifier ran), the weight of each reward
+  component (an AffectEnv's ``rubric.weights``; a rule's is negative), package versions, seed,
   start and end times, host and the exact command.
 * ``summary.json``: mean reward with its 95% interval, each reward component, pass@k when
   rollouts > 1, tool use, timings, errors and judge failures, and the summaries the env
@@ -328,7 +329,8 @@ def run_eval(
         done = {(r["scenario_id"], r["rollout"]) for r in kept}
         todo = [key for key in planned if key not in done]
         metadata = _metadata(config, agent, previous_metadata, outcome_summaries, len(planned), len(kept),
-                             scorers=getattr(envs.probe.unwrapped, "scorers", None))
+                             scorers=getattr(envs.probe.unwrapped, "scorers", None),
+                             reward_weights=getattr(getattr(envs.probe.unwrapped, "rubric", None), "weights", None))
         write_json(out / METADATA_FILE, metadata)
 
         writer = ResultsWriter(out / RESULTS_FILE, fsync=fsync)
@@ -575,6 +577,7 @@ def _check_resumable(config: EvalConfig, out: Path) -> dict[str, Any] | None:
 def _metadata(
     config: EvalConfig, agent: Agent, previous: Mapping[str, Any] | None, outcome_summaries: Sequence[str],
     planned_episodes: int, resumed_records: int, scorers: Mapping[str, Any] | None = None,
+    reward_weights: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     from importlib import metadata as importlib_metadata
 
@@ -602,6 +605,7 @@ def _metadata(
         "agent_kwargs": config.agent_kwargs,
         "user_simulator": config.user_simulator,
         "scorers": dict(scorers) if scorers is not None else None,  # which classifier/judge an env scored with
+        "reward_weights": dict(reward_weights) if reward_weights is not None else None,  # of an AffectEnv's rubric
         "outcome_summaries": list(outcome_summaries),
         "seed": config.seed,
         "n": config.n,

@@ -121,9 +121,12 @@ def plot_eval_comparison(
     width = 0.38
     figure, axis = plt.subplots(figsize=(max(5.5, 1.1 * len(names)), 4.2), dpi=120)
     for offset, side, label in ((-width / 2, base, "base"), (width / 2, trained, "trained")):
-        errors = [float(side.get("reward_ci95") or 0.0)] + [0.0] * (len(names) - 1)
-        bars = axis.bar([i + offset for i in range(len(names))], values(side), width, yerr=errors, capsize=3, label=label)
-        axis.bar_label(bars, [f"{v:.2f}" for v in values(side)], fontsize="x-small", padding=2)
+        heights, ci95 = values(side), float(side.get("reward_ci95") or 0.0)
+        bars = axis.bar([i + offset for i in range(len(names))], heights, width, label=label)
+        axis.errorbar([offset], heights[:1], yerr=[ci95], fmt="none", ecolor="black", capsize=3)  # the total's interval
+        axis.bar_label(bars, [""] + [f"{v:.2f}" for v in heights[1:]], fontsize="x-small", padding=2)
+        axis.annotate(f"{heights[0]:.2f}", (offset, heights[0] + ci95), xytext=(0, 3), textcoords="offset points",
+                      ha="center", fontsize="x-small")  # above the interval, not under it
     axis.set_xticks(range(len(names)), names, rotation=30, ha="right")
     axis.set_ylabel("held-out mean")
     counts = [

@@ -167,7 +167,7 @@ def render_frame(
         lines.step(steps, targets[:, j], where="post", color=color, ls="--", lw=1, alpha=0.7)
     lines.set_xlim(0, max(max_steps, 1))
     lines.set_ylim(-0.02, 1.02)
-    lines.set_xlabel("step (solid: state, dashed: target)", fontsize=8)
+    lines.set_xlabel("step (solid: state, dashed: target; colours as in the bars)", fontsize=8)
     lines.tick_params(labelsize=7)
     bars.tick_params(labelsize=7)
     if title:
