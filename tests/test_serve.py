@@ -120,6 +120,36 @@ def test_eval_of_a_served_env_gives_the_rewards_of_the_env_in_process_episode_by
         assert remote["tool_calls"] == ["get_prosody_features"]
 
 
+def test_eval_spreads_its_sessions_over_replicas_of_one_served_env(tmp_path, local_sarcasm):
+    agent = FunctionAgent(scripted_reply, name="scripted")
+    # Each replica takes one session: the run finishes only if its 2 workers went to different replicas.
+    with ServedEnv(SARCASM, {"split": "eval"}, max_sessions=1) as first, ServedEnv(SARCASM, {"split": "eval"}, max_sessions=1) as second:
+        replicas = [first.ws_url, second.ws_url]
+        run_eval(EvalConfig(env_id=SARCASM, agent="scripted", out=tmp_path / "remote", n=6, concurrency=2,
+                            env_url=replicas, progress=False), agent=agent)
+    run_eval(EvalConfig(env_id=SARCASM, agent="scripted", out=tmp_path / "local", n=6, progress=False), agent=agent)
+    records = {where: {r["scenario_id"]: r for r in map(json.loads, (tmp_path / where / "results.jsonl").read_text().splitlines())}
+               for where in ("remote", "local")}
+    assert all(r["error"] is None for r in records["remote"].values()) and len(records["remote"]) == 6
+    assert {k: r["reward"] for k, r in records["remote"].items()} == {k: r["reward"] for k, r in records["local"].items()}
+    assert json.loads((tmp_path / "remote" / "metadata.json").read_text())["env_url"] == replicas
+
+
+def test_repeated_env_url_flags_are_replicas_and_a_bad_list_is_refused(tmp_path):
+    import argparse
+
+    from affectgym.eval import commands
+
+    parser = argparse.ArgumentParser(prog="affectgym")
+    commands.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["eval", SARCASM, "--env-url", "ws://127.0.0.1:8000", "--env-url", "ws://127.0.0.1:8001"])
+    assert args.env_url == ["ws://127.0.0.1:8000", "ws://127.0.0.1:8001"]
+    assert EvalConfig(env_id=SARCASM, agent="majority", out=tmp_path, env_url=["ws://a:1"]).env_url == "ws://a:1"
+    for bad in ([], ["ws://a:1", ""], 8000):
+        with pytest.raises(ValueError, match="a non-empty list of URLs"):
+            EvalConfig(env_id=SARCASM, agent="majority", out=tmp_path, env_url=bad)
+
+
 def test_eval_refuses_a_served_env_of_another_split_or_id_naming_both(tmp_path, sarcasm_eval_server):
     with pytest.raises(ValueError, match=r"split 'eval' \(this run: 'train'\)"):
         run_eval(EvalConfig(env_id=SARCASM, agent="majority", out=tmp_path / "a", split="train", env_url=sarcasm_eval_server.url, progress=False))

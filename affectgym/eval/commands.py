@@ -59,9 +59,10 @@ def register(subparsers: Any) -> None:
         help='extra env arguments, e.g. \'{"max_turns": 6}\' (not split: use --split)',
     )
     evaluate.add_argument(
-        "--env-url", default=None, metavar="URL",
+        "--env-url", action="append", default=None, metavar="URL",
         help="play the env served at URL by `affectgym serve` (ws://HOST:PORT or http://HOST:PORT) instead of "
-        "making it here; its id and split must be ENV_ID and --split, and its kwargs are the server's",
+        "making it here; its id and split must be ENV_ID and --split, and its kwargs are the server's. "
+        "Repeat it for replicas of one env: the -c sessions go to them in turn",
     )
     evaluate.add_argument("--agent-kwargs", type=json_object_argument, default={}, metavar="JSON", help='agent arguments, e.g. \'{"temperature": 0.7}\'')
     evaluate.add_argument("--adapter", default=None, metavar="PATH", help="PEFT (LoRA) adapter folder for a local model agent")

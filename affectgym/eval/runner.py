@@ -3,7 +3,8 @@
 ``run_eval(EvalConfig(...))`` (or ``affectgym eval ENV_ID --agent SPEC``) plays ``rollouts``
 episodes of each of the first ``n`` scenarios of a split (in a stable, seeded order),
 ``concurrency`` at a time (threads, one env instance and one agent copy per worker; with
-``env_url``, one session of an env served by ``affectgym serve`` per worker), and
+``env_url``, one session of an env served by ``affectgym serve`` per worker, spread over
+replicas when it lists several), and
 writes to ``out`` (:mod:`affectgym.eval.results`):
 
 * ``results.jsonl``: one line per episode (scenario id, rollout, seed, the whole message
@@ -51,7 +52,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from datetime import datetime, timezone
-from itertools import islice
+from itertools import cycle, islice
 from pathlib import Path
 from typing import Any
 
@@ -97,9 +98,10 @@ class EvalConfig:
         env_kwargs: Extra keyword arguments of ``affectgym.make``.
         env_url: Play the env served at this URL by ``affectgym serve`` (``ws://HOST:PORT`` or
             ``http://HOST:PORT``) instead of making it here: each worker opens its own session
-            (:class:`~affectgym.integrations.openenv.client.RemoteEnv`). The served env's id and
-            split must be ``env_id`` and ``split``; its kwargs are the server's (``env_kwargs``
-            must be empty).
+            (:class:`~affectgym.integrations.openenv.client.RemoteEnv`). A list of URLs is N
+            replicas of one env: the workers' sessions go to them in turn. The served env's id
+            and split must be ``env_id`` and ``split``; its kwargs are the server's
+            (``env_kwargs`` must be empty).
         agent_kwargs: Keyword arguments of ``make_agent``.
         user_simulator: An agent spec that plays the user, for envs with a simulated user:
             each env gets ``user_simulator=`` a function of the chat (messages in, the user's
@@ -120,7 +122,7 @@ class EvalConfig:
     seed: int = 0
     resume: bool = False
     env_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
-    env_url: str | None = None
+    env_url: str | list[str] | None = None
     agent_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
     user_simulator: str | None = None
     max_fail_fraction: float = 0.5
@@ -143,6 +145,12 @@ class EvalConfig:
                 f"env_kwargs sets split={self.env_kwargs['split']!r}; the split has its own option "
                 f"(--split on the command line, now {self.split!r}): pass --split {self.env_kwargs['split']} instead"
             )
+        if isinstance(self.env_url, list | tuple):
+            if not self.env_url or not all(isinstance(url, str) and url for url in self.env_url):
+                raise ValueError(f"env_url must be a URL or a non-empty list of URLs (replicas), got {self.env_url!r}")
+            self.env_url = self.env_url[0] if len(self.env_url) == 1 else list(self.env_url)
+        elif self.env_url is not None and not isinstance(self.env_url, str):
+            raise ValueError(f"env_url must be a URL or a non-empty list of URLs (replicas), got {self.env_url!r}")
         if self.env_url is not None and self.env_kwargs:
             raise ValueError(
                 f"env_kwargs {self.env_kwargs} with env_url {self.env_url!r}: a served env has the server's kwargs; "
@@ -448,11 +456,17 @@ def _env_factory(config: EvalConfig, env_factory: Callable[[], Any] | None, clea
 
 
 def _served_env_factory(config: EvalConfig) -> Callable[[], Any]:
-    """Sessions of the env served at ``config.env_url``, checked to be the config's env id and split."""
+    """Sessions of the env served at ``config.env_url`` (replicas in turn), checked to be the config's env id and split.
+
+    The pool calls the factory under its lock, so the turn order needs none of its own.
+    """
     from affectgym.integrations.openenv.client import RemoteEnv
 
+    replicas = cycle([config.env_url] if isinstance(config.env_url, str) else config.env_url)
+
     def connect() -> Any:
-        env = RemoteEnv(config.env_url)
+        url = next(replicas)
+        env = RemoteEnv(url)
         clashes = [
             f"{name} {served!r} (this run: {wanted!r})"
             for name, served, wanted in (("id", env.env_id, config.env_id), ("split", env.split, config.split))
@@ -461,7 +475,7 @@ def _served_env_factory(config: EvalConfig) -> Callable[[], Any]:
         if clashes:
             env.close()
             raise ValueError(
-                f"the env served at {config.env_url} has {' and '.join(clashes)}; serve the run's env "
+                f"the env served at {url} has {' and '.join(clashes)}; serve the run's env "
                 f"(affectgym serve {config.env_id} --split {config.split}) or evaluate the served one"
             )
         return env
