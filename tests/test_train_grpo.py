@@ -72,7 +72,7 @@ def assert_run_outputs(summary, components):
 @pytest.mark.parametrize("mode", ["flat", "multiturn"])
 def test_two_step_grpo_run_on_the_toy_env(tiny_model, tmp_path, mode):
     summary = train(tiny_config(tiny_model, TOY_ID, mode, tmp_path / mode))
-    components = ["correct", "read_first", "invalid_actions"] + (["episode_total"] if mode == "multiturn" else [])
+    components = ["correct", "read_first", "invalid_actions"] + (["rubric_total"] if mode == "multiturn" else [])
     assert_run_outputs(summary, components)
 
 
@@ -85,8 +85,8 @@ def test_multiturn_rollouts_call_the_env_tools_and_are_scored_on_their_final_ans
     assert max(row["rewards/read_first/mean"] for row in history) > 0
     for row in history:  # the components at weight 0 add up to the episode total (up to the mean)
         parts = 0.8 * row["rewards/correct/mean"] + 0.2 * row["rewards/read_first/mean"] - 0.05 * row["rewards/invalid_actions/mean"]
-        assert row["rewards/episode_total/mean"] == pytest.approx(parts, abs=1e-5)
-        assert row["reward"] == pytest.approx(row["rewards/episode_total/mean"], abs=1e-5)
+        assert row["rewards/rubric_total/mean"] == pytest.approx(parts, abs=1e-5)
+        assert row["reward"] == pytest.approx(row["rewards/rubric_total/mean"], abs=1e-5)
 
 
 @pytest.mark.parametrize("env_id", [pytest.param(i, marks=registered(i)) for i in REAL_IDS])

@@ -27,7 +27,7 @@ What TRL's tool loop gives, and what it does not (TRL 1.16):
   (``_finish_episode``: private, since TRL exposes every public method as a tool). Use
   them together: the components at weight 0 (logged as
   ``rewards/<component>/mean``) and ``get_reward`` (weight 1, logged as
-  ``rewards/episode_total/mean``) carry the total. :func:`affectgym.train.grpo.train` does this.
+  ``rewards/rubric_total/mean``) carry the total. :func:`affectgym.train.grpo.train` does this.
 * There are no per-step rewards in GRPO: one scalar per rollout. The env's step rewards
   (e.g. an invalid tool call's penalty) are part of that total, and their per-episode sum
   is logged as ``env/step_reward_sum`` (with ``env/tool_calls``).
@@ -45,8 +45,8 @@ from affectgym.train.flatten import kwargs_json, make_env
 
 logger = logging.getLogger(__name__)
 
-#: The class name TRL logs ``get_reward`` under (``rewards/episode_total/mean``).
-ADAPTER_CLASS_NAME = "episode_total"
+#: The class name TRL logs ``get_reward`` under, ``rewards/rubric_total/mean``: the env rubric's total of each episode.
+ADAPTER_CLASS_NAME = "rubric_total"
 
 
 class EnvironmentAdapter:
