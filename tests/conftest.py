@@ -1,4 +1,4 @@
-"""Shared test setup: the toy env is importable and caches live in a temp folder."""
+"""Shared test setup: the toy env is importable, caches live in a temp folder, and property tests have no time limit."""
 
 from __future__ import annotations
 
@@ -6,8 +6,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+# Property tests pin behaviour, not speed: hypothesis' 200 ms per-example deadline trips on a loaded machine.
+settings.register_profile("affectgym", deadline=None)
+settings.load_profile("affectgym")
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""Packaging: fast import, the CLI, and third-party plugins found through entry points."""
+"""Packaging: a light import, the CLI, and third-party plugins found through entry points."""
 
 from __future__ import annotations
 
@@ -6,27 +6,24 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 
 HEAVY_MODULES = (
     "torch", "transformers", "librosa", "parselmouth", "dspy", "trl", "datasets", "sklearn", "openenv", "verifiers", "fastapi", "uvicorn",
 )
 
 
-def _fastest_import_s(module: str, runs: int = 5) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", f"import {module}"], check=True)
-        best = min(best, time.perf_counter() - start)
-    return best
+def _modules_after(imports: str) -> set[str]:
+    code = f"import sys; {imports}; print(chr(10).join(sys.modules))"
+    return set(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split())
 
 
-def test_import_affectgym_costs_at_most_twice_import_gymnasium():
-    python = _fastest_import_s("sys")
-    gymnasium = _fastest_import_s("gymnasium") - python
-    affectgym = _fastest_import_s("affectgym") - python
-    assert affectgym <= 2 * max(gymnasium, 0.05), (affectgym, gymnasium)
+def test_import_affectgym_loads_at_most_half_as_many_modules_again_as_gymnasium():
+    # Counted, not timed: a module count does not move with the machine's load.
+    python = _modules_after("pass")
+    gymnasium = _modules_after("import gymnasium")
+    affectgym = _modules_after("import affectgym")
+    assert gymnasium <= affectgym
+    assert len(affectgym - gymnasium) <= len(gymnasium - python) // 2, sorted(affectgym - gymnasium)
 
 
 def test_import_affectgym_loads_no_heavy_library():
