@@ -94,6 +94,30 @@ def test_balanced_interleaving_alternates_classes_and_oversampling_repeats_flagg
     assert len(order) == 10 and sum(s.id == "x0" for s in order) == 2 and sum(s.id == "x5" for s in order) == 2
 
 
+@pytest.mark.parametrize("rows_per_batch", [2, 4])
+def test_grouped_rows_keep_both_deliveries_of_a_line_in_one_batch_despite_one_clip_lines(rows_per_batch):
+    # Sarcasm-v0's train split has lines spoken both ways and lines with one clip: without
+    # packing, the first one-clip line shifts every later pair across a batch boundary.
+    env = make_env("affectgym/Sarcasm-v0", {"split": "train"})
+    sizes = {}
+    for scenario in env.scenarios:
+        sizes[env.split_group(scenario)] = sizes.get(env.split_group(scenario), 0) + 1
+    assert {1, 2} <= set(sizes.values())
+    dataset = to_dataset("affectgym/Sarcasm-v0", n=240, group_rows=True, rows_per_batch=rows_per_batch)
+    groups = [env.split_group(env.get_scenario(i)) for i in dataset["scenario_id"]]
+    for start in range(0, len(groups), rows_per_batch):
+        batch = groups[start:start + rows_per_batch]
+        for group in set(batch):
+            assert batch.count(group) == sizes[group], (start, batch)  # a line's clips never straddle batches
+    pairs = [dataset["label"][i:i + 2] for i in range(0, 240, 2)]
+    assert sum(sorted(pair) == ["sarcastic", "sincere"] for pair in pairs) >= 0.9 * len(pairs)
+
+
+def test_rows_per_batch_must_be_a_positive_integer():
+    with pytest.raises(ValueError, match="rows_per_batch must be an integer >= 1, got 0"):
+        training_order([object()], group_of=id, rows_per_batch=0)
+
+
 def test_reward_functions_are_named_after_the_rubric_components_with_its_weights():
     funcs, weights = reward_functions(TOY_ID)
     env = make_env(TOY_ID, {"split": "train"})

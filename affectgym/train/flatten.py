@@ -24,7 +24,7 @@ import copy
 import dataclasses
 import json
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -120,6 +120,7 @@ def training_order(
     balance: bool = True,
     oversample: Mapping[str, int] | None = None,
     group_of: Callable[[Any], str] | None = None,
+    rows_per_batch: int = 1,
 ) -> list[Any]:
     """The order in which scenarios become rows.
 
@@ -134,6 +135,12 @@ def training_order(
             shuffled cycle, each group's scenarios next to each other, by label), so that a
             batch taken in order holds, say, both deliveries of a line; ``balance`` is then
             left to the groups themselves.
+        rows_per_batch: With ``group_of``, the rows of one batch taken in order: every run of
+            ``rows_per_batch`` rows is made of whole groups (a larger group is cut into
+            batch-sized pieces), so no group straddles two batches. Groups smaller than a batch
+            share one, preferring a batch that lacks their labels: two one-clip groups of
+            opposite labels pair up. Without it one odd-sized group shifts every later pair
+            across a batch boundary.
 
     Returns:
         Scenarios, repeated as needed.
@@ -147,7 +154,12 @@ def training_order(
     >>> pairs = [S(id=f"{line}{label}", label=label, line=line) for line in "xy" for label in "ab"]
     >>> [s.id for s in training_order(pairs, seed=0, group_of=lambda s: s.line)]
     ['xa', 'xb', 'ya', 'yb']
+    >>> odd = [S(id="za", label="a", line="z"), *pairs, S(id="wb", label="b", line="w")]
+    >>> [s.id for s in training_order(odd, seed=0, group_of=lambda s: s.line, rows_per_batch=2)]
+    ['ya', 'yb', 'xa', 'xb', 'za', 'wb']
     """
+    if not isinstance(rows_per_batch, int) or rows_per_batch < 1:
+        raise ValueError(f"rows_per_batch must be an integer >= 1, got {rows_per_batch!r}")
     rng = random.Random(seed)
     pool: list[Any] = []
     for scenario in scenarios:
@@ -165,7 +177,7 @@ def training_order(
         for scenario in pool:
             members.setdefault(group_of(scenario), []).append(scenario)
         groups = [sorted(group, key=lambda s: str(getattr(s, "label", ""))) for group in members.values()]
-        stream = (scenario for group in _cycled(groups, rng) for scenario in group)
+        stream = _packed(_cycled(groups, rng), rows_per_batch)
         return [next(stream) for _ in range(len(pool) if n is None else n)]
     labels = [getattr(s, "label", None) for s in pool]
     if not balance or any(label is None for label in labels) or len(set(labels)) < 2:
@@ -179,6 +191,24 @@ def training_order(
     streams = [_cycled(by_label[label], rng) for label in classes]
     total = len(classes) * max(map(len, by_label.values())) if n is None else n
     return [next(streams[i % len(streams)]) for i in range(total)]
+
+
+def _packed(groups: Iterator[list[Any]], rows_per_batch: int) -> Iterator[Any]:
+    """The rows of ``groups`` in batches of ``rows_per_batch`` made of whole groups (see :func:`training_order`)."""
+    unfilled: list[list[Any]] = []
+    for group in groups:
+        for start in range(0, len(group), rows_per_batch):
+            piece = group[start:start + rows_per_batch]
+            labels = {getattr(s, "label", None) for s in piece}
+            room = [batch for batch in unfilled if len(batch) + len(piece) <= rows_per_batch]
+            if not room:
+                room = [[]]
+                unfilled.append(room[0])
+            batch = next((b for b in room if not labels & {getattr(s, "label", None) for s in b}), room[0])
+            batch.extend(piece)
+            if len(batch) == rows_per_batch:
+                unfilled = [b for b in unfilled if b is not batch]
+                yield from batch
 
 
 def _cycled(items: list[Any], rng: random.Random):
@@ -199,6 +229,7 @@ def to_dataset(
     *,
     prompt_form: str = "flat",
     group_rows: bool = False,
+    rows_per_batch: int = 1,
 ) -> Any:
     """A :class:`datasets.Dataset` of one split of an environment, one row per scenario.
 
@@ -213,6 +244,8 @@ def to_dataset(
         prompt_form: ``"flat"`` (every tool output pre-rendered) or ``"interactive"``
             (system prompt and first observation; the policy calls the tools).
         group_rows: Order rows group by group (``env.split_group``; see :func:`training_order`).
+        rows_per_batch: With ``group_rows``, the rows (prompts) of one training batch: no
+            group straddles two batches (see :func:`training_order`).
 
     Returns:
         Columns ``prompt``, ``scenario_id``, ``env_id``, ``env_kwargs`` (JSON) and, where the
@@ -230,7 +263,7 @@ def to_dataset(
     rows: dict[str, list[Any]] = {"prompt": [], "scenario_id": [], "env_id": [], "env_kwargs": []}
     order = training_order(
         list(env.scenarios), n=n, seed=seed, balance=balance, oversample=oversample,
-        group_of=env.split_group if group_rows else None,
+        group_of=env.split_group if group_rows else None, rows_per_batch=rows_per_batch,
     )
     extra_names = list(scenario_columns(order[0]))
     for name in extra_names:

@@ -214,6 +214,7 @@ def build_trainer(config: TrainConfig, *, gpu: bool | None = None, reward_funcs:
         env_kwargs=config.env_kwargs,
         prompt_form="interactive" if multiturn else "flat",
         group_rows=config.group_batches,
+        rows_per_batch=max(1, config.batch_size // config.num_generations),  # prompts in one device batch
     )
     if reward_funcs is None:
         reward_funcs, reward_weights = reward_functions(
