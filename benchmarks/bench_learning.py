@@ -3,7 +3,7 @@
 The embedded SmolLM2-135M-Instruct is trained with GRPO (TRL, flat mode, LoRA on the last
 layers) on ``affectgym/Sarcasm-v0``'s train split, through the env's own reward functions,
 in the short form a 2-core CPU can afford (:mod:`affectgym.train.recipes`): the compact
-flat prompt (the line and one line of delivery cues, ~110 tokens) and a yes/no answer to
+flat prompt (the context, the line and one line of delivery cues, ~130 tokens) and a yes/no answer to
 "is the line sarcastic?" (``reward="label"`` with the format weight at 0.05: 0.70 signed correctness + 0.05 format).
 Three arms, on the line-grouped eval split (no eval line is
 heard in train; its pivot pairs say the same words both ways, so text alone is at chance):
@@ -27,8 +27,9 @@ Speed: the step time of the recipe is printed beside that of the default flat re
 both measured in one run with ``--speed-steps`` timed steps each (after a warm-up step)
 and split into generation and the rest (``--speed-steps 0`` skips it).
 
-Usage: ``python benchmarks/bench_learning.py [--seeds 0 1 2] [--steps 30] [--eval-every 10]``
-(about 45 minutes on 2 CPU cores; run it under ``nohup`` and rerun to resume).
+Usage: ``python benchmarks/bench_learning.py [--seeds 0 1 2] [--steps 60] [--eval-every 10]``
+(six runs of about 25 minutes each on one CPU core at 60 steps; run it under ``nohup`` and
+rerun to resume).
 """
 
 from __future__ import annotations
