@@ -87,6 +87,9 @@ class TrainConfig:
     max_completion_length: int = field(default=128, metadata=_grpo("most tokens generated per completion"))
     temperature: float = field(default=1.0, metadata=_grpo("sampling temperature of the rollouts"))
     beta: float = field(default=0.0, metadata=_grpo("KL coefficient (0 = no reference model)"))
+    entropy_coef: float = field(
+        default=0.0, metadata=_grpo("weight of TRL's mean per-token entropy bonus in the loss (0 = none)")
+    )
     lora_r: int = field(default=16, metadata=_grpo("LoRA rank; 0 trains the full model"))
     lora_alpha: int = field(default=32, metadata=_grpo("LoRA alpha"))
     lora_dropout: float = field(default=0.05, metadata=_grpo("LoRA dropout"))
@@ -167,6 +170,8 @@ class TrainConfig:
             problems.append(f"warmup_steps must be an integer in [0, max_steps), got {self.warmup_steps!r}")
         if self.scale_rewards not in ("group", "batch", "none"):
             problems.append(f"scale_rewards must be 'group', 'batch' or 'none', got {self.scale_rewards!r}")
+        if not isinstance(self.entropy_coef, int | float) or not 0 <= self.entropy_coef < float("inf"):
+            problems.append(f"entropy_coef must be a finite number >= 0 (0 = no bonus), got {self.entropy_coef!r}")
         if self.lora_r < 0:
             problems.append(f"lora_r must be >= 0 (0 = full fine-tuning), got {self.lora_r}")
         if self.lora_layers < 0:

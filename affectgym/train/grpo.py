@@ -115,6 +115,7 @@ def grpo_config(config: TrainConfig, reward_weights: list[float], *, gpu: bool |
         "scale_rewards": config.scale_rewards,
         "temperature": config.temperature,
         "beta": config.beta,
+        "entropy_coef": config.entropy_coef,
         "reward_weights": reward_weights,
         "logging_steps": config.logging_steps,
         "save_strategy": "no",
