@@ -145,12 +145,11 @@ class EvalConfig:
                 f"env_kwargs sets split={self.env_kwargs['split']!r}; the split has its own option "
                 f"(--split on the command line, now {self.split!r}): pass --split {self.env_kwargs['split']} instead"
             )
-        if isinstance(self.env_url, list | tuple):
-            if not self.env_url or not all(isinstance(url, str) and url for url in self.env_url):
-                raise ValueError(f"env_url must be a URL or a non-empty list of URLs (replicas), got {self.env_url!r}")
-            self.env_url = self.env_url[0] if len(self.env_url) == 1 else list(self.env_url)
-        elif self.env_url is not None and not isinstance(self.env_url, str):
-            raise ValueError(f"env_url must be a URL or a non-empty list of URLs (replicas), got {self.env_url!r}")
+        if self.env_url is not None and not isinstance(self.env_url, str):
+            urls = self.env_url
+            if not isinstance(urls, list | tuple) or not urls or not all(isinstance(url, str) and url for url in urls):
+                raise ValueError(f"env_url must be a URL or a non-empty list of URLs (replicas), got {urls!r}")
+            self.env_url = urls[0] if len(urls) == 1 else list(urls)
         if self.env_url is not None and self.env_kwargs:
             raise ValueError(
                 f"env_kwargs {self.env_kwargs} with env_url {self.env_url!r}: a served env has the server's kwargs; "
