@@ -29,7 +29,8 @@ and split into generation and the rest (``--speed-steps 0`` skips it).
 
 Usage: ``python benchmarks/bench_learning.py [--seeds 0 1 2] [--steps 60] [--eval-every 10]``
 (six runs of about 25 minutes each on one CPU core at 60 steps; run it under ``nohup`` and
-rerun to resume).
+rerun to resume). On two cores, one process per core with ``--arms trained`` and ``--arms
+control`` (each pinned, ``OMP_NUM_THREADS=1``) halves the wall time; they append to one file.
 """
 
 from __future__ import annotations
@@ -341,6 +342,8 @@ def plot(rows: list[dict[str, Any]], steps: int, path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--arms", nargs="+", choices=("trained", "control"), default=["trained", "control"],
+                        help="which arms to train (e.g. one per process, to run two on two cores)")
     parser.add_argument("--steps", type=int, default=60, help="GRPO steps per run")
     parser.add_argument("--eval-every", type=int, default=10, help="held-out evaluation every N steps")
     parser.add_argument("--speed-steps", type=int, default=2, help="steps timed per recipe for the speed table (0 = skip)")
@@ -350,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(args.work)
     if not args.report_only:
         for seed in args.seeds:
-            for arm in ("trained", "control"):
+            for arm in args.arms:
                 if finished(read_rows(), arm, seed, args.steps):
                     print(f"{arm} seed {seed}: done (in {RUNS_FILE.name})", flush=True)
                     continue
