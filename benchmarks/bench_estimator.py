@@ -129,16 +129,11 @@ def evaluate(task: FirstTokenTask, model: Any) -> dict[str, float]:
     return result
 
 
-def run(arm: str, seed: int, steps: int, eval_every: int) -> list[dict[str, Any]]:
+def run(task: FirstTokenTask, arm: str, seed: int, steps: int, eval_every: int) -> list[dict[str, Any]]:
     """Train one arm on one seed with the recipe's policy and optimiser; its eval rows."""
     import torch
     from peft import get_peft_model
-    from transformers import (
-        AutoModelForCausalLM,
-        AutoTokenizer,
-        get_linear_schedule_with_warmup,
-        set_seed,
-    )
+    from transformers import AutoModelForCausalLM, get_linear_schedule_with_warmup, set_seed
 
     from affectgym.agents.models import resolve_model
     from affectgym.train.flatten import to_dataset
@@ -146,14 +141,10 @@ def run(arm: str, seed: int, steps: int, eval_every: int) -> list[dict[str, Any]
 
     config = sarcasm_cpu_config("runs/bench-estimator", max_steps=steps, seed=seed)
     set_seed(seed)
-    path = resolve_model(config.model)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    tokenizer.padding_side = "left"
-    base = AutoModelForCausalLM.from_pretrained(path)
+    base = AutoModelForCausalLM.from_pretrained(resolve_model(config.model))
     model = get_peft_model(base, peft_config(config, base.config.model_type, base.config.num_hidden_layers))
     optimiser = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=config.learning_rate, weight_decay=0.0)
     schedule = get_linear_schedule_with_warmup(optimiser, config.warmup_steps, steps)
-    task = FirstTokenTask(tokenizer, config.env_kwargs)
     prompts_per_step = config.batch_size // config.num_generations
     order = to_dataset(SARCASM_ENV_ID, n=steps * prompts_per_step, seed=seed, env_kwargs=config.env_kwargs,
                        group_rows=True, rows_per_batch=prompts_per_step)["scenario_id"]
@@ -178,6 +169,25 @@ def run(arm: str, seed: int, steps: int, eval_every: int) -> list[dict[str, Any]
     return rows
 
 
+def read_rows() -> list[dict[str, Any]]:
+    """Every row written so far."""
+    if not RUNS_FILE.is_file():
+        return []
+    return [json.loads(line) for line in RUNS_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def first_token_task() -> FirstTokenTask:
+    """The task of the recipe's model and env options (one for every run: building it parses every token)."""
+    from transformers import AutoTokenizer
+
+    from affectgym.agents.models import resolve_model
+
+    config = sarcasm_cpu_config("runs/bench-estimator")
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model(config.model))
+    tokenizer.padding_side = "left"
+    return FirstTokenTask(tokenizer, config.env_kwargs)
+
+
 def valid_arm(text: str) -> str:
     """``exact`` or ``sampled-N`` (N >= 2)."""
     if text == "exact" or (text.startswith("sampled-") and text[8:].isdigit() and int(text[8:]) >= 2):
@@ -192,22 +202,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--eval-every", type=int, default=10)
     args = parser.parse_args(argv)
-    done = set()
-    if RUNS_FILE.is_file():
-        for line in RUNS_FILE.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
-            if row["step"] == row["steps"]:
-                done.add((row["arm"], row["seed"], row["steps"]))
-    for seed in args.seeds:
-        for arm in args.arms:
-            if (arm, seed, args.steps) in done:
-                continue
-            print(f"{arm} seed {seed}: {args.steps} steps ...", flush=True)
-            rows = run(arm, seed, args.steps, args.eval_every)
-            RUNS_FILE.parent.mkdir(parents=True, exist_ok=True)
-            with RUNS_FILE.open("a", encoding="utf-8") as handle:
-                handle.writelines(json.dumps(row) + "\n" for row in rows)
-    rows = [json.loads(line) for line in RUNS_FILE.read_text(encoding="utf-8").splitlines()] if RUNS_FILE.is_file() else []
+    rows = read_rows()
+    done = {(r["arm"], r["seed"], r["steps"]) for r in rows if r["step"] == r["steps"]}
+    todo = [(arm, seed) for seed in args.seeds for arm in args.arms if (arm, seed, args.steps) not in done]
+    task = first_token_task() if todo else None
+    for arm, seed in todo:
+        print(f"{arm} seed {seed}: {args.steps} steps ...", flush=True)
+        new_rows = run(task, arm, seed, args.steps, args.eval_every)
+        RUNS_FILE.parent.mkdir(parents=True, exist_ok=True)
+        with RUNS_FILE.open("a", encoding="utf-8") as handle:
+            handle.writelines(json.dumps(row) + "\n" for row in new_rows)
+        rows += new_rows
     print(f"\n| arm | seed | held-out accuracy by step ({args.steps} steps) |\n|---|---|---|")
     for arm in args.arms:
         for seed in args.seeds:
