@@ -108,13 +108,17 @@ def test_algo_ppo_dispatches_to_stable_baselines3_with_its_own_defaults(monkeypa
     assert seen["n_envs"] == 8
 
 
-def test_warmup_reward_scaling_and_entropy_bonus_reach_the_grpo_config(tmp_path):
+def test_warmup_schedule_reward_scaling_and_entropy_bonus_reach_the_grpo_config(tmp_path):
     from affectgym.train.grpo import grpo_config
 
-    config = TrainConfig(env_id="x", max_steps=20, warmup_steps=5, scale_rewards="batch", entropy_coef=0.01,
-                         output_dir=str(tmp_path))
+    config = TrainConfig(env_id="x", max_steps=20, warmup_steps=5, lr_scheduler="constant", scale_rewards="batch",
+                         entropy_coef=0.01, output_dir=str(tmp_path))
     trl_config = grpo_config(config, [1.0], gpu=False)
     assert (trl_config.warmup_steps, trl_config.scale_rewards, trl_config.entropy_coef) == (5, "batch", 0.01)
+    assert trl_config.lr_scheduler_type == "constant_with_warmup"
+    assert grpo_config(TrainConfig(env_id="x", output_dir=str(tmp_path)), [1.0], gpu=False).lr_scheduler_type == "linear"
+    with pytest.raises(ValueError, match="lr_scheduler must be one of \\['constant', 'cosine', 'linear'\\], got 'step'"):
+        TrainConfig(env_id="x", lr_scheduler="step")
     with pytest.raises(ValueError, match="entropy_coef must be a finite number >= 0 \\(0 = no bonus\\), got -0.1"):
         TrainConfig(env_id="x", entropy_coef=-0.1)
     with pytest.raises(ValueError, match="warmup_steps must be an integer in \\[0, max_steps\\), got 20"):

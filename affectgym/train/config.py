@@ -37,6 +37,8 @@ ALGOS = ("grpo", "ppo", "sac")
 GRPO = ("grpo",)
 SB3 = ("ppo", "sac")
 #: Argument-group titles of ``affectgym train --help``, by the algorithms a field applies to.
+#: ``lr_scheduler`` choices and the ``transformers`` schedule each names (every one warms up first).
+LR_SCHEDULERS = {"linear": "linear", "constant": "constant_with_warmup", "cosine": "cosine"}
 ALGO_GROUPS = {GRPO: "GRPO (--algo grpo, text envs)", SB3: "Stable-Baselines3 (--algo ppo|sac, numeric envs)"}
 
 
@@ -78,7 +80,11 @@ class TrainConfig:
     gradient_accumulation_steps: int = field(default=1, metadata=_grpo("steps accumulated per optimizer step"))
     learning_rate: float = field(default=1e-5, metadata=_grpo("peak learning rate"))
     warmup_steps: int = field(
-        default=0, metadata=_grpo("optimizer steps of linear learning-rate warmup before the linear decay")
+        default=0, metadata=_grpo("optimizer steps of linear learning-rate warmup before the schedule")
+    )
+    lr_scheduler: Literal["linear", "constant", "cosine"] = field(
+        default="linear",
+        metadata=_grpo("learning rate after the warmup: linear decay to 0, constant, or cosine decay to 0"),
     )
     scale_rewards: Literal["group", "batch", "none"] = field(
         default="group",
@@ -137,6 +143,14 @@ class TrainConfig:
             "in that order, so one batch contrasts them"
         ),
     )
+    share_prompts: bool = field(
+        default=True,
+        metadata=_grpo(
+            "run each distinct prompt through the model once per step and its completions from the cached "
+            "prompt (affectgym's SharedPrefixGRPOTrainer); off: TRL's GRPOTrainer, which runs the prompt once "
+            "per completion"
+        ),
+    )
     oversample: dict[str, int] = field(
         default_factory=dict, metadata=_grpo("repeat flagged subsets, e.g. pivot=2")
     )
@@ -168,6 +182,8 @@ class TrainConfig:
             problems.append(f"mode must be 'flat' or 'multiturn', got {self.mode!r}")
         if not isinstance(self.warmup_steps, int) or not 0 <= self.warmup_steps < self.max_steps:
             problems.append(f"warmup_steps must be an integer in [0, max_steps), got {self.warmup_steps!r}")
+        if self.lr_scheduler not in LR_SCHEDULERS:
+            problems.append(f"lr_scheduler must be one of {sorted(LR_SCHEDULERS)}, got {self.lr_scheduler!r}")
         if self.scale_rewards not in ("group", "batch", "none"):
             problems.append(f"scale_rewards must be 'group', 'batch' or 'none', got {self.scale_rewards!r}")
         if not isinstance(self.entropy_coef, int | float) or not 0 <= self.entropy_coef < float("inf"):

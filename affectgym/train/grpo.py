@@ -37,7 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from affectgym.train.config import TrainConfig, config_to_yaml
+from affectgym.train.config import LR_SCHEDULERS, TrainConfig, config_to_yaml
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +112,7 @@ def grpo_config(config: TrainConfig, reward_weights: list[float], *, gpu: bool |
         "max_completion_length": config.max_completion_length,
         "learning_rate": config.learning_rate,
         "warmup_steps": config.warmup_steps,
+        "lr_scheduler_type": LR_SCHEDULERS[config.lr_scheduler],
         "scale_rewards": config.scale_rewards,
         "temperature": config.temperature,
         "beta": config.beta,
@@ -188,7 +189,10 @@ def prepare_tool_parsing(tokenizer: Any) -> None:
 
 def build_trainer(config: TrainConfig, *, gpu: bool | None = None, reward_funcs: list[Callable] | None = None,
                   reward_weights: list[float] | None = None) -> Any:
-    """A ready ``GRPOTrainer`` for ``config`` (used by :func:`train`, tests and the benchmark).
+    """A ready GRPO trainer for ``config`` (used by :func:`train`, tests and the benchmark).
+
+    A :class:`~affectgym.train.shared_prefix.SharedPrefixGRPOTrainer`, or TRL's own
+    ``GRPOTrainer`` with ``share_prompts=False``.
 
     Args:
         config: The run's options.
@@ -202,6 +206,7 @@ def build_trainer(config: TrainConfig, *, gpu: bool | None = None, reward_funcs:
     from affectgym.train.environment import environment_factory
     from affectgym.train.flatten import to_dataset
     from affectgym.train.rewards import reward_functions
+    from affectgym.train.shared_prefix import SharedPrefixGRPOTrainer
 
     gpu = has_gpu() if gpu is None else gpu
     multiturn = config.mode == "multiturn"
@@ -230,7 +235,8 @@ def build_trainer(config: TrainConfig, *, gpu: bool | None = None, reward_funcs:
     if multiturn:
         prepare_tool_parsing(tokenizer)
         factory = environment_factory(config.env_id, {**config.env_kwargs, "split": "train"})
-    return GRPOTrainer(
+    trainer_class = SharedPrefixGRPOTrainer if config.share_prompts else GRPOTrainer
+    return trainer_class(
         model=model,
         reward_funcs=reward_funcs,
         args=grpo_config(config, list(reward_weights), gpu=gpu),

@@ -1,0 +1,132 @@
+"""GRPO that runs each distinct prompt through the model once per step.
+
+GRPO samples ``num_generations`` completions of every prompt, and TRL runs the model over
+prompt + completion for every one of them, when sampling and again in the loss. With the
+short Sarcasm-v0 form (a ~130-token prompt, a 2-token answer) 98% of those tokens are copies
+of a prompt, and on a CPU their forward and backward passes are the whole cost of a step.
+
+:class:`SharedPrefixGRPOTrainer` runs each distinct prompt once, keeps its key/value cache
+(``transformers``' prefix caching), repeats the cache for the completions of that prompt and
+runs only the completion tokens from it. The log-probabilities, and so the loss and its
+gradient, are those of TRL's own forward pass, and sampling draws from the same
+distribution (tests pin both). A step then costs about the same for 64 completions per
+prompt as for 8, and larger groups are the lever that keeps GRPO's sampled gradient from
+collapsing onto one answer (``benchmarks/bench_estimator.py``).
+
+It applies to text-only rollouts on TRL's default generation path; with vLLM, continuous
+batching, images or a rollout of distinct prompts, TRL's code runs unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from trl import GRPOTrainer
+from trl.extras.profiling import profiling_context
+from trl.models import unwrap_model_for_generation
+from trl.trainer.utils import entropy_from_logits, pad, selective_log_softmax
+
+
+def distinct_rows(ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The distinct (token ids, attention mask) rows of a padded batch.
+
+    Args:
+        ids: ``(batch, length)`` token ids.
+        mask: ``(batch, length)`` attention mask.
+
+    Returns:
+        ``(distinct_ids, distinct_mask, inverse)``: row ``i`` of the batch is row ``inverse[i]``
+        of the distinct ones.
+    """
+    keys = torch.cat([ids, mask.to(ids.dtype)], dim=1)
+    distinct, inverse = torch.unique(keys, dim=0, return_inverse=True)
+    return distinct[:, : ids.size(1)], distinct[:, ids.size(1) :].to(mask.dtype), inverse
+
+
+def generation_positions(mask: torch.Tensor) -> torch.Tensor:
+    """Position ids of left-padded rows as ``generate`` counts them (pads get position 1)."""
+    positions = mask.long().cumsum(-1) - 1
+    return positions.masked_fill(mask == 0, 1)
+
+
+class SharedPrefixGRPOTrainer(GRPOTrainer):
+    """``trl.GRPOTrainer`` that computes each distinct prompt once per step (see the module docstring).
+
+    Takes the same arguments as ``GRPOTrainer``.
+    """
+
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+        if self.use_vllm or self.use_transformers_continuous_batching or images is not None or multimodal_fields \
+                or has_tool_images or min(len(ids) for ids in prompt_ids) < 2:
+            return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations, has_tool_images)
+        rows = [torch.tensor(ids) for ids in prompt_ids]
+        input_ids = pad(rows, padding_value=self._tokenizer.pad_token_id, padding_side="left")
+        attention_mask = pad([torch.ones_like(row) for row in rows], padding_value=0, padding_side="left")
+        distinct_ids, distinct_mask, inverse = distinct_rows(input_ids, attention_mask)
+        if len(distinct_ids) == len(input_ids):
+            return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations, has_tool_images)
+        device = self.accelerator.device
+        input_ids, attention_mask = input_ids.to(device), attention_mask.to(device)
+        distinct_ids, distinct_mask, inverse = distinct_ids.to(device), distinct_mask.to(device), inverse.to(device)
+        with (
+            profiling_context(self, "transformers.generate"),
+            unwrap_model_for_generation(
+                self.model_wrapped,
+                self.accelerator,
+                gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+                generation_kwargs=self.generation_kwargs,
+                gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
+            ) as unwrapped_model,
+            torch.no_grad(),
+            self._dist.summon_full_params(self.model_wrapped, recurse=False),
+        ):
+            # The cache of every prompt token but the last, which generate runs to start sampling.
+            cache = unwrapped_model(
+                input_ids=distinct_ids[:, :-1],
+                attention_mask=distinct_mask[:, :-1],
+                position_ids=generation_positions(distinct_mask)[:, :-1],
+                use_cache=True,
+                logits_to_keep=1,
+            ).cache
+            cache.batch_select_indices(inverse)
+            sequences = unwrapped_model.generate(
+                input_ids=input_ids, attention_mask=attention_mask, cache=cache,
+                generation_config=self.generation_config,
+            )
+        return self._completions_up_to_eos(sequences[:, input_ids.size(1) :]), None
+
+    def _completions_up_to_eos(self, completion_ids: torch.Tensor) -> list[list[int]]:
+        """Each row's tokens up to and including its first end-of-sequence token."""
+        is_eos = torch.isin(completion_ids, torch.tensor(self.eos_token_ids, device=completion_ids.device))
+        lengths = torch.where(is_eos.any(dim=1), is_eos.int().argmax(dim=1) + 1, completion_ids.size(1))
+        return [row[:length].tolist() for row, length in zip(completion_ids.cpu(), lengths.cpu(), strict=True)]
+
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
+                                           compute_entropy=False, compute_aux_loss=False, **multimodal: Any):
+        prompt_ids, prompt_mask = input_ids[:, :-logits_to_keep], attention_mask[:, :-logits_to_keep]
+        distinct_ids, distinct_mask, inverse = distinct_rows(prompt_ids, prompt_mask)
+        if compute_aux_loss or any(value is not None for value in multimodal.values()) \
+                or len(distinct_ids) == len(input_ids):
+            return super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, compute_aux_loss,
+                **multimodal,
+            )
+        completion_ids = input_ids[:, -logits_to_keep:]
+        with self.accelerator.autocast():
+            # Positions count from the first column, padding included, as in TRL's forward pass.
+            prompt_out = model(input_ids=distinct_ids, attention_mask=distinct_mask, use_cache=True, logits_to_keep=1)
+            logits = prompt_out.logits[inverse]  # predicts the first completion token
+            if logits_to_keep > 1:
+                cache = prompt_out.cache
+                cache.batch_select_indices(inverse)
+                completion_out = model(input_ids=completion_ids[:, :-1], attention_mask=attention_mask[:, :-1],
+                                       cache=cache, use_cache=True)
+                logits = torch.cat([logits, completion_out.logits], dim=1)
+        logits = logits.float() / self.temperature
+        logps = selective_log_softmax(logits, completion_ids)
+        entropies = entropy_from_logits(logits) if compute_entropy else None
+        return logps, entropies, None
+
+
+__all__ = ["SharedPrefixGRPOTrainer", "distinct_rows", "generation_positions"]

@@ -1,0 +1,96 @@
+"""The shared-prefix GRPO trainer gives TRL's log-probabilities, gradients and samples."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from tiny_models import tiny_causal_lm
+from trl import GRPOTrainer
+
+from affectgym.train.config import TrainConfig
+from affectgym.train.grpo import build_trainer
+from affectgym.train.shared_prefix import SharedPrefixGRPOTrainer, distinct_rows
+
+GENERATIONS = 3
+
+
+def tiny_config(model, output_dir, **overrides) -> TrainConfig:
+    return TrainConfig(
+        env_id="affectgym/Sarcasm-v0", model=str(model), mode="flat", max_steps=1, num_generations=GENERATIONS,
+        batch_size=2 * GENERATIONS, max_completion_length=3, lora_r=4, lora_dropout=0.0, eval_episodes=0,
+        env_kwargs={"reward": "label", "answer": "yesno", "flat_prompt": "compact"},
+        output_dir=str(output_dir), **overrides,
+    )
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    return tiny_causal_lm(tmp_path_factory.mktemp("models"), architecture="llama")
+
+
+@pytest.fixture(scope="module")
+def trainer(tiny_model, tmp_path_factory):
+    trainer = build_trainer(tiny_config(tiny_model, tmp_path_factory.mktemp("run")), gpu=False)
+    with torch.no_grad():  # LoRA starts as the identity (B = 0); move off it so every adapter weight has a gradient
+        for name, parameter in trainer.model.named_parameters():
+            if "lora_B" in name:
+                parameter.normal_(std=0.05, generator=torch.Generator().manual_seed(0))
+    return trainer
+
+
+def grouped_batch(trainer) -> tuple[list[list[int]], torch.Tensor, torch.Tensor, int]:
+    """Two prompts of different lengths, each repeated GENERATIONS times, with ragged completions."""
+    tokenizer = trainer.processing_class
+    texts = ["Is this sarcastic? Oh great, another Monday.", "Is it? Fine."]
+    prompts = [tokenizer(text)["input_ids"] for text in texts for _ in range(GENERATIONS)]
+    completions = [[5, 7, 9], [11, 13, 0], [17, 0, 0]] * 2
+    completion_mask = torch.tensor([[1, 1, 1], [1, 1, 0], [1, 0, 0]] * 2)
+    width = max(map(len, prompts))
+    ids = torch.tensor([[tokenizer.pad_token_id] * (width - len(p)) + p + c for p, c in zip(prompts, completions, strict=True)])
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    return prompts, ids, torch.cat([mask, completion_mask], dim=1), 3
+
+
+def test_runs_share_prompts_unless_told_not_to(trainer, tiny_model, tmp_path):
+    assert isinstance(trainer, SharedPrefixGRPOTrainer)
+    assert type(build_trainer(tiny_config(tiny_model, tmp_path, share_prompts=False), gpu=False)) is GRPOTrainer
+
+
+def test_distinct_rows_maps_every_row_to_its_distinct_prompt():
+    ids = torch.tensor([[0, 4, 5], [0, 4, 5], [1, 2, 3], [0, 4, 5]])
+    mask = torch.tensor([[0, 1, 1], [0, 1, 1], [1, 1, 1], [1, 1, 1]])
+    distinct_ids, distinct_mask, inverse = distinct_rows(ids, mask)
+    assert len(distinct_ids) == 3  # the last row differs from the first two by its mask only
+    assert torch.equal(distinct_ids[inverse], ids) and torch.equal(distinct_mask[inverse], mask)
+
+
+def test_log_probabilities_entropies_and_gradients_match_trls_forward_pass(trainer):
+    _, ids, mask, keep = grouped_batch(trainer)
+    model = trainer.model
+    results = []
+    for compute in (SharedPrefixGRPOTrainer._get_per_token_logps_and_entropies,
+                    GRPOTrainer._get_per_token_logps_and_entropies):
+        model.zero_grad()
+        logps, entropies, _ = compute(trainer, model, ids, mask, keep, compute_entropy=True)
+        (logps * mask[:, -keep:]).sum().backward()
+        grads = [p.grad.clone() for p in model.parameters() if p.requires_grad]
+        results.append((logps, entropies, grads))
+    (shared_logps, shared_entropy, shared_grads), (trl_logps, trl_entropy, trl_grads) = results
+    real = mask[:, -keep:].bool()
+    torch.testing.assert_close(shared_logps[real], trl_logps[real], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(shared_entropy[real], trl_entropy[real], rtol=1e-4, atol=1e-5)
+    assert all(grad.abs().sum() > 0 for grad in trl_grads)
+    for shared, reference in zip(shared_grads, trl_grads, strict=True):
+        torch.testing.assert_close(shared, reference, rtol=1e-3, atol=1e-6)
+
+
+def test_greedy_completions_match_trls_generation(trainer):
+    prompts, *_ = grouped_batch(trainer)
+    trainer.generation_config.do_sample = False
+    try:
+        shared, _ = trainer._generate_single_turn(prompts, None, {}, GENERATIONS)
+        reference, _ = GRPOTrainer._generate_single_turn(trainer, prompts, None, {}, GENERATIONS)
+    finally:
+        trainer.generation_config.do_sample = True
+    assert shared == reference
+    assert all(len(completion) >= 1 for completion in shared)
