@@ -4,8 +4,9 @@ A diagnostic for :mod:`affectgym.train.recipes`, outside TRL so that the gradien
 is the only thing that varies. In the recipe's short form the answer is decided by the
 first completion token ("Yes"/"No"; anything else is unanswered), so one forward pass per
 prompt gives the policy's whole answer distribution. Each arm trains the recipe's policy
-(SmolLM2-135M-Instruct, the recipe's LoRA, AdamW at its learning rate and warmup, its
-whole-group batches: a line's two deliveries per step) on one of two objectives, every
+(SmolLM2-135M-Instruct, the recipe's LoRA, AdamW at its learning rate and warmup then TRL's
+default linear decay, which the recipe used when this was measured, and its whole-group
+batches: a line's two deliveries per step) on one of two objectives, every
 reward computed by the env's own rubric (``env.score``):
 
 * ``exact``: the expected reward of the first-token distribution, differentiated exactly

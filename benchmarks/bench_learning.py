@@ -22,10 +22,12 @@ At the end it prints the table, writes ``benchmarks/results/learning.json`` (mea
 t-interval over seeds per arm, and the paired difference trained - control) and draws
 ``docs/img/learning_curve.png``.
 
-Speed: the step time of the recipe is printed beside that of the default flat recipe
-(the full ~600-token prompt, LoRA on every layer), with the same 8 completions per step,
-both measured in one run with ``--speed-steps`` timed steps each (after a warm-up step)
-and split into generation and the rest (``--speed-steps 0`` skips it).
+Speed: the step time of the recipe (2 x 64 completions, each prompt run once a step) is
+printed beside that of the default flat recipe (the full ~600-token prompt, LoRA on every
+layer, 8 completions) and of the recipe's short prompt at 2 x 8 completions with TRL's
+trainer and with shared prompts, all measured in one run with ``--speed-steps`` timed steps
+each (after a warm-up step) and split into generation and the rest (``--speed-steps 0``
+skips it).
 
 Usage: ``python benchmarks/bench_learning.py [--seeds 0 1 2] [--steps 60] [--eval-every 10]``
 (six runs of about 25 minutes each on one CPU core at 60 steps; run it under ``nohup`` and
@@ -137,7 +139,7 @@ def step_breakdown(config: Any, label: str) -> dict[str, Any]:
 
     trainer = build_trainer(config)
     generate_s: list[float] = []
-    original = trainer.model.generate
+    original = trainer._generate_single_turn
 
     def timed_generate(*args: Any, **kwargs: Any) -> Any:
         start_s = time.perf_counter()
@@ -146,7 +148,7 @@ def step_breakdown(config: Any, label: str) -> dict[str, Any]:
         finally:
             generate_s.append(time.perf_counter() - start_s)
 
-    trainer.model.generate = timed_generate
+    trainer._generate_single_turn = timed_generate
     marks: list[tuple[float, int]] = []
 
     class Clock(TrainerCallback):
@@ -170,6 +172,16 @@ def step_breakdown(config: Any, label: str) -> dict[str, Any]:
             "completions_per_step": config.batch_size, "max_completion_length": config.max_completion_length}
 
 
+#: The speed table's rows, in order: the default flat recipe, then the CPU recipe's steps with
+#: TRL's trainer and with shared prompts at the old group size, then the recipe itself.
+SPEED_LABELS = (
+    "default flat recipe (full prompt, LoRA on every layer; TRL's GRPOTrainer)",
+    "CPU recipe at 2 x 8 completions, TRL's GRPOTrainer",
+    "CPU recipe at 2 x 8 completions, shared prompts",
+    "CPU recipe (2 x 64 completions, shared prompts)",
+)
+
+
 def measure_speed(steps: int, work: Path) -> None:
     """Step time and its split, for the default flat recipe and for the CPU recipe, in one run."""
     from affectgym.train.config import TrainConfig
@@ -177,11 +189,12 @@ def measure_speed(steps: int, work: Path) -> None:
     default = TrainConfig(
         env_id=ENV_ID, model="smollm2-135m", mode="flat", max_steps=steps + 1, num_generations=8, batch_size=8,
         max_completion_length=8, eval_episodes=0, output_dir=str(work / "speed-default"),
-        env_kwargs={"reward": "single"},
+        env_kwargs={"reward": "single"}, share_prompts=False,
     )
-    rows = [step_breakdown(default, "default flat recipe (full prompt, LoRA on every layer)")]
-    cpu = dataclasses.replace(recipe("trained", 0, steps + 1, 0, work / "speed-recipe"), batch_size=8)
-    rows.append(step_breakdown(cpu, "CPU recipe"))
+    cpu = recipe("trained", 0, steps + 1, 0, work / "speed-recipe")
+    small = dataclasses.replace(cpu, num_generations=8, batch_size=16)
+    configs = (default, dataclasses.replace(small, share_prompts=False), small, cpu)
+    rows = [step_breakdown(config, label) for config, label in zip(configs, SPEED_LABELS, strict=True)]
     append_rows([{**row, "recipe_id": recipe_id()} for row in rows])
 
 
@@ -232,12 +245,13 @@ def summarise(rows: list[dict[str, Any]], steps: int) -> dict[str, Any]:
         mean, half = t_interval(deltas)
         summary["delta_vs_control"] = {"seeds": paired, "mean": mean, "ci95_low": mean - half, "ci95_high": mean + half}
     speed = {r["recipe"]: r for r in rows if r.get("kind") == "speed"}
-    if len(speed) == 2:
-        default, cpu = speed.values()
+    if set(speed) == set(SPEED_LABELS):
+        default, trl_small, shared_small, cpu = (speed[label] for label in SPEED_LABELS)
         summary["speed"] = {
-            "default": default, "recipe": cpu,
+            "rows": [speed[label] for label in SPEED_LABELS],
             "steps_per_min_default": 60 / default["step_s_median"], "steps_per_min_recipe": 60 / cpu["step_s_median"],
             "speedup": default["step_s_median"] / cpu["step_s_median"],
+            "shared_prompts_speedup_2x8": trl_small["step_s_median"] / shared_small["step_s_median"],
         }
     return summary
 
@@ -261,15 +275,16 @@ def table(summary: dict[str, Any]) -> str:
         lines.append(f"trained - control accuracy: {delta['mean']:+.3f} (95% CI {delta['ci95_low']:+.3f} to {delta['ci95_high']:+.3f})")
     speed = summary.get("speed")
     if speed:
-        for key in ("default", "recipe"):
-            row = speed[key]
+        for row in speed["rows"]:
             lines.append(
                 f"speed, {row['recipe']}: {60 / row['step_s_median']:.2f} steps/min ({row['step_s_median']:.1f} s/step: "
                 f"generation {row['generate_s_median']:.1f} s, forward+backward+reward {row['rest_s_median']:.1f} s; "
                 f"{row['prompt_tokens']} prompt tokens, {row['completions_per_step']} completions of <= "
                 f"{row['max_completion_length']} tokens)"
             )
-        lines.append(f"speed-up of a step, same completions per step: {speed['speedup']:.1f}x")
+        lines.append(f"speed-up of a step, the recipe vs the default flat recipe: {speed['speedup']:.1f}x "
+                     f"(with 16 times the completions); shared prompts vs TRL's trainer at 2 x 8 completions: "
+                     f"{speed['shared_prompts_speedup_2x8']:.1f}x")
     return "\n".join(lines)
 
 
@@ -344,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--arms", nargs="+", choices=("trained", "control"), default=["trained", "control"],
                         help="which arms to train (e.g. one per process, to run two on two cores)")
-    parser.add_argument("--steps", type=int, default=60, help="GRPO steps per run")
+    parser.add_argument("--steps", type=int, default=80, help="GRPO steps per run")
     parser.add_argument("--eval-every", type=int, default=10, help="held-out evaluation every N steps")
     parser.add_argument("--speed-steps", type=int, default=2, help="steps timed per recipe for the speed table (0 = skip)")
     parser.add_argument("--work", default=str(ROOT / "runs" / "bench-learning"), help="scratch folder of the runs")

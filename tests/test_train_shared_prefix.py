@@ -64,8 +64,10 @@ def test_distinct_rows_maps_every_row_to_its_distinct_prompt():
     assert torch.equal(distinct_ids[inverse], ids) and torch.equal(distinct_mask[inverse], mask)
 
 
-def test_log_probabilities_entropies_and_gradients_match_trls_forward_pass(trainer):
-    _, ids, mask, keep = grouped_batch(trainer)
+@pytest.mark.parametrize("keep", [3, 1])
+def test_log_probabilities_entropies_and_gradients_match_trls_forward_pass(trainer, keep):
+    _, ids, mask, length = grouped_batch(trainer)
+    ids, mask = ids[:, : ids.size(1) - length + keep], mask[:, : mask.size(1) - length + keep]
     model = trainer.model
     results = []
     for compute in (SharedPrefixGRPOTrainer._get_per_token_logps_and_entropies,

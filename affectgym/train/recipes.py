@@ -16,12 +16,20 @@ form of ``affectgym/Sarcasm-v0``, through its public options:
   answers and raises the one it already favours most: at 0.30 the yes/no split collapsed
   onto one answer within 20 steps; at 0.05 the sampled answers stayed mixed for 60 steps
   (entropy above 1.2), though the greedy answer still settled on one label;
-* 2-token answers ("Yes" and its end), read leniently, sampled at temperature 1.0: with the
+* 1-token answers ("Yes", "No"), read leniently, sampled at temperature 1.0: with the
   question asked last, about a third of the base model's samples answer, and the format
   credit makes every sample answer within ~10 steps; at 0.7, or with a peak learning rate
   of 1e-3 or more, the yes/no split collapsed onto one answer within 20 steps (every group
-  then has zero reward variance and gives no gradient);
-* learning rate 5e-4 after a linear warmup over the first sixth of the steps;
+  then has zero reward variance and gives no gradient). A second token (the end of the
+  turn) carried nothing and doubled the cost of a step;
+* 128 completions of each prompt (2 prompts a step): GRPO's gradient is a sampled estimate,
+  and with 8 completions its noise carries the yes/no split shared by both deliveries onto
+  one answer, after which every group is constant and gives no gradient. With 64, one seed
+  of three still collapsed; with 128 the groups stay mixed until the deliveries part.
+  :class:`~affectgym.train.shared_prefix.SharedPrefixGRPOTrainer` runs each prompt once a
+  step, so a step of 256 completions costs less than one of 16 in TRL's own trainer;
+* learning rate 5e-4, constant after a linear warmup over the first sixth of the steps (a
+  linear decay to 0 slows the late steps in which the deliveries part);
 * LoRA on the last 10 of 30 layers: a linear probe of the frozen model's hidden state at
   the answer position tells held-out sarcastic from sincere clips apart at 0.98 from the
   input of layer 20 but at 0.74 from the top layers, so the adapter must reach that deep;
@@ -49,13 +57,13 @@ SARCASM_ENV_ID = "affectgym/Sarcasm-v0"
 SARCASM_SHORT_FORM: dict[str, Any] = {"reward": "label", "answer": "yesno", "flat_prompt": "compact"}
 
 
-def sarcasm_cpu_config(output_dir: str | Path, *, max_steps: int = 60, seed: int = 0, control: bool = False,
+def sarcasm_cpu_config(output_dir: str | Path, *, max_steps: int = 80, seed: int = 0, control: bool = False,
                        eval_every_steps: int = 10, model: str = "smollm2-135m", **overrides: Any) -> TrainConfig:
     """The recipe's options (see the module docstring).
 
     Args:
         output_dir: Where the run writes.
-        max_steps: GRPO steps (16 completions each: 2 prompts x 8).
+        max_steps: GRPO steps (256 completions each: 2 prompts x 128).
         seed: Seed of data order, sampling and LoRA initialisation.
         control: Reward only the answer format (correctness weight 0): the control arm.
         eval_every_steps: Greedy held-out evaluation every N steps (``heldout.jsonl``).
@@ -71,11 +79,12 @@ def sarcasm_cpu_config(output_dir: str | Path, *, max_steps: int = 60, seed: int
         "model": model,
         "mode": "flat",
         "max_steps": max_steps,
-        "num_generations": 8,
-        "batch_size": 16,
+        "num_generations": 128,
+        "batch_size": 256,
         "learning_rate": 5e-4,
         "warmup_steps": max_steps // 6,
-        "max_completion_length": 2,
+        "lr_scheduler": "constant",
+        "max_completion_length": 1,
         "temperature": 1.0,
         "beta": 0.0,
         "lora_r": 16,
