@@ -136,3 +136,24 @@ def test_flat_run_with_last_layer_lora_writes_a_heldout_curve_scored_by_the_env(
         assert 0.0 <= row["accuracy"] <= row["answered_rate"] <= 1.0 and "pivot_accuracy" in row
     adapter = json.loads((tmp_path / "adapter" / "adapter_config.json").read_text())
     assert adapter["layers_to_transform"] == [1]  # the tiny model's last of 2 layers
+
+
+def test_heldout_curve_of_a_rerun_into_the_same_folder_starts_afresh(tmp_path):
+    from types import SimpleNamespace
+
+    from affectgym.train.heldout import heldout_callback
+
+    class CountingEvaluator:
+        calls = 0
+
+        def evaluate(self, model):
+            self.calls += 1
+            return {"accuracy": 0.5, "call": self.calls}
+
+    path = tmp_path / "heldout.jsonl"
+    for _ in range(2):  # two runs of two steps, one folder
+        callback = heldout_callback(CountingEvaluator(), 1, path)
+        callback.on_train_begin(None, SimpleNamespace(global_step=0, max_steps=2), None)
+        for step in (1, 2):
+            callback.on_step_end(None, SimpleNamespace(global_step=step, max_steps=2), None)
+    assert [(row["step"], row["call"]) for row in map(json.loads, path.read_text().splitlines())] == [(0, 1), (1, 2), (2, 3)]

@@ -110,7 +110,9 @@ def heldout_callback(evaluator: HeldOutEvaluator, every_steps: int, path: str | 
     """A ``transformers.TrainerCallback`` that evaluates every ``every_steps`` steps (and at step 0).
 
     Each evaluation is appended to ``path`` as one JSON line: ``fields``, ``step``,
-    ``eval_s`` and the :meth:`HeldOutEvaluator.evaluate` summary.
+    ``eval_s`` and the :meth:`HeldOutEvaluator.evaluate` summary. A run starts a new curve:
+    the file is emptied at the start of training, so a rerun into the same folder does not
+    mix its curve with an earlier run's.
     """
     from transformers import TrainerCallback
 
@@ -128,6 +130,7 @@ def heldout_callback(evaluator: HeldOutEvaluator, every_steps: int, path: str | 
         """Held-out accuracy along training (see :func:`heldout_callback`)."""
 
         def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+            target.write_text("", encoding="utf-8")
             record(0, model)
 
         def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
