@@ -22,15 +22,15 @@ At the end it prints the table, writes ``benchmarks/results/learning.json`` (mea
 t-interval over seeds per arm, and the paired difference trained - control) and draws
 ``docs/img/learning_curve.png``.
 
-Speed: the step time of the recipe (2 x 64 completions, each prompt run once a step) is
+Speed: the step time of the recipe (2 x 128 completions, each prompt run once a step) is
 printed beside that of the default flat recipe (the full ~600-token prompt, LoRA on every
 layer, 8 completions) and of the recipe's short prompt at 2 x 8 completions with TRL's
 trainer and with shared prompts, all measured in one run with ``--speed-steps`` timed steps
 each (after a warm-up step) and split into generation and the rest (``--speed-steps 0``
 skips it).
 
-Usage: ``python benchmarks/bench_learning.py [--seeds 0 1 2] [--steps 60] [--eval-every 10]``
-(six runs of about 25 minutes each on one CPU core at 60 steps; run it under ``nohup`` and
+Usage: ``python benchmarks/bench_learning.py [--seeds 0 1 2] [--steps 80] [--eval-every 10]``
+(six runs of about 10 minutes each on one CPU core at 80 steps; run it under ``nohup`` and
 rerun to resume). On two cores, one process per core with ``--arms trained`` and ``--arms
 control`` (each pinned, ``OMP_NUM_THREADS=1``) halves the wall time; they append to one file.
 """

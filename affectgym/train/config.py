@@ -37,9 +37,9 @@ ALGOS = ("grpo", "ppo", "sac")
 GRPO = ("grpo",)
 SB3 = ("ppo", "sac")
 #: Argument-group titles of ``affectgym train --help``, by the algorithms a field applies to.
+ALGO_GROUPS = {GRPO: "GRPO (--algo grpo, text envs)", SB3: "Stable-Baselines3 (--algo ppo|sac, numeric envs)"}
 #: ``lr_scheduler`` choices and the ``transformers`` schedule each names (every one warms up first).
 LR_SCHEDULERS = {"linear": "linear", "constant": "constant_with_warmup", "cosine": "cosine"}
-ALGO_GROUPS = {GRPO: "GRPO (--algo grpo, text envs)", SB3: "Stable-Baselines3 (--algo ppo|sac, numeric envs)"}
 
 
 def _help(text: str, **extra: Any) -> dict[str, Any]:
