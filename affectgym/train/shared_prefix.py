@@ -2,16 +2,17 @@
 
 GRPO samples ``num_generations`` completions of every prompt, and TRL runs the model over
 prompt + completion for every one of them, when sampling and again in the loss. With the
-short Sarcasm-v0 form (a ~130-token prompt, a 2-token answer) 98% of those tokens are copies
+short Sarcasm-v0 form (a ~130-token prompt, a 1-token answer) 99% of those tokens are copies
 of a prompt, and on a CPU their forward and backward passes are the whole cost of a step.
 
 :class:`SharedPrefixGRPOTrainer` runs each distinct prompt once, keeps its key/value cache
 (``transformers``' prefix caching), repeats the cache for the completions of that prompt and
 runs only the completion tokens from it. The log-probabilities, and so the loss and its
 gradient, are those of TRL's own forward pass, and sampling draws from the same
-distribution (tests pin both). A step then costs about the same for 64 completions per
-prompt as for 8, and larger groups are the lever that keeps GRPO's sampled gradient from
-collapsing onto one answer (``benchmarks/bench_estimator.py``).
+distribution (tests pin both). A step of 2 prompts x 128 completions then costs 3.3 s on one
+CPU core against 2.0 s for 2 x 8 (17.6 s in TRL's trainer; ``benchmarks/bench_learning.py``),
+and larger groups are the lever that keeps GRPO's sampled gradient from collapsing onto one
+answer (``benchmarks/bench_estimator.py``).
 
 It applies to text-only rollouts on TRL's default generation path; with vLLM, continuous
 batching, images or a rollout of distinct prompts, TRL's code runs unchanged.
@@ -57,14 +58,12 @@ class SharedPrefixGRPOTrainer(GRPOTrainer):
     """
 
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
-        if self.use_vllm or self.use_transformers_continuous_batching or images is not None or multimodal_fields \
-                or has_tool_images or min(len(ids) for ids in prompt_ids) < 2:
-            return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations, has_tool_images)
         rows = [torch.tensor(ids) for ids in prompt_ids]
         input_ids = pad(rows, padding_value=self._tokenizer.pad_token_id, padding_side="left")
         attention_mask = pad([torch.ones_like(row) for row in rows], padding_value=0, padding_side="left")
         distinct_ids, distinct_mask, inverse = distinct_rows(input_ids, attention_mask)
-        if len(distinct_ids) == len(input_ids):
+        if self.use_vllm or self.use_transformers_continuous_batching or images is not None or multimodal_fields \
+                or has_tool_images or min(map(len, prompt_ids)) < 2 or len(distinct_ids) == len(input_ids):
             return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations, has_tool_images)
         device = self.accelerator.device
         input_ids, attention_mask = input_ids.to(device), attention_mask.to(device)
