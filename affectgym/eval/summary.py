@@ -124,7 +124,8 @@ def summarize(
         ``episodes``, ``scenarios``, ``errors`` (count, rate, by type), ``judge_failures``
         (``count``: failed verdicts, ``episodes``: episodes with one or more, ``rate``: their
         share of the error-free episodes), ``reward`` (mean, ci95, n), ``reward_components``
-        (mean of each), ``tool_use``, ``turns_mean``,
+        (mean of each), ``tool_use`` (rate, calls per episode and per tool, ``answered_rate``: the
+        share that ended with an answer, ``invalid_actions_mean``: invalid messages per episode), ``turns_mean``,
         ``truncated_rate``, ``timings``, ``pass_at_k`` when ``rollouts > 1``,
         ``outcome_summaries`` (the names) and one entry per name.
 
@@ -160,7 +161,14 @@ def summarize(
         },
         "reward": {"mean": mean, "ci95": half, "n": len(rewards)},
         "reward_components": {name: math.fsum(v) / len(v) for name, v in sorted(components.items())},
-        "tool_use": tool_use_stats([r.get("tool_calls") or [] for r in ok]),
+        "tool_use": {
+            **tool_use_stats([r.get("tool_calls") or [] for r in ok]),
+            "answered_rate": sum(bool(r.get("terminated")) for r in ok) / len(ok) if ok else None,
+            "invalid_actions_mean": (
+                math.fsum(float((r.get("reward_components") or {}).get("invalid_actions") or 0.0) for r in ok) / len(ok)
+                if ok else None
+            ),
+        },
         "turns_mean": math.fsum(r.get("turns", 0) for r in ok) / len(ok) if ok else None,
         "truncated_rate": sum(bool(r.get("truncated")) for r in ok) / len(ok) if ok else None,
         "timings": {
@@ -226,6 +234,9 @@ def print_summary(summary: Mapping[str, Any], console: Any = None, title: str = 
     tool_use = summary["tool_use"]
     table.add_row("tool-use rate", format_number(tool_use["tool_use_rate"]))
     table.add_row("tool calls / episode", format_number(tool_use["mean_tool_calls"]))
+    if tool_use.get("answered_rate") is not None:
+        table.add_row("answered (ended with an answer)", format_number(tool_use["answered_rate"]))
+        table.add_row("invalid messages / episode", format_number(tool_use["invalid_actions_mean"]))
     errors = summary["errors"]
     by_type = ", ".join(f"{k}: {v}" for k, v in errors["by_type"].items())
     table.add_row("errors", f"{errors['count']}" + (f" ({by_type})" if by_type else ""))

@@ -26,7 +26,7 @@ from affectgym.train.config import (
 )
 
 #: The env kind (:func:`affectgym.envs.spaces.env_kind`) each algorithm trains on.
-ALGO_ENV_KINDS = {"grpo": "text", "ppo": "numeric", "sac": "numeric"}
+ALGO_ENV_KINDS = {"grpo": "text", "sft": "text", "ppo": "numeric", "sac": "numeric"}
 #: The env PPO/SAC train when no env id is given.
 DEFAULT_NUMERIC_ENV = "affectgym/EmotionState-v0"
 
@@ -81,7 +81,7 @@ def run_train(args: argparse.Namespace) -> int:
     """Handle ``affectgym train``: check the env against the algorithm, then print the config or train."""
     config = config_from_args(args)
     if not config.env_id:
-        if config.algo == "grpo":
+        if config.algo in ("grpo", "sft"):
             raise ValueError("no environment id given; e.g. affectgym train affectgym/Sarcasm-v0 --model smollm2-135m")
         config = dataclasses.replace(config, env_id=DEFAULT_NUMERIC_ENV)
     check_algo_supports(config)
@@ -93,9 +93,13 @@ def run_train(args: argparse.Namespace) -> int:
 
         from affectgym.train.grpo import train
 
-        summary = train(config)
+        summary = train(config, progress=True)
         if not PartialState().is_main_process:  # under accelerate launch the main process prints the summary once
             return 0
+    elif config.algo == "sft":
+        from affectgym.train.sft import train_sft
+
+        summary = train_sft(config, progress=True)
     else:
         from affectgym.train.sb3 import train_from_config
 

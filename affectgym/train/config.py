@@ -1,6 +1,6 @@
 """The training configuration: one dataclass, from which the CLI options and the YAML come.
 
-One :class:`TrainConfig` serves every algorithm: GRPO (TRL, text envs) and PPO/SAC
+One :class:`TrainConfig` serves every algorithm: GRPO and SFT (TRL, text envs) and PPO/SAC
 (Stable-Baselines3, numeric envs). Every field carries its help text in ``metadata["help"]``
 and, when it applies to some algorithms only, their names in ``metadata["algos"]``; setting
 such a field away from its default under another ``algo`` is an error, not silently ignored.
@@ -33,11 +33,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-ALGOS = ("grpo", "ppo", "sac")
+ALGOS = ("grpo", "sft", "ppo", "sac")
 GRPO = ("grpo",)
+SFT = ("sft",)
+LM = ("grpo", "sft")  # the algorithms that train a language model
 SB3 = ("ppo", "sac")
 #: Argument-group titles of ``affectgym train --help``, by the algorithms a field applies to.
-ALGO_GROUPS = {GRPO: "GRPO (--algo grpo, text envs)", SB3: "Stable-Baselines3 (--algo ppo|sac, numeric envs)"}
+ALGO_GROUPS = {
+    LM: "language models (--algo grpo|sft, text envs)",
+    GRPO: "GRPO (--algo grpo)",
+    SFT: "supervised warm start (--algo sft)",
+    SB3: "Stable-Baselines3 (--algo ppo|sac, numeric envs)",
+}
 #: ``lr_scheduler`` choices and the ``transformers`` schedule each names (every one warms up first).
 LR_SCHEDULERS = {"linear": "linear", "constant": "constant_with_warmup", "cosine": "cosine"}
 
@@ -50,14 +57,29 @@ def _grpo(text: str, **extra: Any) -> dict[str, Any]:
     return _help(text, algos=GRPO, **extra)
 
 
+def _lm(text: str, **extra: Any) -> dict[str, Any]:
+    return _help(text, algos=LM, **extra)
+
+
+def _sft(text: str, **extra: Any) -> dict[str, Any]:
+    return _help(text, algos=SFT, **extra)
+
+
 @dataclass
 class TrainConfig:
-    """Options of a GRPO run (``affectgym train``); see each field's help."""
+    """Options of a training run (``affectgym train``); see each field's help."""
 
     env_id: str = field(default="", metadata=_help("environment id, e.g. affectgym/Sarcasm-v0", positional=True))
     model: str = field(
         default="smollm2-135m",
-        metadata=_grpo("policy model: an alias (smollm2-135m), a local folder or a hub id"),
+        metadata=_lm("policy model: an alias (smollm2-135m), a local folder or a hub id"),
+    )
+    init_adapter: str | None = field(
+        default=None,
+        metadata=_lm(
+            "start from this trained LoRA adapter (e.g. an --algo sft run's adapter/) and keep training it; "
+            "its rank and layers replace the --lora-* options"
+        ),
     )
     mode: Literal["flat", "multiturn"] = field(
         default="flat",
@@ -66,60 +88,92 @@ class TrainConfig:
             "multiturn: the policy calls the env's tools through TRL's environment_factory"
         ),
     )
-    algo: Literal["grpo", "ppo", "sac"] = field(
+    algo: Literal["grpo", "sft", "ppo", "sac"] = field(
         default="grpo",
-        metadata=_help("grpo (TRL, text envs); ppo or sac (Stable-Baselines3, numeric envs such as EmotionState-v0)"),
+        metadata=_help(
+            "grpo (TRL, text envs); sft (TRL's SFTTrainer on demonstrations: eval results files or the env's "
+            "references); ppo or sac (Stable-Baselines3, numeric envs such as EmotionState-v0)"
+        ),
+    )
+    prompt_form: Literal["flat", "chat"] = field(
+        default="flat",
+        metadata=_grpo(
+            "flat mode's prompt: flat (system + user, every tool output pre-rendered) or chat (the conversation "
+            "after the agent's own flat tool calls, rendered with the tool schemas: the answer turn of a "
+            "multi-step episode)"
+        ),
+    )
+    demos: list[str] = field(
+        default_factory=list,
+        metadata=_sft("an affectgym eval results folder (or results.jsonl) to learn from; repeat for several"),
+    )
+    references: bool = field(
+        default=False, metadata=_sft("learn the env's reference replies (env.reference_answer) on its train split")
+    )
+    min_reward: float | None = field(
+        default=None, metadata=_sft("keep only demonstrated episodes with at least this reward")
+    )
+    correct_only: bool = field(
+        default=False, metadata=_sft("keep only demonstrated episodes whose outcome is correct")
     )
     timesteps: int = field(default=100_000, metadata=_help("training timesteps, all envs together", algos=SB3))
     n_envs: int = field(default=8, metadata=_help("parallel training envs", algos=SB3))
-    max_steps: int = field(default=50, metadata=_grpo("optimizer steps"))
+    max_steps: int = field(default=50, metadata=_lm("optimizer steps"))
     num_generations: int = field(default=4, metadata=_grpo("completions per prompt (the GRPO group size)"))
     batch_size: int = field(
-        default=8, metadata=_grpo("completions per device per step (a multiple of --num-generations)")
+        default=8,
+        metadata=_lm("GRPO: completions per device per step (a multiple of --num-generations); SFT: examples per step"),
     )
-    gradient_accumulation_steps: int = field(default=1, metadata=_grpo("steps accumulated per optimizer step"))
-    learning_rate: float = field(default=1e-5, metadata=_grpo("peak learning rate"))
+    gradient_accumulation_steps: int = field(default=1, metadata=_lm("steps accumulated per optimizer step"))
+    learning_rate: float = field(default=1e-5, metadata=_lm("peak learning rate"))
     warmup_steps: int = field(
-        default=0, metadata=_grpo("optimizer steps of linear learning-rate warmup before the schedule")
+        default=0, metadata=_lm("optimizer steps of linear learning-rate warmup before the schedule")
     )
     lr_scheduler: Literal["linear", "constant", "cosine"] = field(
         default="linear",
-        metadata=_grpo("learning rate after the warmup: linear decay to 0, constant, or cosine decay to 0"),
+        metadata=_lm("learning rate after the warmup: linear decay to 0, constant, or cosine decay to 0"),
     )
     scale_rewards: Literal["group", "batch", "none"] = field(
         default="group",
         metadata=_grpo("advantage scaling: by each group's reward std (group), the batch's (batch) or none"),
     )
     max_completion_length: int = field(default=128, metadata=_grpo("most tokens generated per completion"))
+    eval_max_new_tokens: int | None = field(
+        default=None,
+        metadata=_lm(
+            "longest message the held-out evaluations decode per turn (greedy; the same limit as "
+            "affectgym eval -t N); default --max-completion-length (GRPO) or 256 (SFT)"
+        ),
+    )
     temperature: float = field(default=1.0, metadata=_grpo("sampling temperature of the rollouts"))
     beta: float = field(default=0.0, metadata=_grpo("KL coefficient (0 = no reference model)"))
     entropy_coef: float = field(
         default=0.0, metadata=_grpo("weight of TRL's mean per-token entropy bonus in the loss (0 = none)")
     )
-    lora_r: int = field(default=16, metadata=_grpo("LoRA rank; 0 trains the full model"))
-    lora_alpha: int = field(default=32, metadata=_grpo("LoRA alpha"))
-    lora_dropout: float = field(default=0.05, metadata=_grpo("LoRA dropout"))
+    lora_r: int = field(default=16, metadata=_lm("LoRA rank; 0 trains the full model"))
+    lora_alpha: int = field(default=32, metadata=_lm("LoRA alpha"))
+    lora_dropout: float = field(default=0.05, metadata=_lm("LoRA dropout"))
     lora_target_modules: str = field(
         default="auto",
-        metadata=_grpo("comma-separated module names, or auto (q_proj,k_proj,v_proj,o_proj for llama/qwen/mistral)"),
+        metadata=_lm("comma-separated module names, or auto (q_proj,k_proj,v_proj,o_proj for llama/qwen/mistral)"),
     )
     lora_layers: int = field(
         default=0,
-        metadata=_grpo("adapt only the last N transformer layers (a shorter backward pass on CPU); 0 = every layer"),
+        metadata=_lm("adapt only the last N transformer layers (a shorter backward pass on CPU); 0 = every layer"),
     )
     output_dir: str | None = field(
         default=None,
         metadata=_help(
-            "where config.yaml, logs, figures and the model (GRPO: the adapter) go",
-            by_algo={"grpo": "runs/train", "ppo": "runs/sb3", "sac": "runs/sb3"},
+            "where config.yaml, logs, figures and the model (GRPO, SFT: the adapter) go",
+            by_algo={"grpo": "runs/train", "sft": "runs/sft", "ppo": "runs/sb3", "sac": "runs/sb3"},
         ),
     )
     eval_episodes: int | None = field(
         default=None,
         metadata=_help(
-            "evaluation episodes at the end: GRPO base vs trained on held-out scenarios (0 skips it); "
-            "PPO/SAC trained vs random policy on fixed seeds",
-            by_algo={"grpo": 32, "ppo": 20, "sac": 20},
+            "evaluation episodes at the end: GRPO/SFT base vs trained on held-out scenarios, played multi-step "
+            "through the eval runner (0 skips it); PPO/SAC trained vs random policy on fixed seeds",
+            by_algo={"grpo": 32, "sft": 32, "ppo": 20, "sac": 20},
         ),
     )
     eval_every_steps: int = field(
@@ -130,9 +184,9 @@ class TrainConfig:
     vllm_mode: Literal["colocate", "server"] = field(
         default="colocate", metadata=_grpo("vLLM in the training process (colocate) or a trl vllm-serve server")
     )
-    bf16: bool | None = field(default=None, metadata=_grpo("bf16 weights and autocast; default: on with a GPU"))
+    bf16: bool | None = field(default=None, metadata=_lm("bf16 weights and autocast; default: on with a GPU"))
     gradient_checkpointing: bool | None = field(
-        default=None, metadata=_grpo("gradient checkpointing; default: on with a GPU")
+        default=None, metadata=_lm("gradient checkpointing; default: on with a GPU")
     )
     n_train: int | None = field(default=None, metadata=_grpo("training rows (scenarios repeated or sampled); default one pass"))
     balance: bool = field(default=True, metadata=_grpo("class-balanced interleaving of the rows"))
@@ -158,9 +212,9 @@ class TrainConfig:
     max_tool_calling_iterations: int = field(
         default=6, metadata=_grpo("multiturn: most tool-calling rounds per rollout")
     )
-    logging_steps: int = field(default=1, metadata=_grpo("log every N steps"))
+    logging_steps: int = field(default=1, metadata=_lm("log every N steps"))
     seed: int = field(default=0, metadata=_help("seed of the data order, sampling and initialisation"))
-    report_to: str = field(default="none", metadata=_grpo("trackers for transformers (none, wandb, tensorboard, ...)"))
+    report_to: str = field(default="none", metadata=_lm("trackers for transformers (none, wandb, tensorboard, ...)"))
 
     def __post_init__(self) -> None:
         if self.algo not in ALGOS:
@@ -196,6 +250,16 @@ class TrainConfig:
             problems.append(f"eval_every_steps must be >= 0 (0 = off), got {self.eval_every_steps}")
         if self.eval_episodes < 0:
             problems.append(f"eval_episodes must be >= 0, got {self.eval_episodes}")
+        if self.prompt_form not in ("flat", "chat"):
+            problems.append(f"prompt_form must be 'flat' or 'chat', got {self.prompt_form!r}")
+        elif self.prompt_form == "chat" and self.mode != "flat":
+            problems.append("prompt_form='chat' is a flat-mode prompt; with --mode multiturn the policy makes its own tool calls")
+        if self.eval_max_new_tokens is not None and (not isinstance(self.eval_max_new_tokens, int) or self.eval_max_new_tokens < 1):
+            problems.append(f"eval_max_new_tokens must be a positive integer, got {self.eval_max_new_tokens!r}")
+        if self.algo == "sft" and not (self.demos or self.references):
+            problems.append("--algo sft needs demonstrations: --demos RUN_DIR (an affectgym eval folder; repeatable) and/or --references")
+        if self.min_reward is not None and not isinstance(self.min_reward, int | float):
+            problems.append(f"min_reward must be a number, got {self.min_reward!r}")
         if self.algo in SB3:
             for name in ("timesteps", "n_envs", "eval_episodes"):
                 if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
@@ -316,6 +380,9 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
             continue
         if typing.get_origin(kind) is Literal:
             options["choices"] = list(typing.get_args(kind))
+        elif typing.get_origin(kind) is list:
+            options["action"] = "append"
+            options["metavar"] = item.name.upper().removesuffix("S")
         elif typing.get_origin(kind) is dict or kind is dict:
             options["type"] = parse_mapping
             options["metavar"] = "K=V,..."

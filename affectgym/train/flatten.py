@@ -8,6 +8,13 @@ scenarios have them. The prompt is either
 
 * ``"flat"``: exactly ``env.flat_prompt(scenario)``, every tool output pre-rendered, for
   single-shot GRPO; or
+* ``"chat"``: the conversation an agent has after making the flat tool calls itself (GEM's
+  ``concat_chat``): system prompt, first observation, the assistant's message of
+  ``<tool_call>`` blocks (:func:`~affectgym.agents.protocol.protocol_tool_message`) and one
+  tool message per result, played through the env's own ``reset``/``step``, with the env's
+  tool schemas in a ``tools`` column (JSON). Rendered by the policy's chat template with those
+  tools, it is token for token the prompt of the agent's answer turn in a multi-step
+  episode, so the answer learned flat is the answer the agent gives interactively;
 * ``"interactive"``: the episode's opening messages (system prompt and first observation),
   for multi-turn GRPO where the policy calls the tools itself
   (:mod:`affectgym.train.environment`).
@@ -29,7 +36,7 @@ from functools import lru_cache
 from typing import Any
 
 #: Accepted values of ``prompt_form``.
-PROMPT_FORMS = ("flat", "interactive")
+PROMPT_FORMS = ("flat", "chat", "interactive")
 
 
 def make_env(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> Any:
@@ -242,14 +249,15 @@ def to_dataset(
         oversample: ``{flag: k}``: scenarios with the boolean attribute ``flag`` set appear ``k`` times.
         env_kwargs: Further keyword arguments of the env (``split`` is set from ``split``).
         prompt_form: ``"flat"`` (every tool output pre-rendered) or ``"interactive"``
-            (system prompt and first observation; the policy calls the tools).
+            (system prompt and first observation; the policy calls the tools) or ``"chat"``
+            (the conversation after the flat tool calls, with a ``tools`` column; see the module docstring).
         group_rows: Order rows group by group (``env.split_group``; see :func:`training_order`).
         rows_per_batch: With ``group_rows``, the rows (prompts) of one training batch: no
             group straddles two batches (see :func:`training_order`).
 
     Returns:
-        Columns ``prompt``, ``scenario_id``, ``env_id``, ``env_kwargs`` (JSON) and, where the
-        scenarios have them, ``label`` and boolean flags.
+        Columns ``prompt``, ``scenario_id``, ``env_id``, ``env_kwargs`` (JSON), ``tools`` (JSON,
+        ``"chat"`` only) and, where the scenarios have them, ``label`` and boolean flags.
     """
     import datasets
 
@@ -261,6 +269,9 @@ def to_dataset(
     encoded = kwargs_json(kwargs)
     env = shared_env(env_id, encoded)
     rows: dict[str, list[Any]] = {"prompt": [], "scenario_id": [], "env_id": [], "env_kwargs": []}
+    player = make_env(env_id, kwargs) if prompt_form == "chat" else None
+    if player is not None:
+        rows["tools"] = []
     order = training_order(
         list(env.scenarios), n=n, seed=seed, balance=balance, oversample=oversample,
         group_of=env.split_group if group_rows else None, rows_per_batch=rows_per_batch,
@@ -271,8 +282,10 @@ def to_dataset(
     prompts: dict[str, list[dict[str, str]]] = {}
     for scenario in order:
         if scenario.id not in prompts:
-            prompts[scenario.id] = _prompt(env, scenario, prompt_form)
+            prompts[scenario.id] = chat_prompt(player, scenario.id) if player else _prompt(env, scenario, prompt_form)
         rows["prompt"].append(prompts[scenario.id])
+        if player is not None:
+            rows["tools"].append(json.dumps(player.tool_schemas))
         rows["scenario_id"].append(scenario.id)
         rows["env_id"].append(env_id)
         rows["env_kwargs"].append(encoded)
@@ -280,6 +293,28 @@ def to_dataset(
         for name in extra_names:
             rows[name].append(extra.get(name))
     return datasets.Dataset.from_dict(rows)
+
+
+def chat_prompt(env: Any, scenario_id: str) -> list[dict[str, Any]]:
+    """The ``"chat"`` prompt of a scenario: its episode after the flat tool calls, ready for the answer.
+
+    Played on ``env`` (an unwrapped env of the right split; it is reset) with one message of
+    :func:`~affectgym.agents.protocol.protocol_tool_message`; the messages are those a local
+    model's chat template renders (:func:`~affectgym.agents.base.raw_text_messages`).
+
+    Raises:
+        ValueError: A flat tool call failed, so no agent could reach this conversation.
+    """
+    from affectgym.agents.base import raw_text_messages
+    from affectgym.agents.protocol import protocol_tool_message
+
+    env.reset(options={"scenario_id": scenario_id})
+    message = protocol_tool_message(env, env.scenario)
+    _, _, terminated, truncated, info = env.step(message)
+    failed = [entry for entry in env.trace if not entry.get("ok", True) or entry["type"] == "invalid"]
+    if terminated or truncated or failed:
+        raise ValueError(f"the flat tool calls of scenario {scenario_id!r} did not run as one message: {failed or message!r}")
+    return raw_text_messages(info["messages"])
 
 
 def _prompt(env: Any, scenario: Any, prompt_form: str) -> list[dict[str, str]]:

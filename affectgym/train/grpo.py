@@ -162,6 +162,40 @@ def load_policy(config: TrainConfig, *, gpu: bool) -> tuple[Any, Any, str]:
     return model, tokenizer, path
 
 
+def trainable_policy(config: TrainConfig, model: Any) -> tuple[Any, Any]:
+    """``(model, peft_config)`` for a trainer: a fresh LoRA config, or ``config.init_adapter`` loaded to keep training.
+
+    A run that starts from an adapter (the warm start of an ``--algo sft`` run) trains that
+    adapter further, so its output is again one adapter over the base model.
+    """
+    if config.init_adapter is None:
+        return model, peft_config(config, model.config.model_type, getattr(model.config, "num_hidden_layers", None))
+    from peft import PeftModel
+
+    from affectgym.hub import pretrained_problem
+
+    problem = pretrained_problem(config.init_adapter)
+    if problem is not None:
+        raise OSError(f"cannot load --init-adapter: {problem}")
+    return PeftModel.from_pretrained(model, config.init_adapter, is_trainable=True), None
+
+
+def chat_text_prompts(dataset: Any, tokenizer: Any) -> Any:
+    """A ``"chat"`` dataset with each prompt rendered to text by the policy's template, with the row's tools.
+
+    TRL renders conversational prompts without tool schemas (flat mode has no tools to run),
+    so the chat form is handed over as the text the agent's template gives
+    (:meth:`~affectgym.agents.transformers_agent.TransformersAgent.prompt`): the same tokens.
+    """
+    def render(row: dict[str, Any]) -> dict[str, Any]:
+        text = tokenizer.apply_chat_template(
+            row["prompt"], tools=json.loads(row["tools"]) or None, add_generation_prompt=True, tokenize=False
+        )
+        return {"prompt": text}
+
+    return dataset.map(render, remove_columns=["tools"])
+
+
 def prepare_tool_parsing(tokenizer: Any) -> None:
     """Give the tokenizer a response parser for tool calls when TRL does not know its template.
 
@@ -218,7 +252,7 @@ def build_trainer(config: TrainConfig, *, gpu: bool | None = None, reward_funcs:
         balance=config.balance,
         oversample=config.oversample or None,
         env_kwargs=config.env_kwargs,
-        prompt_form="interactive" if multiturn else "flat",
+        prompt_form="interactive" if multiturn else config.prompt_form,
         group_rows=config.group_batches,
         rows_per_batch=max(1, config.batch_size // config.num_generations),  # prompts in one device batch
     )
@@ -231,10 +265,13 @@ def build_trainer(config: TrainConfig, *, gpu: bool | None = None, reward_funcs:
     elif reward_weights is None:
         reward_weights = [1.0] * len(reward_funcs)
     model, tokenizer, _ = load_policy(config, gpu=gpu)
+    model, lora = trainable_policy(config, model)
     factory = None
     if multiturn:
         prepare_tool_parsing(tokenizer)
         factory = environment_factory(config.env_id, {**config.env_kwargs, "split": "train"})
+    if config.prompt_form == "chat":
+        dataset = chat_text_prompts(dataset, tokenizer)
     trainer_class = SharedPrefixGRPOTrainer if config.share_prompts else GRPOTrainer
     return trainer_class(
         model=model,
@@ -242,7 +279,7 @@ def build_trainer(config: TrainConfig, *, gpu: bool | None = None, reward_funcs:
         args=grpo_config(config, list(reward_weights), gpu=gpu),
         train_dataset=dataset,
         processing_class=tokenizer,
-        peft_config=peft_config(config, model.config.model_type, getattr(model.config, "num_hidden_layers", None)),
+        peft_config=lora,
         environment_factory=factory,
     )
 
@@ -274,12 +311,24 @@ def peft_config(config: TrainConfig, model_type: str, num_layers: int | None = N
     )
 
 
-def train(config: TrainConfig, *, gpu: bool | None = None) -> dict[str, Any]:
+def eval_max_new_tokens(config: TrainConfig) -> int:
+    """The token limit of a message in the run's held-out evaluations (``eval_max_new_tokens``, or its default).
+
+    >>> eval_max_new_tokens(TrainConfig(env_id="x", max_completion_length=4))
+    4
+    """
+    if config.eval_max_new_tokens is not None:
+        return config.eval_max_new_tokens
+    return config.max_completion_length if config.algo == "grpo" else 256
+
+
+def train(config: TrainConfig, *, gpu: bool | None = None, progress: bool = False) -> dict[str, Any]:
     """Run GRPO on ``config.env_id`` and write the outputs (see the module docstring).
 
     Args:
         config: The run's options.
         gpu: Whether to use a GPU; default: :func:`has_gpu`.
+        progress: Show a progress bar with the step's reward and loss.
 
     Returns:
         A summary: output paths, wall time, first and last mean reward, and the held-out
@@ -308,9 +357,14 @@ def train(config: TrainConfig, *, gpu: bool | None = None) -> dict[str, Any]:
         from affectgym.train.heldout import HeldOutEvaluator, heldout_callback
 
         evaluator = HeldOutEvaluator(
-            config.env_id, config.env_kwargs, trainer.processing_class, max_new_tokens=config.max_completion_length
+            config.env_id, config.env_kwargs, trainer.processing_class, max_new_tokens=eval_max_new_tokens(config),
+            prompt_form=config.prompt_form,
         )
         trainer.add_callback(heldout_callback(evaluator, config.eval_every_steps, output_dir / "heldout.jsonl"))
+    if progress and main_process:
+        from affectgym.train.progress import progress_callback
+
+        trainer.add_callback(progress_callback(f"GRPO {config.mode} on {config.env_id}", ("reward", "loss")))
     trainer.train()
     train_s = time.perf_counter() - start_s
     history = list(trainer.state.log_history)
@@ -352,63 +406,51 @@ def train(config: TrainConfig, *, gpu: bool | None = None) -> dict[str, Any]:
 def evaluate_base_and_trained(
     config: TrainConfig, adapter_dir: str | Path, out_dir: str | Path, *, gpu: bool | None = None
 ) -> dict[str, Any]:
-    """Held-out evaluation of the base model and the trained adapter, side by side.
+    """Held-out evaluation of the base model and the trained adapter, side by side, as they are deployed.
 
     Both play ``config.eval_episodes`` scenarios of the env's ``eval`` split through the eval
-    runner (:func:`affectgym.eval.runner.run_eval`) with greedy decoding: flat-mode runs
-    from the flat prompt (:func:`~affectgym.train.flatten.flat_episode_env`), multi-turn runs
-    as interactive episodes with the tools. Writes ``out_dir/base/``, ``out_dir/trained/``
-    (the runner's ``results.jsonl``, ``metadata.json``, ``summary.json``),
-    ``out_dir/comparison.json`` and ``out_dir/comparison.png``.
+    runner (:func:`affectgym.eval.runner.run_eval`) as multi-step agents: the model's
+    messages are parsed for tool calls, the tools' outputs come back as tool messages and the
+    env scores the final answer, whatever the training mode. Decoding is greedy, at most
+    :func:`eval_max_new_tokens` tokens a message: the run of
+    ``affectgym eval ENV --agent hf:MODEL --adapter ADAPTER -t N`` that ``comparison.json``
+    records as ``command``. Writes ``out_dir/base/``, ``out_dir/trained/`` (the runner's
+    ``results.jsonl``, ``metadata.json``, ``summary.json``), ``out_dir/comparison.json`` and
+    ``out_dir/comparison.png``.
 
     Args:
-        config: The run's options (model, env, mode, eval_episodes, seed).
+        config: The run's options (model, env, eval_episodes, seed).
         adapter_dir: The trained adapter (or full model, with ``lora_r=0``).
         out_dir: Output folder.
         gpu: Whether to use a GPU; default: :func:`has_gpu`.
 
     Returns:
         ``{"base": {...}, "trained": {...}, "delta_reward": ...}`` with each side's mean
-        reward, its 95% interval, components, accuracy (when the env reports one) and folder.
+        reward, its 95% interval, components, accuracy (when the env reports one), tool use
+        and folder.
     """
-    import affectgym
-    from affectgym.agents.transformers_agent import TransformersAgent
     from affectgym.eval.runner import EvalConfig, run_eval
-    from affectgym.train.flatten import flat_episode_env
     from affectgym.train.plots import plot_eval_comparison
 
     gpu = has_gpu() if gpu is None else gpu
     out_dir = Path(out_dir)
     env_kwargs = {k: v for k, v in config.env_kwargs.items() if k != "split"}
-
-    def env_factory() -> Any:
-        env = affectgym.make(config.env_id, split="eval", **env_kwargs)
-        return flat_episode_env(env) if config.mode == "flat" else env
-
     path = resolve_model(config.model)
+    max_new_tokens = eval_max_new_tokens(config)
+    full_model = config.lora_r == 0 and config.init_adapter is None
     sides: dict[str, Any] = {}
     for side, adapter in (("base", None), ("trained", str(adapter_dir))):
-        agent = TransformersAgent(
-            path if adapter is None or config.lora_r > 0 else adapter,
-            adapter=adapter if config.lora_r > 0 else None,
-            max_new_tokens=config.max_completion_length,
-            temperature=0.0,
-            dtype="bfloat16" if gpu else "float32",
-            seed=config.seed,
-            name=f"{config.model} ({side})",
-        )
-        try:
-            result = run_eval(
-                EvalConfig(
-                    env_id=config.env_id, agent=f"hf:{path}" + (f"+{adapter}" if adapter else ""), out=out_dir / side,
-                    n=config.eval_episodes, split="eval", seed=config.seed, env_kwargs=env_kwargs,
-                    concurrency=8, progress=False, max_fail_fraction=1.0,
-                ),
-                agent=agent,
-                env_factory=env_factory,
+        model = adapter if adapter is not None and full_model else path
+        agent_kwargs = {"max_new_tokens": max_new_tokens, "temperature": 0.0, "dtype": "bfloat16" if gpu else "float32"}
+        if adapter is not None and not full_model:
+            agent_kwargs["adapter"] = adapter
+        result = run_eval(
+            EvalConfig(
+                env_id=config.env_id, agent=f"hf:{model}", out=out_dir / side, n=config.eval_episodes, split="eval",
+                seed=config.seed, env_kwargs=env_kwargs, agent_kwargs=agent_kwargs, concurrency=8, progress=False,
+                max_fail_fraction=1.0,
             )
-        finally:
-            agent.close()
+        )
         summary = result.summary
         sides[side] = {
             "reward_mean": summary["reward"]["mean"],
@@ -416,14 +458,22 @@ def evaluate_base_and_trained(
             "episodes": summary["episodes"],
             "reward_components": summary["reward_components"],
             "accuracy": (summary.get("classification") or {}).get("accuracy"),
+            "tool_use": summary["tool_use"],
             "folder": str(out_dir / side),
         }
+    command = (
+        f"affectgym eval {config.env_id} --agent hf:{path} "
+        + (f"--adapter {adapter_dir} " if not full_model else "")
+        + f"--split eval -n {config.eval_episodes} -t {max_new_tokens} --seed {config.seed} -c 8"
+        + (f" --env-kwargs '{json.dumps(env_kwargs)}'" if env_kwargs else "")
+    )
     comparison = {
         "env_id": config.env_id, "mode": config.mode, "seed": config.seed, "split": "eval", **sides,
+        "decoding": {"greedy": True, "max_new_tokens": max_new_tokens, "multi_step": True}, "command": command,
         "delta_reward": _difference(sides["trained"]["reward_mean"], sides["base"]["reward_mean"]),
     }
     (out_dir / "comparison.json").write_text(json.dumps(comparison, indent=2), encoding="utf-8")
-    title = f"{config.env_id}, {config.model} ({config.mode}), {sides['base']['episodes']} episodes each"
+    title = f"{config.env_id}, {config.model} ({config.algo}), {sides['base']['episodes']} multi-step episodes each"
     comparison["figure"] = str(plot_eval_comparison(sides["base"], sides["trained"], out_dir / "comparison.png", title=title))
     return comparison
 
@@ -435,6 +485,8 @@ def _difference(a: float | None, b: float | None) -> float | None:
 __all__ = [
     "LORA_TARGETS",
     "build_trainer",
+    "chat_text_prompts",
+    "eval_max_new_tokens",
     "evaluate_base_and_trained",
     "grpo_config",
     "has_gpu",
@@ -444,4 +496,5 @@ __all__ = [
     "prepare_tool_parsing",
     "resolve_model",
     "train",
+    "trainable_policy",
 ]

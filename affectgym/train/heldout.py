@@ -1,10 +1,13 @@
-"""Held-out evaluation of a flat-mode policy during and after training.
+"""Held-out evaluation of a flat-mode policy during training.
 
-:class:`HeldOutEvaluator` decodes the flat prompts of an env's eval split greedily, in
-batches, and scores each reply with the env's own ``score`` (the one reward path, the flat
-trace as the trace). It reports accuracy (an unanswered or malformed reply counts as
-wrong), the answered rate, the accuracy on flagged subsets (e.g. pivot clips) and the mean
-reward. :class:`HeldOutCallback` runs it every few optimizer steps of a ``transformers``
+:class:`HeldOutEvaluator` decodes the flat prompts of an env's eval split (``"flat"``, or
+``"chat"``: the answer turn of the multi-step episode, see :mod:`affectgym.train.flatten`)
+greedily, in batches, with the decoding of the eval runner's local agent
+(:func:`~affectgym.agents.transformers_agent.generation_config`: the same stop tokens and
+token limit), and scores each reply with the env's own ``score`` (the one reward path, the
+flat trace as the trace). It reports accuracy (an unanswered or malformed reply counts as
+wrong), the answered rate, the accuracy on flagged subsets (e.g. pivot clips), the mean
+reward and every reply. :class:`HeldOutCallback` runs it every few optimizer steps of a ``transformers``
 trainer and appends one JSON line per evaluation, which gives the learning curve.
 
 Greedy decoding makes an evaluation a function of the weights alone: the base model scores
@@ -19,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from affectgym.train.flatten import kwargs_json, scenario_columns, shared_env
+from affectgym.train.flatten import chat_prompt, kwargs_json, make_env, scenario_columns, shared_env
 
 #: Prompts decoded at once.
 EVAL_BATCH_SIZE = 32
@@ -34,24 +37,39 @@ class HeldOutEvaluator:
         tokenizer: The policy's tokenizer (with a chat template).
         max_new_tokens: Longest reply decoded.
         limit: Evaluate only the first ``limit`` eval scenarios (``None`` = all).
+        prompt_form: ``"flat"`` or ``"chat"`` (see :func:`~affectgym.train.flatten.to_dataset`).
     """
 
     def __init__(self, env_id: str, env_kwargs: Mapping[str, Any] | None, tokenizer: Any,
-                 max_new_tokens: int = 8, limit: int | None = None):
-        self.env = shared_env(env_id, kwargs_json({**dict(env_kwargs or {}), "split": "eval"}))
+                 max_new_tokens: int = 8, limit: int | None = None, prompt_form: str = "flat"):
+        kwargs = {**dict(env_kwargs or {}), "split": "eval"}
+        self.env = shared_env(env_id, kwargs_json(kwargs))
         self.scenarios = list(self.env.scenarios)[:limit]
         self.tokenizer = tokenizer
         self.max_new_tokens = max_new_tokens
-        self.prompts = [
-            tokenizer.apply_chat_template(self.env.flat_prompt(s), tokenize=False, add_generation_prompt=True)
-            for s in self.scenarios
-        ]
+        if prompt_form == "chat":
+            player = make_env(env_id, kwargs)
+            self.prompts = [
+                tokenizer.apply_chat_template(chat_prompt(player, s.id), tools=player.tool_schemas or None,
+                                              tokenize=False, add_generation_prompt=True)
+                for s in self.scenarios
+            ]
+        elif prompt_form == "flat":
+            self.prompts = [
+                tokenizer.apply_chat_template(self.env.flat_prompt(s), tokenize=False, add_generation_prompt=True)
+                for s in self.scenarios
+            ]
+        else:
+            raise ValueError(f"prompt_form must be 'flat' or 'chat', got {prompt_form!r}")
         self.traces = [self.env.flat_trace(s) for s in self.scenarios]
 
     def replies(self, model: Any) -> list[str]:
         """The model's greedy reply to every eval prompt."""
         import torch
 
+        from affectgym.agents.transformers_agent import generation_config
+
+        decoding = generation_config(model, self.tokenizer, max_new_tokens=self.max_new_tokens)
         was_training = model.training
         model.eval()
         side, self.tokenizer.padding_side = self.tokenizer.padding_side, "left"
@@ -63,11 +81,9 @@ class HeldOutEvaluator:
                     add_special_tokens=False,
                 ).to(model.device)
                 with torch.no_grad():
-                    output = model.generate(
-                        **batch, max_new_tokens=self.max_new_tokens, do_sample=False,
-                        pad_token_id=self.tokenizer.pad_token_id,
-                    )
-                replies += self.tokenizer.batch_decode(output[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)
+                    output = model.generate(**batch, generation_config=decoding)
+                new_tokens = output[:, batch["input_ids"].shape[1]:]
+                replies += [text.strip() for text in self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)]
         finally:
             self.tokenizer.padding_side = side
             model.train(was_training)
@@ -89,6 +105,7 @@ class HeldOutEvaluator:
             "answered_rate": sum(r["prediction"] is not None for r in rows) / n,
             "reward": sum(result.total for result in results) / n,
             "predictions": _counts(r["prediction"] for r in rows),
+            "replies": {scenario.id: reply for scenario, reply in zip(self.scenarios, replies, strict=True)},
         }
         flags = [name for name, value in scenario_columns(self.scenarios[0]).items() if isinstance(value, bool)]
         for flag in flags:

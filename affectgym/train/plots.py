@@ -1,4 +1,4 @@
-"""Reward curves of a GRPO run, from TRL's ``log_history`` (matplotlib, Agg backend).
+"""Reward and loss curves of a training run, from TRL's ``log_history`` (matplotlib, Agg backend).
 
 One PNG per logged reward: the total (``reward``) and each component
 (``rewards/<component>/mean``, with its ``/std`` band when logged), each titled with the run
@@ -91,6 +91,37 @@ def plot_reward_curves(history: Sequence[Mapping[str, Any]], out_dir: str | Path
     return paths
 
 
+def plot_loss_curve(history: Sequence[Mapping[str, Any]], path: str | Path, title: str | None = None) -> Path | None:
+    """Write the training loss over the steps to ``path`` (``None`` when no loss was logged).
+
+    Args:
+        history: ``trainer.state.log_history``.
+        path: The PNG to write.
+        title: What the run is, the first line of the title.
+    """
+    points = [(int(row["step"]), float(row["loss"])) for row in history
+              if isinstance(row.get("loss"), int | float) and row["loss"] == row["loss"] and "step" in row]
+    if not points:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure, axis = plt.subplots(figsize=(5, 3.2), dpi=120)
+    axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3, linewidth=1.5)
+    axis.set_xlabel("step")
+    axis.set_ylabel("loss (assistant tokens, mean per token)")
+    axis.set_title(f"{title}\ntraining loss" if title else "training loss", fontsize="medium")
+    axis.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+    return path
+
+
 def plot_eval_comparison(
     base: Mapping[str, Any], trained: Mapping[str, Any], path: str | Path, title: str | None = None
 ) -> Path:
@@ -160,4 +191,4 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
 
 
-__all__ = ["COUNT_COMPONENTS", "plot_eval_comparison", "plot_reward_curves", "reward_series"]
+__all__ = ["COUNT_COMPONENTS", "plot_eval_comparison", "plot_loss_curve", "plot_reward_curves", "reward_series"]

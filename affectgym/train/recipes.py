@@ -1,4 +1,14 @@
-"""A measured CPU recipe: GRPO of a small model on Sarcasm-v0's short form.
+"""Measured CPU recipes: GRPO of a small model on Sarcasm-v0's short form, and train flat, play with tools.
+
+The transfer recipes (:func:`sarcasm_protocol_sft_config`, :func:`sarcasm_chat_grpo_config`,
+:func:`sarcasm_multiturn_grpo_config`) train a model that plays Sarcasm-v0 as a multi-step
+agent, in :data:`SARCASM_AGENT_FORM`: a supervised warm start on the label-blind protocol
+demonstrator's episodes (it learns to call the two flat tools in one message, answer yes or
+no and end its turn, never which answer), then GRPO on the ``"chat"`` prompt form (the
+conversation after those tool calls, the agent's own answer turn) or multi-turn GRPO with
+the tools in the rollout. ``benchmarks/bench_transfer.py`` measures them multi-step.
+
+The short-form recipe, :func:`sarcasm_cpu_config`:
 
 On two CPU cores a GRPO step costs a forward and a backward pass over the prompt of every
 completion, so the prompt is the budget. :func:`sarcasm_cpu_config` trains on the short
@@ -55,6 +65,13 @@ from affectgym.train.config import TrainConfig
 SARCASM_ENV_ID = "affectgym/Sarcasm-v0"
 #: The short form of Sarcasm-v0 (public env options; scored by the env's own rubric).
 SARCASM_SHORT_FORM: dict[str, Any] = {"reward": "label", "answer": "yesno", "flat_prompt": "compact"}
+#: Sarcasm-v0 as the transfer recipes' agent plays it: the short form's answer and reward,
+#: the compact flat tool calls (the transcript and the one-line delivery summary) and 4 turns.
+SARCASM_AGENT_FORM: dict[str, Any] = {**SARCASM_SHORT_FORM, "reward_weights": {"format": 0.05}, "max_turns": 4}
+#: Tokens a message of the agent may take (the two tool calls take ~45); held-out evaluations decode greedily to it.
+AGENT_MAX_NEW_TOKENS = 64
+#: LoRA of the transfer recipes: rank 16 on the last 10 of 30 layers (as the short-form recipe).
+_TRANSFER_LORA: dict[str, Any] = {"lora_r": 16, "lora_alpha": 32, "lora_dropout": 0.0, "lora_layers": 10}
 
 
 def sarcasm_cpu_config(output_dir: str | Path, *, max_steps: int = 80, seed: int = 0, control: bool = False,
@@ -103,4 +120,103 @@ def sarcasm_cpu_config(output_dir: str | Path, *, max_steps: int = 80, seed: int
     return TrainConfig(**options)
 
 
-__all__ = ["SARCASM_ENV_ID", "SARCASM_SHORT_FORM", "sarcasm_cpu_config"]
+def sarcasm_protocol_sft_config(output_dir: str | Path, demos: list[str], *, seed: int = 0, max_steps: int = 20,
+                                model: str = "smollm2-135m", **overrides: Any) -> TrainConfig:
+    """The supervised warm start: the protocol demonstrator's train-split episodes, assistant turns only.
+
+    4 episodes a step at a constant learning rate of 1e-3 after 2 warmup steps; LoRA r=16 on
+    the last 10 layers (the adapter the GRPO recipes keep training).
+
+    Args:
+        output_dir: Where the run writes.
+        demos: ``affectgym eval --agent protocol --split train`` folders.
+        seed: Seed of data order and LoRA initialisation.
+        max_steps: Optimizer steps.
+        model: Policy model.
+        **overrides: Any other :class:`~affectgym.train.config.TrainConfig` field.
+    """
+    options: dict[str, Any] = {
+        "env_id": SARCASM_ENV_ID, "algo": "sft", "model": model, "demos": list(demos), "max_steps": max_steps,
+        "batch_size": 4, "learning_rate": 1e-3, "warmup_steps": 2, "lr_scheduler": "constant", **_TRANSFER_LORA,
+        "eval_episodes": 0, "eval_max_new_tokens": AGENT_MAX_NEW_TOKENS, "env_kwargs": dict(SARCASM_AGENT_FORM),
+        "seed": seed, "output_dir": str(output_dir),
+    }
+    options.update(overrides)
+    return TrainConfig(**options)
+
+
+def sarcasm_chat_grpo_config(output_dir: str | Path, init_adapter: str | None, *, seed: int = 0, max_steps: int = 30,
+                             eval_every_steps: int = 10, model: str = "smollm2-135m", **overrides: Any) -> TrainConfig:
+    """Flat GRPO on the ``"chat"`` prompt form, from the warm start's adapter.
+
+    The short-form recipe's reward and group shape (2 prompts x 128 one-token completions,
+    learning rate 5e-4 constant after a warmup, both deliveries of a line in one batch), with
+    the agent's own answer turn as the prompt. The completion is the answer word alone: the
+    end of the turn after it was learned in the warm start, and the held-out evaluations
+    (greedy, up to 64 tokens, stopping at the end of the turn, as the agent decodes) measure
+    that it stays (``benchmarks/bench_transfer.py`` counts the answers that end right after
+    the word). A second token would cost a key/value cache of the ~700-token prompt for each
+    of the 256 completions (8 GB), 20 times the step time.
+
+    Args:
+        output_dir: Where the run writes.
+        init_adapter: The warm start's ``adapter/`` (``None``: a fresh LoRA).
+        seed: Seed of data order and sampling.
+        max_steps: GRPO steps.
+        eval_every_steps: Flat held-out evaluation every N steps (``heldout.jsonl``).
+        model: Policy model.
+        **overrides: Any other :class:`~affectgym.train.config.TrainConfig` field.
+    """
+    options: dict[str, Any] = {
+        "env_id": SARCASM_ENV_ID, "model": model, "init_adapter": init_adapter, "mode": "flat", "prompt_form": "chat",
+        "max_steps": max_steps, "num_generations": 128, "batch_size": 256, "learning_rate": 5e-4,
+        "warmup_steps": max(1, max_steps // 6), "lr_scheduler": "constant", "max_completion_length": 1,
+        "temperature": 1.0, "beta": 0.0, **_TRANSFER_LORA,
+        "n_train": max_steps * 2, "group_batches": True, "eval_every_steps": eval_every_steps, "eval_episodes": 0,
+        "eval_max_new_tokens": AGENT_MAX_NEW_TOKENS, "env_kwargs": dict(SARCASM_AGENT_FORM), "seed": seed,
+        "output_dir": str(output_dir),
+    }
+    options.update(overrides)
+    return TrainConfig(**options)
+
+
+def sarcasm_multiturn_grpo_config(output_dir: str | Path, init_adapter: str | None, *, seed: int = 0,
+                                  max_steps: int = 30, model: str = "smollm2-135m", **overrides: Any) -> TrainConfig:
+    """Multi-turn GRPO (TRL's ``environment_factory``: the policy's own tool calls), from the warm start's adapter.
+
+    The same steps, learning rate and LoRA as :func:`sarcasm_chat_grpo_config`, with 2
+    prompts x 4 rollouts a step: each rollout generates its tool-call message (~45 tokens)
+    and its answer and is trained on all of it (tool results masked), so a rollout costs
+    some 100 times a flat completion.
+
+    Args:
+        output_dir: Where the run writes.
+        init_adapter: The warm start's ``adapter/``.
+        seed: Seed of data order and sampling.
+        max_steps: GRPO steps.
+        model: Policy model.
+        **overrides: Any other :class:`~affectgym.train.config.TrainConfig` field.
+    """
+    options: dict[str, Any] = {
+        "env_id": SARCASM_ENV_ID, "model": model, "init_adapter": init_adapter, "mode": "multiturn",
+        "max_steps": max_steps, "num_generations": 4, "batch_size": 8, "learning_rate": 5e-4,
+        "warmup_steps": max(1, max_steps // 6), "lr_scheduler": "constant", "max_completion_length": AGENT_MAX_NEW_TOKENS,
+        "max_tool_calling_iterations": 2, "temperature": 1.0, "beta": 0.0, **_TRANSFER_LORA,
+        "n_train": max_steps * 2, "group_batches": True, "eval_episodes": 0,
+        "eval_max_new_tokens": AGENT_MAX_NEW_TOKENS, "env_kwargs": dict(SARCASM_AGENT_FORM), "seed": seed,
+        "output_dir": str(output_dir),
+    }
+    options.update(overrides)
+    return TrainConfig(**options)
+
+
+__all__ = [
+    "AGENT_MAX_NEW_TOKENS",
+    "SARCASM_AGENT_FORM",
+    "SARCASM_ENV_ID",
+    "SARCASM_SHORT_FORM",
+    "sarcasm_chat_grpo_config",
+    "sarcasm_cpu_config",
+    "sarcasm_multiturn_grpo_config",
+    "sarcasm_protocol_sft_config",
+]

@@ -1,0 +1,303 @@
+"""Supervised warm start on demonstrations (``affectgym train --algo sft``), with TRL's ``SFTTrainer``.
+
+Two sources of demonstrations, both public:
+
+* episodes any agent played, read from ``affectgym eval`` results folders (``demos``;
+  several allowed): the answered, error-free episodes of the env's **train** split, kept
+  when their reward is at least ``min_reward`` and, with ``correct_only``, when their
+  outcome is correct (a folder of another env or split is refused: held-out scenarios never
+  reach training);
+* the env's reference replies (``references``): ``env.reference_answer(scenario)`` after
+  ``env.flat_prompt(scenario)``, for every train scenario (EmpatheticDialogue-v0's reference
+  turns, for instance).
+
+Each demonstration is one conversational row, ``messages`` plus the env's tool schemas
+(``tools``, JSON), rendered by the policy's chat template exactly as a local agent sees the
+episode at inference (:class:`~affectgym.agents.transformers_agent.TransformersAgent`):
+the assistant's tool calls as the text it wrote, tool results as tool messages, the final
+answer and its end-of-turn token. The loss covers the assistant turns only
+(``assistant_only_loss``: the template's ``{% generation %}`` marks, end of turn included);
+system prompt, observations and tool outputs are masked (:func:`assistant_token_mask`).
+
+A run writes what a GRPO run writes: ``config.yaml``, ``demonstrations.jsonl`` (the rows it
+trained on), ``log_history.json``, ``figures/sft_loss.png``, ``adapter/`` and, with
+``eval_episodes``, ``eval/``: base vs trained, played multi-step through the eval runner.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from affectgym.train.config import LR_SCHEDULERS, TrainConfig, config_to_yaml
+
+
+class DemonstrationError(ValueError):
+    """A demonstrations folder cannot be used: missing, of another env, or of a held-out split."""
+
+
+def results_file(source: str | Path) -> Path:
+    """The ``results.jsonl`` of an eval folder (or the file itself).
+
+    Raises:
+        DemonstrationError: Neither a results file nor a folder holding one.
+    """
+    path = Path(source)
+    candidate = path / "results.jsonl" if path.is_dir() else path
+    if not candidate.is_file():
+        raise DemonstrationError(
+            f"--demos {str(source)!r}: no results.jsonl there; pass the --out folder of an affectgym eval run "
+            "(e.g. affectgym eval ENV --agent protocol --split train --out runs/demos)"
+        )
+    return candidate
+
+
+def episode_demonstrations(
+    sources: Sequence[str | Path], env_id: str, *, min_reward: float | None = None, correct_only: bool = False,
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Conversations of the kept episodes of eval results folders, and what was dropped.
+
+    Args:
+        sources: ``affectgym eval`` output folders (or their ``results.jsonl``).
+        env_id: The env being trained; every folder must have played it, on its train split.
+        min_reward: Keep episodes with at least this reward.
+        correct_only: Keep episodes whose ``outcome["correct"]`` is true.
+
+    Returns:
+        ``(rows, counts)``: rows ``{"messages", "tools", "source", "scenario_id"}`` and the
+        counts ``read``, ``kept``, ``unanswered``, ``errors``, ``below_min_reward``, ``incorrect``.
+
+    Raises:
+        DemonstrationError: A folder of another env or of a held-out split.
+    """
+    from affectgym.agents.base import raw_text_messages
+    from affectgym.eval.results import read_json, read_results
+    from affectgym.train.flatten import make_env
+
+    rows: list[dict[str, Any]] = []
+    counts = dict.fromkeys(("read", "kept", "unanswered", "errors", "below_min_reward", "incorrect"), 0)
+    for source in sources:
+        path = results_file(source)
+        metadata_path = path.parent / "metadata.json"
+        metadata = read_json(metadata_path) if metadata_path.is_file() else {}
+        played = metadata.get("env_id", env_id)
+        if played != env_id:
+            raise DemonstrationError(f"--demos {str(source)!r} played {played}, not {env_id}; demonstrate the env you train")
+        split = metadata.get("split", "train")
+        if split != "train":
+            raise DemonstrationError(
+                f"--demos {str(source)!r} played the {split!r} split; demonstrations must come from the train split "
+                f"(affectgym eval {env_id} --split train ...), so that no held-out scenario is trained on"
+            )
+        env_kwargs = {k: v for k, v in (metadata.get("env_kwargs") or {}).items() if k != "split"}
+        tools = json.dumps(make_env(env_id, {**env_kwargs, "split": "train"}).tool_schemas)
+        records, _ = read_results(path)
+        for record in records:
+            counts["read"] += 1
+            if record.get("error"):
+                counts["errors"] += 1
+            elif not record.get("terminated"):
+                counts["unanswered"] += 1
+            elif min_reward is not None and float(record.get("reward") or 0.0) < min_reward:
+                counts["below_min_reward"] += 1
+            elif correct_only and not (record.get("outcome") or {}).get("correct"):
+                counts["incorrect"] += 1
+            else:
+                counts["kept"] += 1
+                rows.append({
+                    "messages": raw_text_messages(record["messages"]), "tools": tools,
+                    "source": str(path), "scenario_id": record["scenario_id"],
+                })
+    return rows, counts
+
+
+def reference_demonstrations(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The env's reference reply after its flat prompt, for every train scenario.
+
+    Args:
+        env_id: A registered id.
+        env_kwargs: Env keyword arguments (the split is always ``"train"``).
+    """
+    from affectgym.train.flatten import make_env
+
+    env = make_env(env_id, {**dict(env_kwargs or {}), "split": "train"})
+    rows = []
+    for scenario in env.scenarios:
+        reply, _ = env.reference_answer(scenario)
+        messages = [*(dict(m) for m in env.flat_prompt(scenario)), {"role": "assistant", "content": reply}]
+        rows.append({"messages": messages, "tools": json.dumps([]), "source": "references", "scenario_id": scenario.id})
+    return rows
+
+
+def assistant_token_mask(tokenizer: Any, messages: Sequence[Mapping[str, Any]], tools: Sequence[Any] | None = None) -> tuple[list[int], list[int]]:
+    """Token ids of a rendered conversation and its loss mask (1 on the assistant's tokens).
+
+    The mask ``SFTTrainer(assistant_only_loss=True)`` trains with: the template's
+    ``{% generation %}`` spans, so each assistant message and its end-of-turn token.
+    """
+    rendered = tokenizer.apply_chat_template(
+        list(messages), tools=list(tools) if tools else None, tokenize=True, return_dict=True,
+        return_assistant_tokens_mask=True,
+    )
+    return list(rendered["input_ids"]), list(rendered["assistant_masks"])
+
+
+def training_chat_template(tokenizer: Any) -> str:
+    """The tokenizer's chat template with ``{% generation %}`` marks (affectgym's and TRL's known templates).
+
+    Raises:
+        ValueError: The template marks no assistant span and TRL has no training version of it.
+    """
+    from trl.chat_template_utils import get_training_chat_template, has_generation_markers
+
+    if has_generation_markers(tokenizer.chat_template):
+        return tokenizer.chat_template
+    try:
+        patched = get_training_chat_template(tokenizer)
+    except ValueError:
+        raise ValueError(
+            "supervised training masks everything but the assistant's turns, and this tokenizer's chat template "
+            "has no {% generation %} marks that TRL could add; give the model a template with them "
+            "(affectgym.agents.models.CHATML_TOOL_TEMPLATE has them)"
+        ) from None
+    return patched or tokenizer.chat_template
+
+
+def demonstrations(config: TrainConfig) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Every demonstration of ``config`` (its ``demos`` folders, then ``references``), and the counts.
+
+    Raises:
+        DemonstrationError: No demonstration was kept.
+    """
+    rows, counts = episode_demonstrations(
+        config.demos, config.env_id, min_reward=config.min_reward, correct_only=config.correct_only
+    )
+    if config.references:
+        references = reference_demonstrations(config.env_id, config.env_kwargs)
+        rows += references
+        counts["references"] = len(references)
+    if not rows:
+        raise DemonstrationError(
+            f"no demonstration to learn from: {counts}; lower --min-reward, drop --correct-only or add --demos folders"
+        )
+    return rows, counts
+
+
+def sft_config(config: TrainConfig, *, gpu: bool) -> Any:
+    """The ``trl.SFTConfig`` of a run: assistant-only loss, CPU-safe without a GPU."""
+    from trl import SFTConfig
+
+    bf16 = gpu if config.bf16 is None else bool(config.bf16)
+    if bf16 and not gpu:
+        raise ValueError("bf16 training needs a GPU here; drop --bf16 (CPU runs use fp32)")
+    return SFTConfig(
+        output_dir=str(Path(config.output_dir) / "trainer"),
+        max_steps=config.max_steps,
+        per_device_train_batch_size=config.batch_size,
+        gradient_accumulation_steps=config.gradient_accumulation_steps,
+        learning_rate=config.learning_rate,
+        warmup_steps=config.warmup_steps,
+        lr_scheduler_type=LR_SCHEDULERS[config.lr_scheduler],
+        assistant_only_loss=True,
+        max_length=None,
+        logging_steps=config.logging_steps,
+        save_strategy="no",
+        report_to=config.report_to,
+        seed=config.seed,
+        data_seed=config.seed,
+        bf16=bf16,
+        use_cpu=not gpu,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+        **{"activation_checkpointing" if _has_field(SFTConfig, "activation_checkpointing") else "gradient_checkpointing":
+           gpu if config.gradient_checkpointing is None else bool(config.gradient_checkpointing)},
+    )
+
+
+def _has_field(cls: type, name: str) -> bool:
+    import dataclasses
+
+    return name in {f.name for f in dataclasses.fields(cls)}
+
+
+def train_sft(config: TrainConfig, *, gpu: bool | None = None, progress: bool = False) -> dict[str, Any]:
+    """Run the supervised warm start of ``config`` and write its outputs (see the module docstring).
+
+    Args:
+        config: The run's options (``algo="sft"``).
+        gpu: Whether to use a GPU; default: when torch sees one.
+        progress: Show a progress bar with the loss instead of nothing.
+
+    Returns:
+        A summary: demonstration counts, paths, wall time, first and last loss, and the
+        held-out evaluation when ``eval_episodes > 0``.
+    """
+    import datasets
+    from transformers import set_seed
+    from trl import SFTTrainer
+
+    from affectgym.train.grpo import evaluate_base_and_trained, has_gpu, load_policy, peft_config, trainable_policy
+    from affectgym.train.plots import plot_loss_curve
+    from affectgym.train.progress import progress_callback
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    output_dir = Path(config.output_dir)
+    rows, counts = demonstrations(config)
+    set_seed(config.seed)
+    gpu = has_gpu() if gpu is None else gpu
+    start_s = time.perf_counter()
+    model, tokenizer, _ = load_policy(config, gpu=gpu)
+    tokenizer.chat_template = training_chat_template(tokenizer)
+    model, lora = trainable_policy(config, model)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    (output_dir / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")
+    with (output_dir / "demonstrations.jsonl").open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    dataset = datasets.Dataset.from_list([{"messages": row["messages"], "tools": row["tools"]} for row in rows])
+    trainer = SFTTrainer(
+        model=model, args=sft_config(config, gpu=gpu), train_dataset=dataset, processing_class=tokenizer,
+        peft_config=lora,
+    )
+    if progress:
+        trainer.add_callback(progress_callback(f"SFT on {len(rows)} demonstrations", ("loss",)))
+    trainer.train()
+    train_s = time.perf_counter() - start_s
+    history = list(trainer.state.log_history)
+    adapter_dir = output_dir / "adapter"
+    trainer.save_model(str(adapter_dir))
+    tokenizer.save_pretrained(str(adapter_dir))
+    (output_dir / "log_history.json").write_text(json.dumps(history, indent=2), encoding="utf-8")
+    losses = [row["loss"] for row in history if isinstance(row.get("loss"), int | float) and math.isfinite(row["loss"])]
+    figure = plot_loss_curve(history, output_dir / "figures" / "sft_loss.png",
+                             title=f"SFT on {config.env_id}, {config.model}, {len(rows)} demonstrations")
+    summary: dict[str, Any] = {
+        "env_id": config.env_id, "model": config.model, "algo": "sft", "seed": config.seed,
+        "demonstrations": counts, "steps": trainer.state.global_step, "train_s": round(train_s, 2),
+        "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
+        "output_dir": str(output_dir), "adapter_dir": str(adapter_dir),
+        "log_history": str(output_dir / "log_history.json"), "figures": [str(figure)] if figure else [],
+    }
+    del trainer
+    if config.eval_episodes > 0:
+        summary["eval"] = evaluate_base_and_trained(config, adapter_dir, output_dir / "eval", gpu=gpu)
+    (output_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return summary
+
+
+__all__ = [
+    "DemonstrationError",
+    "assistant_token_mask",
+    "demonstrations",
+    "episode_demonstrations",
+    "reference_demonstrations",
+    "results_file",
+    "sft_config",
+    "train_sft",
+    "training_chat_template",
+]
