@@ -19,7 +19,8 @@ def register(subparsers: Any) -> None:
     demo = subparsers.add_parser(
         "demo",
         help="the main job on the embedded defaults: list the envs, play one scripted episode, "
-        "train SmolLM2-135M with GRPO on Sarcasm-v0, compare base vs trained on held-out lines",
+        "warm-start SmolLM2-135M on the tool protocol, train it flat with GRPO on Sarcasm-v0, then watch it play "
+        "held-out lines with its own tool calls",
     )
     demo.add_argument("--env", default=None, help="environment of the scripted episode (default: the first built-in one)")
     demo.add_argument("--seed", type=int, default=0, help="seed of the episode and of the training run")
@@ -73,7 +74,7 @@ def run_demo(args: argparse.Namespace) -> int:
         return 0
     from affectgym.train.demo import run_demo as run_training_demo
 
-    print("\n=== GRPO training demo ===\n")
+    print("\n=== training demo: train flat, play with tools ===\n")
     run_training_demo(args.out, seed=args.seed)
     return 0
 

@@ -106,3 +106,17 @@ def test_the_readme_learning_table_is_the_committed_benchmark_result():
     in_readme = readme_between(LEARNING_START, LEARNING_END, "learning table")
     summary = json.loads(bench.SUMMARY_FILE.read_text(encoding="utf-8"))
     assert in_readme == bench.markdown_table(summary), "README.md's learning table is stale: rerun bench_learning.py --report-only"
+
+
+#: Where README.md's transfer table sits, between these two lines.
+TRANSFER_START = "<!-- transfer table: python benchmarks/bench_transfer.py --report-only -->\n"
+TRANSFER_END = "\n<!-- end of transfer table -->"
+
+
+def test_the_readme_transfer_table_is_the_committed_benchmark_result():
+    import json
+
+    bench = repo_module("benchmarks", "bench_transfer")
+    in_readme = readme_between(TRANSFER_START, TRANSFER_END, "transfer table")
+    summary = json.loads(bench.SUMMARY_FILE.read_text(encoding="utf-8"))
+    assert in_readme == bench.markdown_table(summary), "README.md's transfer table is stale: rerun bench_transfer.py --report-only"

@@ -110,14 +110,15 @@ def test_held_out_evaluation_compares_base_and_trained_through_the_eval_runner(t
     assert (tmp_path / mode / "eval" / "comparison.png").is_file()
 
 
-def test_demo_job_trains_and_prints_base_and_trained_heldout_accuracy_with_intervals(tiny_model, tmp_path, capsys):
+def test_demo_job_warm_starts_trains_flat_and_plays_held_out_episodes_with_its_own_tool_calls(tiny_model, tmp_path, capsys):
     from affectgym.train.demo import run_demo
 
-    summary = run_demo(tmp_path / "demo", model=str(tiny_model), max_steps=1)
+    summary = run_demo(tmp_path / "demo", model=str(tiny_model), sft_steps=1, grpo_steps=1, eval_episodes=2)
     printed = capsys.readouterr().out
-    assert "held-out affectgym/Sarcasm-v0" in printed and "base model (step 0)" in printed
-    assert "trained here (1 steps)" in printed and str(tmp_path / "demo" / "heldout.jsonl") in printed
-    assert [row["step"] for row in summary["heldout"]] == [0, 1] and (tmp_path / "demo" / "demo.json").is_file()
+    assert "played multi-step (the model calls the tools" in printed and "trained here (1 SFT + 1 GRPO steps)" in printed
+    assert "[ASSISTANT]" in printed and "[prediction " in printed  # the one episode, as the model played it
+    assert summary["heldout"]["episodes"] == 2 and (tmp_path / "demo" / "demo.json").is_file()
+    assert (tmp_path / "demo" / "eval-trained" / "results.jsonl").is_file()
 
 
 def test_flat_run_with_last_layer_lora_writes_a_heldout_curve_scored_by_the_env(tiny_model, tmp_path):

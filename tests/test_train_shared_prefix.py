@@ -96,3 +96,17 @@ def test_greedy_completions_match_trls_generation(trainer):
         trainer.generation_config.do_sample = True
     assert shared == reference
     assert all(len(completion) >= 1 for completion in shared)
+
+
+def test_one_token_temperature_samples_match_trls_generation_without_repeating_the_cache(trainer):
+    prompts, *_ = grouped_batch(trainer)
+    trainer.generation_config.max_new_tokens = 1
+    try:
+        assert trainer._samples_one_token_by_temperature()
+        torch.manual_seed(3)
+        shared, _ = trainer._generate_single_turn(prompts, None, {}, GENERATIONS)
+        torch.manual_seed(3)
+        reference, _ = GRPOTrainer._generate_single_turn(trainer, prompts, None, {}, GENERATIONS)
+    finally:
+        trainer.generation_config.max_new_tokens = 3
+    assert shared == reference and all(len(completion) == 1 for completion in shared)

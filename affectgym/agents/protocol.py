@@ -89,9 +89,18 @@ class ProtocolAgent(Agent):
     def act(self, observation: str, info: Mapping[str, Any]) -> str:
         """The flat tool calls in the first message, then a random label at a random confidence."""
         if not any(message.get("role") == "assistant" for message in info.get("messages", [])):
-            return protocol_tool_message(self.env, self.env.get_scenario(info["scenario_id"]))
+            return protocol_tool_message(self.env, self._scenario(info.get("scenario_id")))
         label = self.labels[int(self._rng.integers(len(self.labels)))]
         return self.env.answer_text(label, round(float(self._rng.uniform(*CONFIDENCE_RANGE)), 2))
+
+    def _scenario(self, scenario_id: str | None) -> Any:
+        """The episode's scenario, or the first of the agent's env when it is of another split.
+
+        Only its flat tool calls are read, which the speech envs make alike for every clip.
+        """
+        if scenario_id in self.env.scenario_ids:
+            return self.env.get_scenario(scenario_id)
+        return self.env.scenarios[0]
 
     def describe(self) -> dict[str, Any]:
         """Class, name and the confidence range."""

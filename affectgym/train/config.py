@@ -228,7 +228,7 @@ class TrainConfig:
                 problems.append(f"{name} must be a positive integer, got {getattr(self, name)!r}")
         if self.num_generations < 2:
             problems.append(f"num_generations must be at least 2 (GRPO compares completions), got {self.num_generations}")
-        elif self.batch_size % self.num_generations:
+        elif self.algo == "grpo" and self.batch_size % self.num_generations:
             problems.append(
                 f"batch_size ({self.batch_size}) must be a multiple of num_generations ({self.num_generations})"
             )

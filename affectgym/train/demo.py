@@ -1,14 +1,20 @@
-"""The training demo: a short, offline GRPO run on Sarcasm-v0 that shows held-out learning on a CPU.
+"""The training demo: train flat, then watch the model play Sarcasm-v0 with its own tool calls, on a CPU.
 
-:func:`run_demo` trains the embedded SmolLM2-135M-Instruct (alias ``smollm2-135m``) with
-the CPU recipe of :mod:`affectgym.train.recipes` (Sarcasm-v0's short form: the line and
-one line of delivery cues, a yes/no answer; LoRA on the last layers; both deliveries of
-a line in one batch) for a few minutes, evaluates the base model and the trained adapter
-greedily on the held-out lines (the line-grouped eval split: no eval line is heard in
-train, and its pivot pairs say the same words both ways), and prints both side by side
-with 95% intervals over the eval clips, next to the committed result of the long run
-(``benchmarks/results/learning.json``, several seeds and a format-only control) when the
-repository holds it.
+:func:`run_demo` runs the transfer recipes of :mod:`affectgym.train.recipes` briefly on the
+embedded SmolLM2-135M-Instruct (alias ``smollm2-135m``), offline:
+
+1. the label-blind protocol demonstrator plays Sarcasm-v0's train split
+   (:mod:`affectgym.agents.protocol`);
+2. a supervised warm start on those episodes teaches the tool protocol (the two flat tool
+   calls in one message, a yes/no answer, the end of the turn), never the answer;
+3. flat GRPO on the ``"chat"`` prompts (the agent's own answer turn) from that adapter;
+4. the trained model plays one held-out episode, calling the tools itself, and the whole
+   held-out split (the line-grouped eval split: no eval line is heard in train) multi-step
+   through the eval runner; its accuracy, with a 95% Wilson interval over the clips, is
+   printed beside the committed long run (``benchmarks/results/transfer.json``: the base
+   model, the warm start alone and the trained arms, over seeds), labelled as such.
+
+A short run does not show what the long one does: the table says which is which.
 """
 
 from __future__ import annotations
@@ -17,30 +23,20 @@ import json
 from pathlib import Path
 from typing import Any
 
-from affectgym.train.config import TrainConfig
-from affectgym.train.recipes import SARCASM_ENV_ID, sarcasm_cpu_config
+from affectgym.train.recipes import (
+    AGENT_MAX_NEW_TOKENS,
+    SARCASM_AGENT_FORM,
+    SARCASM_ENV_ID,
+    sarcasm_chat_grpo_config,
+    sarcasm_protocol_sft_config,
+)
 
 DEMO_ENV_ID = SARCASM_ENV_ID
-#: GRPO steps of the demo (a few seconds each on 2 CPU cores; the long run's seeds told the
-#: deliveries apart from step 40-50 on).
-DEMO_STEPS = 60
+#: Warm-start and GRPO steps of the demo (the long run: 20 and 30).
+DEMO_SFT_STEPS = 12
+DEMO_GRPO_STEPS = 12
 #: The long run's committed result, relative to the repository root.
-LONG_RUN_RESULT = Path("benchmarks") / "results" / "learning.json"
-
-
-def demo_config(output_dir: str | Path, *, model: str = "smollm2-135m", max_steps: int = DEMO_STEPS,
-                seed: int = 0, **overrides: Any) -> TrainConfig:
-    """The demo's training options: the CPU recipe, evaluated at the first and the last step.
-
-    Args:
-        output_dir: Where everything goes.
-        model: Policy model (the tests pass a tiny one).
-        max_steps: GRPO steps.
-        seed: Seed of data order, sampling and LoRA initialisation.
-        **overrides: Other :class:`~affectgym.train.config.TrainConfig` fields.
-    """
-    return sarcasm_cpu_config(output_dir, max_steps=max_steps, seed=seed, model=model,
-                              eval_every_steps=max_steps, **overrides)
+LONG_RUN_RESULT = Path("benchmarks") / "results" / "transfer.json"
 
 
 def accuracy_interval(correct: int, total: int) -> tuple[float, float]:
@@ -56,86 +52,123 @@ def accuracy_interval(correct: int, total: int) -> tuple[float, float]:
     return float(interval.low), float(interval.high)
 
 
-def result_table(curve: list[dict[str, Any]], long_run: dict[str, Any] | None, steps: int) -> str:
-    """Base vs trained on the held-out lines, and the long run's arms when known."""
-    first, last = curve[0], curve[-1]
+def result_table(trained: dict[str, Any], long_run: dict[str, Any] | None, steps: tuple[int, int]) -> str:
+    """The trained model's multi-step held-out result, and the long run's arms when known."""
+    classification, tool_use = trained["classification"], trained["tool_use"]
+    n = classification["n"]
+    low, high = accuracy_interval(round(classification["accuracy"] * n), n)
+    pivot = classification["subsets"]["pivot"]["true"]["accuracy"]
     lines = [
-        f"held-out {DEMO_ENV_ID}: {first['episodes']} clips of lines never seen in training "
-        "(greedy answers; unanswered counts as wrong)",
-        f"{'':34s} {'accuracy (95% CI)':>22s} {'answered':>9s} {'pivot acc.':>10s} {'reward':>7s}",
+        f"held-out {DEMO_ENV_ID}, played multi-step (the model calls the tools; greedy, {AGENT_MAX_NEW_TOKENS} tokens "
+        f"a message): {n} clips of lines never seen in training; unanswered counts as wrong",
+        f"{'':44s} {'accuracy (95% CI)':>20s} {'answered':>9s} {'pivot acc.':>10s} {'tool use':>9s} {'calls':>6s}",
+        f"{f'trained here ({steps[0]} SFT + {steps[1]} GRPO steps)':44s} {classification['accuracy']:>6.3f} "
+        f"({low:.2f}-{high:.2f}){'':3s} {tool_use['answered_rate']:>9.2f} {pivot:>10.2f} {tool_use['tool_use_rate']:>9.2f} "
+        f"{tool_use['mean_tool_calls']:>6.2f}",
     ]
-    for name, row in (("base model (step 0)", first), (f"trained here ({steps} steps)", last)):
-        low, high = accuracy_interval(round(row["accuracy"] * row["episodes"]), row["episodes"])
-        lines.append(
-            f"{name:34s} {row['accuracy']:>6.3f} ({low:.2f}-{high:.2f}){'':5s} {row['answered_rate']:>9.2f} "
-            f"{row.get('pivot_accuracy', float('nan')):>10.2f} {row['reward']:>7.3f}"
-        )
-    if long_run:
-        lines.append(
-            f"long run ({LONG_RUN_RESULT}, {long_run['steps']} steps, "
-            f"{len(long_run.get('trained', {}).get('seeds', []))} seeds, mean +/- 95% CI over seeds):"
-        )
-        for arm in ("base", "control", "trained"):
-            entry = long_run.get(arm, {})
-            if "accuracy_mean" in entry:
-                lines.append(
-                    f"  {arm:32s} {entry['accuracy_mean']:>6.3f} +/- {entry['accuracy_ci95']:.3f}{'':6s}"
-                    f"{entry.get('answered_rate_mean', float('nan')):>9.2f} {entry.get('pivot_accuracy_mean', float('nan')):>10.2f} "
-                    f"{entry.get('reward_mean', float('nan')):>7.3f}"
-                )
-        delta = long_run.get("delta_vs_control")
-        if delta:
+    if long_run and long_run.get("arms"):
+        seeds = max(len(entry["seeds"]) for entry in long_run["arms"].values())
+        lines.append(f"committed long run ({LONG_RUN_RESULT}: {long_run['sft_steps']} SFT + {long_run['grpo_steps']} GRPO "
+                     f"steps, up to {seeds} seeds, mean +/- 95% CI over seeds):")
+        for arm, entry in long_run["arms"].items():
             lines.append(
-                f"  trained - control accuracy: {delta['mean']:+.3f} (95% CI {delta['ci95_low']:+.3f} to {delta['ci95_high']:+.3f})"
+                f"  {arm:42s} {entry['accuracy_mean']:>6.3f} +/- {entry['accuracy_ci95']:.3f}  "
+                f"{entry['answered_rate_mean']:>9.2f} {entry['pivot_accuracy_mean']:>10.2f} "
+                f"{entry['tool_use_rate_mean']:>9.2f} {entry['mean_tool_calls_mean']:>6.2f}"
             )
     return "\n".join(lines)
 
 
-def run_demo(output_dir: str | Path = "runs/demo-train", **overrides: Any) -> dict[str, Any]:
-    """Train, evaluate base vs trained on held-out lines, print the table, write ``demo.json``.
+def play_one_episode(adapter: Path, scenario_id: str | None = None, *, model: str = "smollm2-135m") -> str:
+    """One held-out episode of the trained model, calling the tools itself; its transcript."""
+    import affectgym
+    from affectgym.agents.transformers_agent import TransformersAgent
+
+    env = affectgym.make(DEMO_ENV_ID, split="eval", render_mode="ansi", **SARCASM_AGENT_FORM)
+    agent = TransformersAgent(model, adapter=str(adapter), max_new_tokens=AGENT_MAX_NEW_TOKENS, temperature=0.0)
+    last: dict[str, Any] = {}
+
+    def step(action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        result = env.step(action)
+        last["info"] = result[4]
+        return result
+
+    try:
+        observation, info = env.reset(seed=0, options={"scenario_id": scenario_id} if scenario_id else None)
+        agent.play(step, observation, info)
+    finally:
+        agent.close()
+    outcome = last["info"].get("outcome") or {}
+    verdict = (f"prediction {outcome.get('prediction')}, label {outcome.get('label')}, "
+               f"{'right' if outcome.get('correct') else 'wrong'}, episode reward {last['info'].get('episode_reward', 0.0):.2f}")
+    return f"{env.render()}\n\n[{verdict}]"
+
+
+def run_demo(output_dir: str | Path = "runs/demo", *, model: str = "smollm2-135m", sft_steps: int = DEMO_SFT_STEPS,
+             grpo_steps: int = DEMO_GRPO_STEPS, seed: int = 0, eval_episodes: int | None = None) -> dict[str, Any]:
+    """Demonstrate, warm-start, train flat, play held-out episodes multi-step; print the table; write ``demo.json``.
 
     Args:
         output_dir: Output folder.
-        **overrides: Keyword arguments of :func:`demo_config` (``model``, ``max_steps``, ``seed``, ...).
+        model: Policy model (the tests pass a tiny one).
+        sft_steps: Warm-start steps.
+        grpo_steps: GRPO steps.
+        seed: Seed of the demonstrations, data order, sampling and LoRA initialisation.
+        eval_episodes: Held-out episodes played at the end (``None``: the whole eval split).
 
     Returns:
-        The run summary of :func:`affectgym.train.grpo.train`, with the held-out curve.
+        ``{"sft": ..., "grpo": ..., "heldout": <eval summary>, "episode": <transcript>}``.
     """
     import affectgym
+    from affectgym.eval.runner import EvalConfig, run_eval
     from affectgym.train.grpo import train
+    from affectgym.train.sft import train_sft
 
-    config = demo_config(output_dir, **overrides)
-    if config.env_id not in affectgym.list_envs():
-        raise RuntimeError(f"the demo needs {config.env_id}, which is not registered (affectgym list)")
-    print(
-        f"affectgym training demo: GRPO (flat, LoRA r={config.lora_r} on the last {config.lora_layers} layers) of "
-        f"{config.model} on {config.env_id} (short form: line + delivery cues, yes/no answer), "
-        f"{config.max_steps} steps of {config.batch_size} completions, seed {config.seed}",
-        flush=True,
-    )
-    summary = train(config)
-    out = Path(config.output_dir)
-    curve = [json.loads(line) for line in (out / "heldout.jsonl").read_text(encoding="utf-8").splitlines()]
+    if DEMO_ENV_ID not in affectgym.list_envs():
+        raise RuntimeError(f"the demo needs {DEMO_ENV_ID}, which is not registered (affectgym list)")
+    out = Path(output_dir)
+    print(f"1/4 the protocol demonstrator plays the train split of {DEMO_ENV_ID} (tool calls, then a random yes/no)",
+          flush=True)
+    demos = out / "demos"
+    run_eval(EvalConfig(env_id=DEMO_ENV_ID, agent="protocol", out=demos, split="train", seed=seed,
+                        env_kwargs=dict(SARCASM_AGENT_FORM), concurrency=4, progress=False, resume=demos.exists()))
+    print(f"2/4 supervised warm start of {model} on those episodes (the protocol, not the answer)", flush=True)
+    sft = train_sft(sarcasm_protocol_sft_config(out / "sft", [str(demos)], seed=seed, max_steps=sft_steps, model=model),
+                    progress=True)
+    print("3/4 flat GRPO on the chat prompts (the agent's answer turn, the tool results in it)", flush=True)
+    grpo = train(sarcasm_chat_grpo_config(out / "flat-grpo", sft["adapter_dir"], seed=seed, max_steps=grpo_steps,
+                                          eval_every_steps=grpo_steps, model=model), progress=True)
+    adapter = Path(grpo["adapter_dir"])
+    print("4/4 the trained model plays held-out lines as an agent, calling the tools itself; one episode:\n", flush=True)
+    episode = play_one_episode(adapter, model=model)
+    print(episode, flush=True)
+    heldout = run_eval(EvalConfig(
+        env_id=DEMO_ENV_ID, agent=f"hf:{model}", out=out / "eval-trained", split="eval", seed=seed, n=eval_episodes,
+        env_kwargs=dict(SARCASM_AGENT_FORM), concurrency=16, progress=False, max_fail_fraction=1.0,
+        agent_kwargs={"adapter": str(adapter), "max_new_tokens": AGENT_MAX_NEW_TOKENS, "temperature": 0.0,
+                      "max_batch_size": 16},
+    )).summary
     long_run_file = Path.cwd() / LONG_RUN_RESULT
     long_run = json.loads(long_run_file.read_text(encoding="utf-8")) if long_run_file.is_file() else None
-    print(f"trained {summary['steps']} steps in {summary['train_s']:.0f} s")
-    print(result_table(curve, long_run, summary["steps"]))
+    print(f"\ntrained {sft['steps']} SFT steps in {sft['train_s']:.0f} s and {grpo['steps']} GRPO steps in "
+          f"{grpo['train_s']:.0f} s")
+    print(result_table(heldout, long_run, (sft["steps"], grpo["steps"])))
     print("\n".join([
-        f"config:        {out / 'config.yaml'}",
-        f"log history:   {out / 'log_history.json'}",
-        f"held-out:      {out / 'heldout.jsonl'}",
-        f"reward curves: {out / 'figures'}/reward_*.png",
-        f"adapter:       {out / 'adapter'}",
+        f"episodes:      {out / 'eval-trained' / 'results.jsonl'} (every held-out episode, tool calls included)",
+        f"adapter:       {adapter} (affectgym eval {DEMO_ENV_ID} --agent hf:{model} --adapter {adapter} "
+        f"-t {AGENT_MAX_NEW_TOKENS} --env-kwargs '{json.dumps(SARCASM_AGENT_FORM)}')",
+        f"flat curve:    {out / 'flat-grpo' / 'heldout.jsonl'}",
     ]))
-    summary["heldout"] = curve
-    (out / "demo.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    summary = {"sft": sft, "grpo": grpo, "heldout": heldout, "episode": episode}
+    (out / "demo.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     return summary
 
 
-__all__ = ["DEMO_ENV_ID", "DEMO_STEPS", "accuracy_interval", "demo_config", "result_table", "run_demo"]
+__all__ = ["DEMO_ENV_ID", "DEMO_GRPO_STEPS", "DEMO_SFT_STEPS", "accuracy_interval", "play_one_episode", "result_table",
+           "run_demo"]
 
 
 if __name__ == "__main__":  # python -m affectgym.train.demo [OUTPUT_DIR]
     import sys
 
-    run_demo(sys.argv[1] if len(sys.argv) > 1 else "runs/demo-train")
+    run_demo(sys.argv[1] if len(sys.argv) > 1 else "runs/demo")

@@ -362,9 +362,9 @@ def train(config: TrainConfig, *, gpu: bool | None = None, progress: bool = Fals
         )
         trainer.add_callback(heldout_callback(evaluator, config.eval_every_steps, output_dir / "heldout.jsonl"))
     if progress and main_process:
-        from affectgym.train.progress import progress_callback
+        from affectgym.train.progress import show_progress
 
-        trainer.add_callback(progress_callback(f"GRPO {config.mode} on {config.env_id}", ("reward", "loss")))
+        show_progress(trainer, f"GRPO {config.mode} on {config.env_id}", ("reward", "loss"))
     trainer.train()
     train_s = time.perf_counter() - start_s
     history = list(trainer.state.log_history)

@@ -26,6 +26,14 @@ def describe_log(row: Mapping[str, Any], names: Sequence[str]) -> str:
     return "  ".join(parts)
 
 
+def show_progress(trainer: Any, label: str, names: Sequence[str]) -> None:
+    """Replace the trainer's printed log dictionaries by :func:`progress_callback`'s bar."""
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)
+    trainer.add_callback(progress_callback(label, names))
+
+
 def progress_callback(label: str, names: Sequence[str]) -> Any:
     """A ``TrainerCallback`` that shows training as a progress bar (see the module docstring).
 
@@ -33,7 +41,14 @@ def progress_callback(label: str, names: Sequence[str]) -> Any:
         label: What is being trained, shown before the bar.
         names: Log keys to show after the bar, e.g. ``("reward", "loss")``.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
     from transformers import TrainerCallback
 
     class ProgressCallback(TrainerCallback):
@@ -71,4 +86,4 @@ def progress_callback(label: str, names: Sequence[str]) -> Any:
     return ProgressCallback()
 
 
-__all__ = ["describe_log", "progress_callback"]
+__all__ = ["describe_log", "progress_callback", "show_progress"]

@@ -137,7 +137,7 @@ def sarcasm_protocol_sft_config(output_dir: str | Path, demos: list[str], *, see
     """
     options: dict[str, Any] = {
         "env_id": SARCASM_ENV_ID, "algo": "sft", "model": model, "demos": list(demos), "max_steps": max_steps,
-        "batch_size": 4, "learning_rate": 1e-3, "warmup_steps": 2, "lr_scheduler": "constant", **_TRANSFER_LORA,
+        "batch_size": 4, "learning_rate": 1e-3, "warmup_steps": min(2, max_steps - 1), "lr_scheduler": "constant", **_TRANSFER_LORA,
         "eval_episodes": 0, "eval_max_new_tokens": AGENT_MAX_NEW_TOKENS, "env_kwargs": dict(SARCASM_AGENT_FORM),
         "seed": seed, "output_dir": str(output_dir),
     }
@@ -170,7 +170,7 @@ def sarcasm_chat_grpo_config(output_dir: str | Path, init_adapter: str | None, *
     options: dict[str, Any] = {
         "env_id": SARCASM_ENV_ID, "model": model, "init_adapter": init_adapter, "mode": "flat", "prompt_form": "chat",
         "max_steps": max_steps, "num_generations": 128, "batch_size": 256, "learning_rate": 5e-4,
-        "warmup_steps": max(1, max_steps // 6), "lr_scheduler": "constant", "max_completion_length": 1,
+        "warmup_steps": max_steps // 6, "lr_scheduler": "constant", "max_completion_length": 1,
         "temperature": 1.0, "beta": 0.0, **_TRANSFER_LORA,
         "n_train": max_steps * 2, "group_batches": True, "eval_every_steps": eval_every_steps, "eval_episodes": 0,
         "eval_max_new_tokens": AGENT_MAX_NEW_TOKENS, "env_kwargs": dict(SARCASM_AGENT_FORM), "seed": seed,
@@ -200,7 +200,7 @@ def sarcasm_multiturn_grpo_config(output_dir: str | Path, init_adapter: str | No
     options: dict[str, Any] = {
         "env_id": SARCASM_ENV_ID, "model": model, "init_adapter": init_adapter, "mode": "multiturn",
         "max_steps": max_steps, "num_generations": 4, "batch_size": 8, "learning_rate": 5e-4,
-        "warmup_steps": max(1, max_steps // 6), "lr_scheduler": "constant", "max_completion_length": AGENT_MAX_NEW_TOKENS,
+        "warmup_steps": max_steps // 6, "lr_scheduler": "constant", "max_completion_length": AGENT_MAX_NEW_TOKENS,
         "max_tool_calling_iterations": 2, "temperature": 1.0, "beta": 0.0, **_TRANSFER_LORA,
         "n_train": max_steps * 2, "group_batches": True, "eval_episodes": 0,
         "eval_max_new_tokens": AGENT_MAX_NEW_TOKENS, "env_kwargs": dict(SARCASM_AGENT_FORM), "seed": seed,

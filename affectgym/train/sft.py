@@ -241,9 +241,14 @@ def train_sft(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
     from transformers import set_seed
     from trl import SFTTrainer
 
-    from affectgym.train.grpo import evaluate_base_and_trained, has_gpu, load_policy, peft_config, trainable_policy
+    from affectgym.train.grpo import (
+        evaluate_base_and_trained,
+        has_gpu,
+        load_policy,
+        trainable_policy,
+    )
     from affectgym.train.plots import plot_loss_curve
-    from affectgym.train.progress import progress_callback
+    from affectgym.train.progress import show_progress
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     output_dir = Path(config.output_dir)
@@ -265,7 +270,7 @@ def train_sft(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
         peft_config=lora,
     )
     if progress:
-        trainer.add_callback(progress_callback(f"SFT on {len(rows)} demonstrations", ("loss",)))
+        show_progress(trainer, f"SFT on {len(rows)} demonstrations", ("loss", "mean_token_accuracy"))
     trainer.train()
     train_s = time.perf_counter() - start_s
     history = list(trainer.state.log_history)
