@@ -94,29 +94,21 @@ def test_the_plugin_guide_has_two_example_envs_of_about_sixty_lines():
     assert all(len(code.splitlines()) <= 65 for code in examples), [len(c.splitlines()) for c in examples]
 
 
-#: Where README.md's learning table sits, between these two lines.
-LEARNING_START = "<!-- learning table: python benchmarks/bench_learning.py --report-only -->\n"
-LEARNING_END = "\n<!-- end of learning table -->"
+#: README.md's tables of committed benchmark results: the script, and the lines each table sits between.
+BENCHMARK_TABLES = {
+    "bench_learning": ("<!-- learning table: python benchmarks/bench_learning.py --report-only -->\n",
+                       "\n<!-- end of learning table -->"),
+    "bench_transfer": ("<!-- transfer table: python benchmarks/bench_transfer.py --report-only -->\n",
+                       "\n<!-- end of transfer table -->"),
+}
 
 
-def test_the_readme_learning_table_is_the_committed_benchmark_result():
+@pytest.mark.parametrize("script", sorted(BENCHMARK_TABLES))
+def test_the_readme_benchmark_tables_are_the_committed_benchmark_results(script):
     import json
 
-    bench = repo_module("benchmarks", "bench_learning")
-    in_readme = readme_between(LEARNING_START, LEARNING_END, "learning table")
+    bench = repo_module("benchmarks", script)
+    start, end = BENCHMARK_TABLES[script]
+    in_readme = readme_between(start, end, f"{script} table")
     summary = json.loads(bench.SUMMARY_FILE.read_text(encoding="utf-8"))
-    assert in_readme == bench.markdown_table(summary), "README.md's learning table is stale: rerun bench_learning.py --report-only"
-
-
-#: Where README.md's transfer table sits, between these two lines.
-TRANSFER_START = "<!-- transfer table: python benchmarks/bench_transfer.py --report-only -->\n"
-TRANSFER_END = "\n<!-- end of transfer table -->"
-
-
-def test_the_readme_transfer_table_is_the_committed_benchmark_result():
-    import json
-
-    bench = repo_module("benchmarks", "bench_transfer")
-    in_readme = readme_between(TRANSFER_START, TRANSFER_END, "transfer table")
-    summary = json.loads(bench.SUMMARY_FILE.read_text(encoding="utf-8"))
-    assert in_readme == bench.markdown_table(summary), "README.md's transfer table is stale: rerun bench_transfer.py --report-only"
+    assert in_readme == bench.markdown_table(summary), f"README.md's table is stale: rerun {script}.py --report-only"

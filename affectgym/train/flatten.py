@@ -332,8 +332,9 @@ def flat_episode_env(env: Any) -> Any:
     At reset the flat tool calls are made for the agent (as the flat prompt pre-renders
     them) and ``info["messages"]`` is ``env.flat_prompt(scenario)`` with no tools offered;
     the agent then answers. The reward those tool steps earned is carried into the next
-    step, so an episode's step rewards still sum to its score. Used for the held-out
-    evaluation of flat-mode training through the eval runner.
+    step, so an episode's step rewards still sum to its score. It plays a flat policy through
+    the eval runner in the form it was trained on (``run_eval(..., env_factory=...)``); the
+    training run's own held-out evaluation plays multi-step, as the model is deployed.
 
     Args:
         env: An affectgym env (from ``affectgym.make``, wrapped or not).
