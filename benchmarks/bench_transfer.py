@@ -65,7 +65,7 @@ METRICS = ("accuracy", "answered_rate", "pivot_accuracy", "tool_use_rate", "mean
            "reward", "flat_accuracy")
 #: Warm-start and GRPO steps of the benchmark.
 SFT_STEPS = 20
-GRPO_STEPS = 30
+GRPO_STEPS = 60
 ANSWER_WORDS = ("yes", "no")
 
 
@@ -116,8 +116,11 @@ def grpo_stage(arm: str, seed: int, steps: int, sft_adapter: Path) -> tuple[Path
 
     out = WORK / f"s{seed}" / arm.removeprefix("sft+")
     if not done(out):
-        build = sarcasm_chat_grpo_config if arm == "sft+flat-grpo" else sarcasm_multiturn_grpo_config
-        train(build(out, str(sft_adapter), seed=seed, max_steps=steps), progress=True)
+        if arm == "sft+flat-grpo":  # the flat held-out accuracy at the start and at the end
+            config = sarcasm_chat_grpo_config(out, str(sft_adapter), seed=seed, max_steps=steps, eval_every_steps=steps)
+        else:
+            config = sarcasm_multiturn_grpo_config(out, str(sft_adapter), seed=seed, max_steps=steps)
+        train(config, progress=True)
     return out / "adapter", json.loads((out / "summary.json").read_text(encoding="utf-8"))
 
 
@@ -190,10 +193,15 @@ def run_arm(arm: str, seed: int, sft_steps: int, grpo_steps: int) -> None:
             adapter, summary = grpo_stage(arm, seed, grpo_steps, adapter)
             train = {"steps": summary["steps"], "train_s": summary["train_s"]}
     played = play(arm, seed, adapter)
+    curve = WORK / f"s{seed}" / "flat-grpo" / "heldout.jsonl"
+    if arm == "sft+flat-grpo":  # its run measured the same weights on the same prompts at its last step
+        flat = json.loads(curve.read_text(encoding="utf-8").splitlines()[-1])["accuracy"]
+    else:
+        flat = flat_accuracy(adapter)
     row = {
         "arm": arm, "seed": seed, "sft_steps": sft_steps if arm != "base" else 0,
         "grpo_steps": train["steps"] if arm.startswith("sft+") else 0, **played["metrics"],
-        "flat_accuracy": flat_accuracy(adapter), "train_s": train["train_s"],
+        "flat_accuracy": flat, "train_s": train["train_s"],
         "steps_per_min": 60 * train["steps"] / train["train_s"] if train["train_s"] else None,
     }
     append_jsonl(SAMPLES_FILE, played["samples"])
@@ -219,8 +227,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             values = [seeds[s][metric] for s in sorted(seeds) if seeds[s].get(metric) is not None]
             if values:
                 mean, half = mean_ci95(values)
-                entry[f"{metric}_mean"], entry[f"{metric}_ci95"] = mean, half
-        entry["transfer_gap"] = entry["flat_accuracy_mean"] - entry["accuracy_mean"]
+                entry[mean_key(metric)], entry[f"{metric}_ci95"] = mean, half
+        entry["transfer_gap"] = entry["flat_accuracy"] - entry["accuracy_mean"]
         paired = [seeds[s]["accuracy"] - sft[s]["accuracy"] for s in sorted(seeds) if s in sft]
         if arm != "sft" and paired:
             mean, half = mean_ci95(paired)
@@ -234,10 +242,15 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def mean_key(metric: str) -> str:
+    """The summary's key of a metric's mean over seeds: ``accuracy_mean``, and the others by their own name."""
+    return "accuracy_mean" if metric == "accuracy" else metric
+
+
 def _cell(entry: dict[str, Any], metric: str) -> str:
-    if f"{metric}_mean" not in entry:
+    if mean_key(metric) not in entry:
         return "-"
-    return f"{entry[f'{metric}_mean']:.3f} ± {entry[f'{metric}_ci95']:.3f}"
+    return f"{entry[mean_key(metric)]:.3f} ± {entry[f'{metric}_ci95']:.3f}"
 
 
 def markdown_table(summary: dict[str, Any]) -> str:
@@ -250,7 +263,7 @@ def markdown_table(summary: dict[str, Any]) -> str:
     for arm, entry in summary["arms"].items():
         delta = entry.get("delta_vs_sft")
         versus = f"{delta['mean']:+.3f} ({delta['ci95_low']:+.3f} to {delta['ci95_high']:+.3f})" if delta else "-"
-        speed = f"{entry['steps_per_min_mean']:.2f}" if "steps_per_min_mean" in entry else "-"
+        speed = f"{entry['steps_per_min']:.2f}" if "steps_per_min" in entry else "-"
         cells = [_cell(entry, m) for m in METRICS]
         lines.append(f"| `{arm}` | {len(entry['seeds'])} | " + " | ".join(cells) + f" | {versus} | {speed} |")
     return "\n".join(lines)
@@ -268,19 +281,20 @@ def plot(summary: dict[str, Any], path: Path) -> None:
     width = 0.38
     for offset, metric, label in ((-width / 2, "accuracy", "multi-step (agent calls the tools)"),
                                   (width / 2, "flat_accuracy", "flat (chat prompt, tool results given)")):
-        means = [summary["arms"][a][f"{metric}_mean"] for a in arms]
+        means = [summary["arms"][a][mean_key(metric)] for a in arms]
         halves = [summary["arms"][a][f"{metric}_ci95"] for a in arms]
         bars = axis.bar([i + offset for i in range(len(arms))], means, width, yerr=halves, capsize=4, label=label)
         for bar, mean in zip(bars, means, strict=True):
             axis.text(bar.get_x() + bar.get_width() / 2, mean + 0.03, f"{mean:.2f}", ha="center", fontsize="small")
     axis.axhline(0.5, color="grey", linestyle="--", linewidth=1)
-    axis.text(len(arms) - 0.5, 0.51, "chance", color="grey", fontsize="small", ha="right")
-    axis.set_xticks(range(len(arms)), arms)
-    axis.set_ylim(0, 1.15)
+    axis.text(-0.45, 0.52, "chance", color="grey", fontsize="small")
+    labels = [f"{arm}\n({len(summary['arms'][arm]['seeds'])} seed{'s' if len(summary['arms'][arm]['seeds']) > 1 else ''})"
+              for arm in arms]
+    axis.set_xticks(range(len(arms)), labels)
+    axis.set_ylim(0, 1.2)
     axis.set_ylabel("held-out accuracy (50 clips)")
-    seeds = max(len(summary["arms"][a]["seeds"]) for a in arms)
-    axis.set_title(f"Sarcasm-v0, SmolLM2-135M: held-out accuracy, mean ± 95% CI over {seeds} seeds", fontsize="medium")
-    axis.legend(fontsize="small", loc="upper left")
+    axis.set_title("Sarcasm-v0, SmolLM2-135M: held-out accuracy, mean ± 95% CI over seeds", fontsize="medium")
+    axis.legend(fontsize="small", loc="upper left", ncols=2)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path)
@@ -330,4 +344,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["main", "markdown_table", "summarise"]
+__all__ = ["main", "markdown_table", "mean_key", "summarise"]

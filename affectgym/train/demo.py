@@ -73,8 +73,8 @@ def result_table(trained: dict[str, Any], long_run: dict[str, Any] | None, steps
         for arm, entry in long_run["arms"].items():
             lines.append(
                 f"  {arm:42s} {entry['accuracy_mean']:>6.3f} +/- {entry['accuracy_ci95']:.3f}  "
-                f"{entry['answered_rate_mean']:>9.2f} {entry['pivot_accuracy_mean']:>10.2f} "
-                f"{entry['tool_use_rate_mean']:>9.2f} {entry['mean_tool_calls_mean']:>6.2f}"
+                f"{entry['answered_rate']:>9.2f} {entry['pivot_accuracy']:>10.2f} "
+                f"{entry['tool_use_rate']:>9.2f} {entry['mean_tool_calls']:>6.2f}"
             )
     return "\n".join(lines)
 

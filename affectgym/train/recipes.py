@@ -145,8 +145,8 @@ def sarcasm_protocol_sft_config(output_dir: str | Path, demos: list[str], *, see
     return TrainConfig(**options)
 
 
-def sarcasm_chat_grpo_config(output_dir: str | Path, init_adapter: str | None, *, seed: int = 0, max_steps: int = 30,
-                             eval_every_steps: int = 10, model: str = "smollm2-135m", **overrides: Any) -> TrainConfig:
+def sarcasm_chat_grpo_config(output_dir: str | Path, init_adapter: str | None, *, seed: int = 0, max_steps: int = 60,
+                             eval_every_steps: int = 20, model: str = "smollm2-135m", **overrides: Any) -> TrainConfig:
     """Flat GRPO on the ``"chat"`` prompt form, from the warm start's adapter.
 
     The short-form recipe's reward and group shape (2 prompts x 128 one-token completions,
@@ -181,7 +181,7 @@ def sarcasm_chat_grpo_config(output_dir: str | Path, init_adapter: str | None, *
 
 
 def sarcasm_multiturn_grpo_config(output_dir: str | Path, init_adapter: str | None, *, seed: int = 0,
-                                  max_steps: int = 30, model: str = "smollm2-135m", **overrides: Any) -> TrainConfig:
+                                  max_steps: int = 60, model: str = "smollm2-135m", **overrides: Any) -> TrainConfig:
     """Multi-turn GRPO (TRL's ``environment_factory``: the policy's own tool calls), from the warm start's adapter.
 
     The same steps, learning rate and LoRA as :func:`sarcasm_chat_grpo_config`, with 2
