@@ -153,3 +153,23 @@ def test_sft_config_needs_demonstrations_and_refuses_grpo_options():
         TrainConfig(env_id=ENV_ID, algo="sft")
     with pytest.raises(ValueError, match="--num-generations"):
         TrainConfig(env_id=ENV_ID, algo="sft", references=True, num_generations=8)
+
+
+def test_transfer_recipes_keep_training_the_warm_start_adapter_flat_and_multi_turn(tiny_model, demos, tmp_path):
+    from affectgym.train.grpo import train
+    from affectgym.train.recipes import (
+        sarcasm_chat_grpo_config,
+        sarcasm_multiturn_grpo_config,
+        sarcasm_protocol_sft_config,
+    )
+
+    small = {"model": str(tiny_model), "max_steps": 1}
+    sft = train_sft(sarcasm_protocol_sft_config(tmp_path / "sft", [str(demos)], **small))
+    flat = train(sarcasm_chat_grpo_config(tmp_path / "flat", sft["adapter_dir"], num_generations=4, batch_size=8,
+                                          eval_every_steps=1, **small))
+    curve = [json.loads(line) for line in (tmp_path / "flat" / "heldout.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in curve] == [0, 1] and len(curve[-1]["replies"]) == curve[-1]["episodes"]
+    multiturn = train(sarcasm_multiturn_grpo_config(tmp_path / "multiturn", sft["adapter_dir"], **small))
+    for summary in (flat, multiturn):
+        adapter = json.loads((tmp_path / summary["output_dir"] / "adapter" / "adapter_config.json").read_text())
+        assert adapter["r"] == 16 and adapter["layers_to_transform"] == [0, 1]  # the warm start's own adapter

@@ -70,6 +70,9 @@ SARCASM_SHORT_FORM: dict[str, Any] = {"reward": "label", "answer": "yesno", "fla
 SARCASM_AGENT_FORM: dict[str, Any] = {**SARCASM_SHORT_FORM, "reward_weights": {"format": 0.05}, "max_turns": 4}
 #: Tokens a message of the agent may take (the two tool calls take ~45); held-out evaluations decode greedily to it.
 AGENT_MAX_NEW_TOKENS = 64
+#: Tokens of a whole multi-turn rollout in TRL (its limit counts the tool results too): the
+#: tool-call message (~45), the two tool results (~90) and the answer.
+MULTITURN_COMPLETION_TOKENS = 192
 #: LoRA of the transfer recipes: rank 16 on the last 10 of 30 layers (as the short-form recipe).
 _TRANSFER_LORA: dict[str, Any] = {"lora_r": 16, "lora_alpha": 32, "lora_dropout": 0.0, "lora_layers": 10}
 
@@ -200,7 +203,7 @@ def sarcasm_multiturn_grpo_config(output_dir: str | Path, init_adapter: str | No
     options: dict[str, Any] = {
         "env_id": SARCASM_ENV_ID, "model": model, "init_adapter": init_adapter, "mode": "multiturn",
         "max_steps": max_steps, "num_generations": 4, "batch_size": 8, "learning_rate": 5e-4,
-        "warmup_steps": max_steps // 6, "lr_scheduler": "constant", "max_completion_length": AGENT_MAX_NEW_TOKENS,
+        "warmup_steps": max_steps // 6, "lr_scheduler": "constant", "max_completion_length": MULTITURN_COMPLETION_TOKENS,
         "max_tool_calling_iterations": 2, "temperature": 1.0, "beta": 0.0, **_TRANSFER_LORA,
         "n_train": max_steps * 2, "group_batches": True, "eval_episodes": 0,
         "eval_max_new_tokens": AGENT_MAX_NEW_TOKENS, "env_kwargs": dict(SARCASM_AGENT_FORM), "seed": seed,
@@ -212,6 +215,7 @@ def sarcasm_multiturn_grpo_config(output_dir: str | Path, init_adapter: str | No
 
 __all__ = [
     "AGENT_MAX_NEW_TOKENS",
+    "MULTITURN_COMPLETION_TOKENS",
     "SARCASM_AGENT_FORM",
     "SARCASM_ENV_ID",
     "SARCASM_SHORT_FORM",
