@@ -12,6 +12,9 @@ messages), then answers yes or no to "is the line sarcastic?", in the recipes' f
   (:mod:`affectgym.agents.protocol`): it knows the protocol, not the answer (the control);
 * ``sft+flat-grpo``: the warm start, then GRPO on the ``"chat"`` prompts (the agent's own
   answer turn, the tool results in it), through the env's one reward path;
+* ``sft+flat-grpo+protocol``: that, then 8 supervised steps on the protocol demonstrator's
+  tool-call turns alone (no answer is trained): flat GRPO on the answer token also moves the
+  opening turn's first token, and the model stops calling the tools;
 * ``sft+multiturn-grpo``: the warm start, then GRPO with TRL's ``environment_factory`` (the
   agent's own tool calls in the rollout), with the same number of optimizer steps.
 
@@ -50,6 +53,7 @@ from affectgym.train.recipes import (
     SARCASM_ENV_ID,
     sarcasm_chat_grpo_config,
     sarcasm_multiturn_grpo_config,
+    sarcasm_protocol_refresher_config,
     sarcasm_protocol_sft_config,
 )
 
@@ -60,7 +64,7 @@ SAMPLES_FILE = RESULTS / "transfer_samples.jsonl"
 SUMMARY_FILE = RESULTS / "transfer.json"
 FIGURE = ROOT / "docs" / "img" / "transfer.png"
 WORK = ROOT / "runs" / "bench_transfer"
-ARMS = ("base", "sft", "sft+flat-grpo", "sft+multiturn-grpo")
+ARMS = ("base", "sft", "sft+flat-grpo", "sft+flat-grpo+protocol", "sft+multiturn-grpo")
 METRICS = ("accuracy", "answered_rate", "pivot_accuracy", "tool_use_rate", "mean_tool_calls", "clean_answer_rate",
            "reward", "flat_accuracy")
 #: Warm-start and GRPO steps of the benchmark.
@@ -121,6 +125,17 @@ def grpo_stage(arm: str, seed: int, steps: int, sft_adapter: Path) -> tuple[Path
         else:
             config = sarcasm_multiturn_grpo_config(out, str(sft_adapter), seed=seed, max_steps=steps)
         train(config, progress=True)
+    return out / "adapter", json.loads((out / "summary.json").read_text(encoding="utf-8"))
+
+
+def refresher_stage(seed: int, grpo_adapter: Path) -> tuple[Path, dict[str, Any]]:
+    """The flat GRPO adapter after a few supervised steps on the protocol's tool-call turns alone."""
+    from affectgym.train.sft import train_sft
+
+    out = WORK / f"s{seed}" / "protocol-refresher"
+    if not done(out):
+        train_sft(sarcasm_protocol_refresher_config(out, [str(demos_stage(seed))], str(grpo_adapter), seed=seed),
+                  progress=True)
     return out / "adapter", json.loads((out / "summary.json").read_text(encoding="utf-8"))
 
 
@@ -190,8 +205,11 @@ def run_arm(arm: str, seed: int, sft_steps: int, grpo_steps: int) -> None:
         adapter, sft_summary = sft_stage(seed, sft_steps)
         train = {"steps": sft_summary["steps"], "train_s": sft_summary["train_s"]}
         if arm != "sft":
-            adapter, summary = grpo_stage(arm, seed, grpo_steps, adapter)
+            adapter, summary = grpo_stage(arm.removesuffix("+protocol"), seed, grpo_steps, adapter)
             train = {"steps": summary["steps"], "train_s": summary["train_s"]}
+        if arm.endswith("+protocol"):
+            adapter, refresher = refresher_stage(seed, adapter)
+            train["train_s"] += refresher["train_s"]
     played = play(arm, seed, adapter)
     curve = WORK / f"s{seed}" / "flat-grpo" / "heldout.jsonl"
     if arm == "sft+flat-grpo":  # its run measured the same weights on the same prompts at its last step

@@ -116,6 +116,13 @@ class TrainConfig:
     correct_only: bool = field(
         default=False, metadata=_sft("keep only demonstrated episodes whose outcome is correct")
     )
+    tool_turns_only: bool = field(
+        default=False,
+        metadata=_sft(
+            "learn only the turns that call tools: each demonstrated episode ends after its last tool result, so "
+            "its final answer is not trained (a protocol refresher for a model whose answers were trained since)"
+        ),
+    )
     timesteps: int = field(default=100_000, metadata=_help("training timesteps, all envs together", algos=SB3))
     n_envs: int = field(default=8, metadata=_help("parallel training envs", algos=SB3))
     max_steps: int = field(default=50, metadata=_lm("optimizer steps"))

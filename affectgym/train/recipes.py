@@ -148,6 +148,30 @@ def sarcasm_protocol_sft_config(output_dir: str | Path, demos: list[str], *, see
     return TrainConfig(**options)
 
 
+def sarcasm_protocol_refresher_config(output_dir: str | Path, demos: list[str], init_adapter: str, *, seed: int = 0,
+                                      max_steps: int = 8, model: str = "smollm2-135m", **overrides: Any) -> TrainConfig:
+    """A few supervised steps on the protocol demonstrator's tool-call turns alone, after GRPO on the answer.
+
+    GRPO on the chat prompts trains the first token of the answer turn, and the same adapter
+    writes the first token of the opening turn: measured on SmolLM2-135M, after 60 steps the
+    model answered yes or no at once instead of calling the tools (multi-step tool use 0.00,
+    flat accuracy 1.00). These steps train the tool-call turn again (``tool_turns_only``: the
+    demonstrations end after the tool results, so no answer, and no label, is learned), from
+    the GRPO adapter, at the warm start's learning rate.
+
+    Args:
+        output_dir: Where the run writes.
+        demos: ``affectgym eval --agent protocol --split train`` folders.
+        init_adapter: The GRPO run's ``adapter/``.
+        seed: Seed of data order.
+        max_steps: Optimizer steps.
+        model: Policy model.
+        **overrides: Any other :class:`~affectgym.train.config.TrainConfig` field.
+    """
+    return sarcasm_protocol_sft_config(output_dir, demos, seed=seed, max_steps=max_steps, model=model,
+                                       init_adapter=init_adapter, tool_turns_only=True, **overrides)
+
+
 def sarcasm_chat_grpo_config(output_dir: str | Path, init_adapter: str | None, *, seed: int = 0, max_steps: int = 60,
                              eval_every_steps: int = 20, model: str = "smollm2-135m", **overrides: Any) -> TrainConfig:
     """Flat GRPO on the ``"chat"`` prompt form, from the warm start's adapter.
@@ -222,5 +246,6 @@ __all__ = [
     "sarcasm_chat_grpo_config",
     "sarcasm_cpu_config",
     "sarcasm_multiturn_grpo_config",
+    "sarcasm_protocol_refresher_config",
     "sarcasm_protocol_sft_config",
 ]

@@ -59,6 +59,7 @@ def results_file(source: str | Path) -> Path:
 
 def episode_demonstrations(
     sources: Sequence[str | Path], env_id: str, *, min_reward: float | None = None, correct_only: bool = False,
+    tool_turns_only: bool = False,
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Conversations of the kept episodes of eval results folders, and what was dropped.
 
@@ -67,6 +68,7 @@ def episode_demonstrations(
         env_id: The env being trained; every folder must have played it, on its train split.
         min_reward: Keep episodes with at least this reward.
         correct_only: Keep episodes whose ``outcome["correct"]`` is true.
+        tool_turns_only: End each conversation after its last tool result (:func:`until_last_tool_result`).
 
     Returns:
         ``(rows, counts)``: rows ``{"messages", "tools", "source", "scenario_id"}`` and the
@@ -108,12 +110,27 @@ def episode_demonstrations(
             elif correct_only and not (record.get("outcome") or {}).get("correct"):
                 counts["incorrect"] += 1
             else:
+                messages = raw_text_messages(record["messages"])
+                if tool_turns_only:
+                    messages = until_last_tool_result(messages)
+                    if not messages:
+                        counts.setdefault("no_tool_call", 0)
+                        counts["no_tool_call"] += 1
+                        continue
                 counts["kept"] += 1
-                rows.append({
-                    "messages": raw_text_messages(record["messages"]), "tools": tools,
-                    "source": str(path), "scenario_id": record["scenario_id"],
-                })
+                rows.append({"messages": messages, "tools": tools, "source": str(path), "scenario_id": record["scenario_id"]})
     return rows, counts
+
+
+def until_last_tool_result(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation up to its last tool result (empty when no tool was called): its answer left out.
+
+    >>> until_last_tool_result([{"role": "user", "content": "?"}, {"role": "assistant", "content": "<tool_call>..."},
+    ...                         {"role": "tool", "content": "out"}, {"role": "assistant", "content": "Yes"}])[-1]
+    {'role': 'tool', 'content': 'out'}
+    """
+    last = max((i for i, message in enumerate(messages) if message.get("role") == "tool"), default=None)
+    return [] if last is None else [dict(message) for message in messages[: last + 1]]
 
 
 def reference_demonstrations(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -175,7 +192,8 @@ def demonstrations(config: TrainConfig) -> tuple[list[dict[str, Any]], dict[str,
         DemonstrationError: No demonstration was kept.
     """
     rows, counts = episode_demonstrations(
-        config.demos, config.env_id, min_reward=config.min_reward, correct_only=config.correct_only
+        config.demos, config.env_id, min_reward=config.min_reward, correct_only=config.correct_only,
+        tool_turns_only=config.tool_turns_only,
     )
     if config.references:
         references = reference_demonstrations(config.env_id, config.env_kwargs)
@@ -305,4 +323,5 @@ __all__ = [
     "sft_config",
     "train_sft",
     "training_chat_template",
+    "until_last_tool_result",
 ]
