@@ -295,23 +295,26 @@ def plot(summary: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     arms = list(summary["arms"])
-    figure, axis = plt.subplots(figsize=(7.5, 3.8), dpi=120)
+    figure, axis = plt.subplots(figsize=(9.5, 4.2), dpi=120)
     width = 0.38
     for offset, metric, label in ((-width / 2, "accuracy", "multi-step (agent calls the tools)"),
                                   (width / 2, "flat_accuracy", "flat (chat prompt, tool results given)")):
         means = [summary["arms"][a][mean_key(metric)] for a in arms]
         halves = [summary["arms"][a][f"{metric}_ci95"] for a in arms]
-        bars = axis.bar([i + offset for i in range(len(arms))], means, width, yerr=halves, capsize=4, label=label)
+        low = [min(half, mean) for mean, half in zip(means, halves, strict=True)]  # drawn within [0, 1]
+        high = [min(half, 1 - mean) for mean, half in zip(means, halves, strict=True)]
+        bars = axis.bar([i + offset for i in range(len(arms))], means, width, yerr=[low, high], capsize=4, label=label)
         for bar, mean in zip(bars, means, strict=True):
             axis.text(bar.get_x() + bar.get_width() / 2, mean + 0.03, f"{mean:.2f}", ha="center", fontsize="small")
     axis.axhline(0.5, color="grey", linestyle="--", linewidth=1)
     axis.text(-0.45, 0.52, "chance", color="grey", fontsize="small")
-    labels = [f"{arm}\n({len(summary['arms'][arm]['seeds'])} seed{'s' if len(summary['arms'][arm]['seeds']) > 1 else ''})"
-              for arm in arms]
+    labels = [arm.replace("+", "+\n") + f"\n({len(summary['arms'][arm]['seeds'])} seed"
+              + ("s)" if len(summary["arms"][arm]["seeds"]) > 1 else ")") for arm in arms]
     axis.set_xticks(range(len(arms)), labels)
     axis.set_ylim(0, 1.2)
     axis.set_ylabel("held-out accuracy (50 clips)")
-    axis.set_title("Sarcasm-v0, SmolLM2-135M: held-out accuracy, mean ± 95% CI over seeds", fontsize="medium")
+    axis.set_title("Sarcasm-v0, SmolLM2-135M: held-out accuracy, mean ± 95% CI over seeds (clipped to 0-1)",
+                   fontsize="medium")
     axis.legend(fontsize="small", loc="upper left", ncols=2)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
