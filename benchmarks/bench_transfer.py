@@ -12,7 +12,10 @@ messages), then answers yes or no to "is the line sarcastic?", in the recipes' f
   (:mod:`affectgym.agents.protocol`): it knows the protocol, not the answer (the control);
 * ``sft+flat-grpo``: the warm start, then GRPO on the ``"chat"`` prompts (the agent's own
   answer turn, the tool results in it), through the env's one reward path;
-* ``sft+flat-grpo+protocol``: that, then 8 supervised steps on the protocol demonstrator's
+* ``sft+anchored-flat-grpo``: the same flat GRPO with a supervised anchor, the NLL of the
+  protocol demonstrator's episodes in every step's loss (:mod:`affectgym.train.anchor`): it
+  holds the tool-call turn in place while GRPO trains the answer, and teaches no label;
+* ``sft+flat-grpo+protocol``: flat GRPO, then 8 supervised steps on the protocol demonstrator's
   tool-call turns alone (no answer is trained): flat GRPO on the answer token also moves the
   opening turn's first token, and the model stops calling the tools;
 * ``sft+multiturn-grpo``: the warm start, then GRPO with TRL's ``environment_factory`` (the
@@ -51,6 +54,7 @@ from affectgym.train.recipes import (
     AGENT_MAX_NEW_TOKENS,
     SARCASM_AGENT_FORM,
     SARCASM_ENV_ID,
+    sarcasm_anchored_chat_grpo_config,
     sarcasm_chat_grpo_config,
     sarcasm_multiturn_grpo_config,
     sarcasm_protocol_refresher_config,
@@ -64,7 +68,9 @@ SAMPLES_FILE = RESULTS / "transfer_samples.jsonl"
 SUMMARY_FILE = RESULTS / "transfer.json"
 FIGURE = ROOT / "docs" / "img" / "transfer.png"
 WORK = ROOT / "runs" / "bench_transfer"
-ARMS = ("base", "sft", "sft+flat-grpo", "sft+flat-grpo+protocol", "sft+multiturn-grpo")
+ARMS = ("base", "sft", "sft+flat-grpo", "sft+anchored-flat-grpo", "sft+flat-grpo+protocol", "sft+multiturn-grpo")
+#: The arms whose GRPO run measures the flat held-out accuracy itself (``heldout.jsonl``).
+FLAT_GRPO_ARMS = ("sft+flat-grpo", "sft+anchored-flat-grpo")
 METRICS = ("accuracy", "answered_rate", "pivot_accuracy", "tool_use_rate", "mean_tool_calls", "clean_answer_rate",
            "reward", "flat_accuracy")
 #: Warm-start and GRPO steps of the benchmark.
@@ -122,6 +128,9 @@ def grpo_stage(arm: str, seed: int, steps: int, sft_adapter: Path) -> tuple[Path
     if not done(out):
         if arm == "sft+flat-grpo":  # the flat held-out accuracy at the start and at the end
             config = sarcasm_chat_grpo_config(out, str(sft_adapter), seed=seed, max_steps=steps, eval_every_steps=steps)
+        elif arm == "sft+anchored-flat-grpo":
+            config = sarcasm_anchored_chat_grpo_config(out, str(sft_adapter), [str(demos_stage(seed))], seed=seed,
+                                                       max_steps=steps, eval_every_steps=steps)
         else:
             config = sarcasm_multiturn_grpo_config(out, str(sft_adapter), seed=seed, max_steps=steps)
         train(config, progress=True)
@@ -211,8 +220,8 @@ def run_arm(arm: str, seed: int, sft_steps: int, grpo_steps: int) -> None:
             adapter, refresher = refresher_stage(seed, adapter)
             train["train_s"] += refresher["train_s"]
     played = play(arm, seed, adapter)
-    curve = WORK / f"s{seed}" / "flat-grpo" / "heldout.jsonl"
-    if arm == "sft+flat-grpo":  # its run measured the same weights on the same prompts at its last step
+    curve = WORK / f"s{seed}" / arm.removeprefix("sft+") / "heldout.jsonl"
+    if arm in FLAT_GRPO_ARMS:  # its run measured the same weights on the same prompts at its last step
         flat = json.loads(curve.read_text(encoding="utf-8").splitlines()[-1])["accuracy"]
     else:
         flat = flat_accuracy(adapter)

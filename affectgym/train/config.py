@@ -105,24 +105,35 @@ class TrainConfig:
     )
     demos: list[str] = field(
         default_factory=list,
-        metadata=_sft("an affectgym eval results folder (or results.jsonl) to learn from; repeat for several"),
+        metadata=_lm(
+            "an affectgym eval results folder (or results.jsonl) of train-split episodes; repeat for several. "
+            "SFT learns them; GRPO anchors to them (--anchor-coef)"
+        ),
     )
     references: bool = field(
         default=False, metadata=_sft("learn the env's reference replies (env.reference_answer) on its train split")
     )
     min_reward: float | None = field(
-        default=None, metadata=_sft("keep only demonstrated episodes with at least this reward")
+        default=None, metadata=_lm("keep only demonstrated episodes with at least this reward")
     )
     correct_only: bool = field(
-        default=False, metadata=_sft("keep only demonstrated episodes whose outcome is correct")
+        default=False, metadata=_lm("keep only demonstrated episodes whose outcome is correct")
     )
     tool_turns_only: bool = field(
         default=False,
-        metadata=_sft(
+        metadata=_lm(
             "learn only the turns that call tools: each demonstrated episode ends after its last tool result, so "
-            "its final answer is not trained (a protocol refresher for a model whose answers were trained since)"
+            "its final answer is not trained (a protocol refresher, or a GRPO anchor that leaves the answer alone)"
         ),
     )
+    anchor_coef: float = field(
+        default=0.0,
+        metadata=_grpo(
+            "weight of a supervised anchor: the mean NLL of the --demos demonstrations' assistant turns, added to "
+            "every GRPO loss, keeps the demonstrated protocol (tool calls, answer format, end of turn); 0 = off"
+        ),
+    )
+    anchor_rows: int = field(default=1, metadata=_grpo("demonstrations in each step's anchor loss"))
     timesteps: int = field(default=100_000, metadata=_help("training timesteps, all envs together", algos=SB3))
     n_envs: int = field(default=8, metadata=_help("parallel training envs", algos=SB3))
     max_steps: int = field(default=50, metadata=_lm("optimizer steps"))
@@ -263,6 +274,15 @@ class TrainConfig:
             problems.append("prompt_form='chat' is a flat-mode prompt; with --mode multiturn the policy makes its own tool calls")
         if self.eval_max_new_tokens is not None and (not isinstance(self.eval_max_new_tokens, int) or self.eval_max_new_tokens < 1):
             problems.append(f"eval_max_new_tokens must be a positive integer, got {self.eval_max_new_tokens!r}")
+        if not isinstance(self.anchor_coef, int | float) or not 0 <= self.anchor_coef < float("inf"):
+            problems.append(f"anchor_coef must be a finite number >= 0 (0 = no anchor), got {self.anchor_coef!r}")
+        elif self.algo == "grpo" and bool(self.anchor_coef) != bool(self.demos):
+            problems.append(
+                "--algo grpo uses --demos as a supervised anchor: give both --demos RUN_DIR and --anchor-coef > 0, "
+                f"or neither (got {len(self.demos)} --demos folder(s), anchor_coef={self.anchor_coef!r})"
+            )
+        if not isinstance(self.anchor_rows, int) or self.anchor_rows < 1:
+            problems.append(f"anchor_rows must be a positive integer, got {self.anchor_rows!r}")
         if self.algo == "sft" and not (self.demos or self.references):
             problems.append("--algo sft needs demonstrations: --demos RUN_DIR (an affectgym eval folder; repeatable) and/or --references")
         if self.min_reward is not None and not isinstance(self.min_reward, int | float):

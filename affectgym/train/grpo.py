@@ -237,6 +237,7 @@ def build_trainer(config: TrainConfig, *, gpu: bool | None = None, reward_funcs:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from trl import GRPOTrainer
 
+    from affectgym.train.anchor import anchored
     from affectgym.train.environment import environment_factory
     from affectgym.train.flatten import to_dataset
     from affectgym.train.rewards import reward_functions
@@ -273,7 +274,8 @@ def build_trainer(config: TrainConfig, *, gpu: bool | None = None, reward_funcs:
     if config.prompt_form == "chat":
         dataset = chat_text_prompts(dataset, tokenizer)
     trainer_class = SharedPrefixGRPOTrainer if config.share_prompts else GRPOTrainer
-    return trainer_class(
+    anchor = supervised_anchor(config, tokenizer) if config.anchor_coef else None
+    trainer = (anchored(trainer_class) if anchor is not None else trainer_class)(
         model=model,
         reward_funcs=reward_funcs,
         args=grpo_config(config, list(reward_weights), gpu=gpu),
@@ -282,6 +284,19 @@ def build_trainer(config: TrainConfig, *, gpu: bool | None = None, reward_funcs:
         peft_config=lora,
         environment_factory=factory,
     )
+    if anchor is not None:
+        trainer.set_anchor(anchor, config.anchor_coef)
+    return trainer
+
+
+def supervised_anchor(config: TrainConfig, tokenizer: Any) -> Any:
+    """The :class:`~affectgym.train.anchor.SupervisedAnchor` of ``config.demos`` (filtered as ``--algo sft`` filters them)."""
+    from affectgym.train.anchor import SupervisedAnchor
+    from affectgym.train.sft import demonstrations, training_chat_template
+
+    rows, _ = demonstrations(config)
+    tokenizer.chat_template = training_chat_template(tokenizer)  # the same text, with the assistant's spans marked
+    return SupervisedAnchor(tokenizer, rows, rows_per_step=config.anchor_rows, seed=config.seed)
 
 
 def peft_config(config: TrainConfig, model_type: str, num_layers: int | None = None) -> Any:
@@ -495,6 +510,7 @@ __all__ = [
     "peft_config",
     "prepare_tool_parsing",
     "resolve_model",
+    "supervised_anchor",
     "train",
     "trainable_policy",
 ]

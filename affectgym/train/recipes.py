@@ -207,6 +207,33 @@ def sarcasm_chat_grpo_config(output_dir: str | Path, init_adapter: str | None, *
     return TrainConfig(**options)
 
 
+def sarcasm_anchored_chat_grpo_config(output_dir: str | Path, init_adapter: str | None, demos: list[str], *,
+                                      seed: int = 0, max_steps: int = 60, eval_every_steps: int = 20,
+                                      anchor_coef: float = 1.0, model: str = "smollm2-135m",
+                                      **overrides: Any) -> TrainConfig:
+    """:func:`sarcasm_chat_grpo_config` with a supervised anchor on the protocol demonstrator's episodes.
+
+    Each step adds ``anchor_coef`` x the mean NLL of 2 demonstrated episodes' assistant turns
+    (:mod:`affectgym.train.anchor`): their tool calls, their random answer and its end of
+    turn. The demonstrations carry no label, so the anchor holds the protocol in place while
+    GRPO on the answer token learns the answer.
+
+    Args:
+        output_dir: Where the run writes.
+        init_adapter: The warm start's ``adapter/``.
+        demos: ``affectgym eval --agent protocol --split train`` folders (the warm start's own).
+        seed: Seed of data order and sampling.
+        max_steps: GRPO steps.
+        eval_every_steps: Flat held-out evaluation every N steps (``heldout.jsonl``).
+        anchor_coef: Weight of the anchor's NLL in the loss.
+        model: Policy model.
+        **overrides: Any other :class:`~affectgym.train.config.TrainConfig` field.
+    """
+    return sarcasm_chat_grpo_config(output_dir, init_adapter, seed=seed, max_steps=max_steps,
+                                    eval_every_steps=eval_every_steps, model=model,
+                                    **{"demos": list(demos), "anchor_coef": anchor_coef, "anchor_rows": 2, **overrides})
+
+
 def sarcasm_multiturn_grpo_config(output_dir: str | Path, init_adapter: str | None, *, seed: int = 0,
                                   max_steps: int = 60, model: str = "smollm2-135m", **overrides: Any) -> TrainConfig:
     """Multi-turn GRPO (TRL's ``environment_factory``: the policy's own tool calls), from the warm start's adapter.
@@ -243,6 +270,7 @@ __all__ = [
     "SARCASM_AGENT_FORM",
     "SARCASM_ENV_ID",
     "SARCASM_SHORT_FORM",
+    "sarcasm_anchored_chat_grpo_config",
     "sarcasm_chat_grpo_config",
     "sarcasm_cpu_config",
     "sarcasm_multiturn_grpo_config",
