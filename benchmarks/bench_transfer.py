@@ -116,7 +116,8 @@ def sft_stage(seed: int, steps: int) -> tuple[Path, dict[str, Any]]:
 
     out = WORK / f"s{seed}" / "sft"
     if not done(out):
-        train_sft(sarcasm_protocol_sft_config(out, [str(demos_stage(seed))], seed=seed, max_steps=steps), progress=True)
+        train_sft(sarcasm_protocol_sft_config(out, [str(demos_stage(seed))], seed=seed, max_steps=steps), progress=True,
+                  overwrite=True)  # an unfinished stage starts again
     return out / "adapter", json.loads((out / "summary.json").read_text(encoding="utf-8"))
 
 
@@ -133,7 +134,7 @@ def grpo_stage(arm: str, seed: int, steps: int, sft_adapter: Path) -> tuple[Path
                                                        max_steps=steps, eval_every_steps=steps)
         else:
             config = sarcasm_multiturn_grpo_config(out, str(sft_adapter), seed=seed, max_steps=steps)
-        train(config, progress=True)
+        train(config, progress=True, overwrite=True)
     return out / "adapter", json.loads((out / "summary.json").read_text(encoding="utf-8"))
 
 
@@ -144,7 +145,7 @@ def refresher_stage(seed: int, grpo_adapter: Path) -> tuple[Path, dict[str, Any]
     out = WORK / f"s{seed}" / "protocol-refresher"
     if not done(out):
         train_sft(sarcasm_protocol_refresher_config(out, [str(demos_stage(seed))], str(grpo_adapter), seed=seed),
-                  progress=True)
+                  progress=True, overwrite=True)
     return out / "adapter", json.loads((out / "summary.json").read_text(encoding="utf-8"))
 
 

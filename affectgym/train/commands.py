@@ -2,8 +2,9 @@
 
 ``affectgym train ENV_ID [--algo grpo|ppo|sac] ...``: every option comes from a field of
 :class:`~affectgym.train.config.TrainConfig`, one configuration for every algorithm;
-``--config FILE.yaml`` reads them from a file and ``--print-config`` writes one (and trains
-nothing). ``--algo grpo`` (the default) trains a language model on a text env with TRL
+``--recipe NAME`` starts from a named recipe (``--list-recipes``), ``--config FILE.yaml``
+reads options from a file and ``--print-config`` writes one (and trains nothing); an
+``--output-dir`` that holds an earlier run is refused unless ``--overwrite``. ``--algo grpo`` (the default) trains a language model on a text env with TRL
 (:func:`affectgym.train.grpo.train`); ``--algo ppo|sac`` trains a policy on a numeric env
 (EmotionState-v0) with Stable-Baselines3 (:func:`affectgym.train.sb3.train_from_config`).
 Before anything is loaded, the env's kind is checked against the algorithm
@@ -78,7 +79,12 @@ def check_algo_supports(config: TrainConfig) -> None:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    """Handle ``affectgym train``: check the env against the algorithm, then print the config or train."""
+    """Handle ``affectgym train``: list the recipes, or check the env against the algorithm, then print the config or train."""
+    if args.list_recipes:
+        from affectgym.train.recipes import recipe_listing
+
+        print(recipe_listing())
+        return 0
     config = config_from_args(args)
     if not config.env_id:
         if config.algo in ("grpo", "sft"):
@@ -93,17 +99,17 @@ def run_train(args: argparse.Namespace) -> int:
 
         from affectgym.train.grpo import train
 
-        summary = train(config, progress=True)
+        summary = train(config, progress=True, overwrite=args.overwrite)
         if not PartialState().is_main_process:  # under accelerate launch the main process prints the summary once
             return 0
     elif config.algo == "sft":
         from affectgym.train.sft import train_sft
 
-        summary = train_sft(config, progress=True)
+        summary = train_sft(config, progress=True, overwrite=args.overwrite)
     else:
         from affectgym.train.sb3 import train_from_config
 
-        summary = train_from_config(config).as_dict()
+        summary = train_from_config(config, overwrite=args.overwrite).as_dict()
     print(json.dumps(summary, indent=2))
     return 0
 

@@ -7,7 +7,8 @@ such a field away from its default under another ``algo`` is an error, not silen
 :func:`add_config_arguments` turns the fields into ``argparse`` options (``max_steps`` ->
 ``--max-steps``), grouped by algorithm; :func:`config_to_yaml` writes a commented YAML file
 of the fields the config's algorithm uses, and :func:`load_config` reads one back; on the
-command line, options given explicitly win over the YAML file, which wins over the defaults.
+command line, options given explicitly win over the YAML file, which wins over the defaults
+or over a named recipe's values (``--recipe``, :mod:`affectgym.train.recipes`).
 
 >>> config = TrainConfig(env_id="affectgym/Sarcasm-v0", max_steps=3)
 >>> config.max_steps, config.mode
@@ -25,7 +26,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
+import math
+import re
 import types
 import typing
 from collections.abc import Mapping
@@ -236,13 +240,16 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         if self.algo not in ALGOS:
-            raise ValueError(f"invalid training config: algo must be 'grpo', 'ppo' or 'sac', got {self.algo!r}")
+            raise ValueError(f"invalid training config: algo must be one of {', '.join(ALGOS)}, got {self.algo!r}")
         for item in config_fields():
             if getattr(self, item.name) is None and "by_algo" in item.metadata:
                 setattr(self, item.name, item.metadata["by_algo"][self.algo])
-        problems = self._options_of_other_algos()
+        problems = self._type_problems()
+        if problems:  # the range checks below assume the types
+            raise ValueError("invalid training config: " + "; ".join(problems))
+        problems = self._options_of_other_algos() + self._range_problems()
         for name in ("max_steps", "num_generations", "batch_size", "gradient_accumulation_steps", "max_completion_length"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+            if getattr(self, name) < 1:
                 problems.append(f"{name} must be a positive integer, got {getattr(self, name)!r}")
         if self.num_generations < 2:
             problems.append(f"num_generations must be at least 2 (GRPO compares completions), got {self.num_generations}")
@@ -250,15 +257,9 @@ class TrainConfig:
             problems.append(
                 f"batch_size ({self.batch_size}) must be a multiple of num_generations ({self.num_generations})"
             )
-        if self.mode not in ("flat", "multiturn"):
-            problems.append(f"mode must be 'flat' or 'multiturn', got {self.mode!r}")
-        if not isinstance(self.warmup_steps, int) or not 0 <= self.warmup_steps < self.max_steps:
+        if not 0 <= self.warmup_steps < self.max_steps:
             problems.append(f"warmup_steps must be an integer in [0, max_steps), got {self.warmup_steps!r}")
-        if self.lr_scheduler not in LR_SCHEDULERS:
-            problems.append(f"lr_scheduler must be one of {sorted(LR_SCHEDULERS)}, got {self.lr_scheduler!r}")
-        if self.scale_rewards not in ("group", "batch", "none"):
-            problems.append(f"scale_rewards must be 'group', 'batch' or 'none', got {self.scale_rewards!r}")
-        if not isinstance(self.entropy_coef, int | float) or not 0 <= self.entropy_coef < float("inf"):
+        if not 0 <= self.entropy_coef < math.inf:
             problems.append(f"entropy_coef must be a finite number >= 0 (0 = no bonus), got {self.entropy_coef!r}")
         if self.lora_r < 0:
             problems.append(f"lora_r must be >= 0 (0 = full fine-tuning), got {self.lora_r}")
@@ -268,31 +269,65 @@ class TrainConfig:
             problems.append(f"eval_every_steps must be >= 0 (0 = off), got {self.eval_every_steps}")
         if self.eval_episodes < 0:
             problems.append(f"eval_episodes must be >= 0, got {self.eval_episodes}")
-        if self.prompt_form not in ("flat", "chat"):
-            problems.append(f"prompt_form must be 'flat' or 'chat', got {self.prompt_form!r}")
-        elif self.prompt_form == "chat" and self.mode != "flat":
+        if self.prompt_form == "chat" and self.mode != "flat":
             problems.append("prompt_form='chat' is a flat-mode prompt; with --mode multiturn the policy makes its own tool calls")
-        if self.eval_max_new_tokens is not None and (not isinstance(self.eval_max_new_tokens, int) or self.eval_max_new_tokens < 1):
+        if self.eval_max_new_tokens is not None and self.eval_max_new_tokens < 1:
             problems.append(f"eval_max_new_tokens must be a positive integer, got {self.eval_max_new_tokens!r}")
-        if not isinstance(self.anchor_coef, int | float) or not 0 <= self.anchor_coef < float("inf"):
+        if not 0 <= self.anchor_coef < math.inf:
             problems.append(f"anchor_coef must be a finite number >= 0 (0 = no anchor), got {self.anchor_coef!r}")
         elif self.algo == "grpo" and bool(self.anchor_coef) != bool(self.demos):
             problems.append(
                 "--algo grpo uses --demos as a supervised anchor: give both --demos RUN_DIR and --anchor-coef > 0, "
                 f"or neither (got {len(self.demos)} --demos folder(s), anchor_coef={self.anchor_coef!r})"
             )
-        if not isinstance(self.anchor_rows, int) or self.anchor_rows < 1:
+        if self.anchor_rows < 1:
             problems.append(f"anchor_rows must be a positive integer, got {self.anchor_rows!r}")
         if self.algo == "sft" and not (self.demos or self.references):
             problems.append("--algo sft needs demonstrations: --demos RUN_DIR (an affectgym eval folder; repeatable) and/or --references")
-        if self.min_reward is not None and not isinstance(self.min_reward, int | float):
-            problems.append(f"min_reward must be a number, got {self.min_reward!r}")
         if self.algo in SB3:
             for name in ("timesteps", "n_envs", "eval_episodes"):
-                if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                if getattr(self, name) < 1:
                     problems.append(f"{name} must be a positive integer with --algo {self.algo}, got {getattr(self, name)!r}")
         if problems:
             raise ValueError("invalid training config: " + "; ".join(problems))
+
+    def _type_problems(self) -> list[str]:
+        """One problem per field whose value is not of its declared type."""
+        hints = _hints()
+        return [
+            f"{item.name} must be {_type_words(hints[item.name])}, got {getattr(self, item.name)!r}"
+            for item in config_fields() if not _is_instance(getattr(self, item.name), hints[item.name])
+        ]
+
+    def _range_problems(self) -> list[str]:
+        """Values of the right type outside what the trainers accept."""
+        problems = []
+        for name in ("learning_rate", "temperature"):
+            if not 0 < getattr(self, name) < math.inf:
+                problems.append(f"{name} must be a finite number > 0, got {getattr(self, name)!r}")
+        if not 0 <= self.beta < math.inf:
+            problems.append(f"beta must be a finite number >= 0 (0 = no reference model), got {self.beta!r}")
+        if not 0 <= self.lora_dropout < 1:
+            problems.append(f"lora_dropout must be in [0, 1), got {self.lora_dropout!r}")
+        if self.lora_alpha < 1:
+            problems.append(f"lora_alpha must be a positive integer, got {self.lora_alpha!r}")
+        if self.logging_steps < 1:
+            problems.append(f"logging_steps must be a positive integer, got {self.logging_steps!r}")
+        if not 0 <= self.seed < 2**32:
+            problems.append(f"seed must be an integer in [0, 2**32), got {self.seed!r}")
+        if self.max_tool_calling_iterations < 1:
+            problems.append(f"max_tool_calling_iterations must be a positive integer, got {self.max_tool_calling_iterations!r}")
+        if self.n_train is not None and self.n_train < 1:
+            problems.append(f"n_train must be a positive integer (or unset: one pass), got {self.n_train!r}")
+        for flag, factor in self.oversample.items():
+            if not isinstance(factor, int) or isinstance(factor, bool) or factor < 1:
+                problems.append(f"oversample[{flag!r}] must be an integer >= 1, got {factor!r}")
+        if self.report_to != "none":
+            known = reporting_integrations()
+            unknown = [name for name in self.report_to.split(",") if name.strip() not in known]
+            if unknown:
+                problems.append(f"report_to must be none, all or a comma-separated list of {', '.join(sorted(known - {'none', 'all'}))}; got {self.report_to!r}")
+        return problems
 
     def _options_of_other_algos(self) -> list[str]:
         """One problem naming the fields set away from their default that this ``algo`` does not use."""
@@ -338,6 +373,56 @@ def _default_text(item: dataclasses.Field) -> str:
 
 def _hints() -> dict[str, Any]:
     return typing.get_type_hints(TrainConfig)
+
+
+def reporting_integrations() -> set[str]:
+    """The ``report_to`` names transformers knows, with ``none`` and ``all``."""
+    from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
+
+    return {*INTEGRATION_TO_CALLBACK, "none", "all"}
+
+
+def _is_instance(value: Any, hint: Any) -> bool:
+    """Whether ``value`` has the type of a field's hint (an int is a float; a bool is no number).
+
+    >>> _is_instance(3, float), _is_instance(True, int), _is_instance(["a"], list[str]), _is_instance(None, int | None)
+    (True, False, True, True)
+    """
+    kind, optional = _inner(hint)
+    if value is None:
+        return optional
+    if typing.get_origin(kind) is Literal:
+        return value in typing.get_args(kind)
+    if kind is bool:
+        return isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if typing.get_origin(kind) is list:
+        (item,) = typing.get_args(kind)
+        return isinstance(value, list) and all(_is_instance(v, item) for v in value)
+    if typing.get_origin(kind) is dict or kind is dict:
+        return isinstance(value, dict) and all(isinstance(k, str) for k in value)
+    return isinstance(value, kind)
+
+
+def _type_words(hint: Any) -> str:
+    """A field's type in words, for error messages.
+
+    >>> _type_words(int | None), _type_words(Literal["flat", "chat"])
+    ('an integer (or null)', "one of 'flat', 'chat'")
+    """
+    kind, optional = _inner(hint)
+    if typing.get_origin(kind) is Literal:
+        words = "one of " + ", ".join(repr(v) for v in typing.get_args(kind))
+    elif typing.get_origin(kind) is list:
+        words = "a list of " + {str: "strings"}.get(typing.get_args(kind)[0], "values")
+    elif typing.get_origin(kind) is dict or kind is dict:
+        words = "a mapping with string keys"
+    else:
+        words = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}.get(kind, str(kind))
+    return words + (" (or null)" if optional else "")
 
 
 def _inner(hint: Any) -> tuple[Any, bool]:
@@ -418,9 +503,20 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         elif kind in (int, float, str):
             options["type"] = kind
         target.add_argument(flag, help=f"{help_text} (default: {_default_text(item)})", **options)
+    from affectgym.train.recipes import RECIPES
+
+    parser.add_argument(
+        "--recipe", default=None, choices=list(RECIPES), metavar="NAME",
+        help="start from a named, measured recipe (the YAML file and explicit options win); see --list-recipes",
+    )
+    parser.add_argument("--list-recipes", action="store_true", help="list the recipes and exit")
     parser.add_argument(
         "--config", dest="config_file", default=None, metavar="FILE.yaml",
         help="read options from a YAML file (explicit options win); see --print-config",
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true",
+        help="train into an --output-dir that holds an earlier run, deleting that run's files first",
     )
     parser.add_argument(
         "--print-config", action="store_true",
@@ -429,13 +525,18 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    """The config from parsed arguments: defaults, then ``--config`` YAML, then explicit options."""
+    """The config from parsed arguments: defaults (or ``--recipe``), then ``--config`` YAML, then explicit options."""
     values: dict[str, Any] = {}
     config_file = getattr(args, "config_file", None)
     if config_file:
         values.update(_read_yaml(Path(config_file)))
     names = {f.name for f in config_fields()}
     values.update({name: value for name, value in vars(args).items() if name in names})
+    recipe = getattr(args, "recipe", None)
+    if recipe:
+        from affectgym.train.recipes import recipe_config
+
+        return recipe_config(recipe, values)
     return TrainConfig(**values)
 
 
@@ -453,11 +554,35 @@ def config_to_yaml(config: TrainConfig) -> str:
     return "\n".join(lines) + "\n"
 
 
-def load_config_text(text: str) -> TrainConfig:
-    """A config from YAML text (unknown keys are an error)."""
+#: YAML 1.2's floats: PyYAML follows YAML 1.1, where ``1e-5`` (no dot) is a string.
+_YAML12_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+
+
+def yaml_values(text: str) -> Any:
+    """Parse YAML as ``yaml.safe_load`` does, but ``1e-5`` is a float (YAML 1.2) as ``1.0e-5`` is.
+
+    >>> yaml_values("learning_rate: 1e-5\\nseed: 3\\nname: 1e")
+    {'learning_rate': 1e-05, 'seed': 3, 'name': '1e'}
+    """
     import yaml
 
-    values = yaml.safe_load(text) or {}
+    return yaml.load(text, Loader=_yaml_loader())  # noqa: S506  (a SafeLoader subclass)
+
+
+@functools.cache
+def _yaml_loader() -> type:
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        """``SafeLoader`` that reads YAML 1.2's exponent floats."""
+
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_FLOAT, list("-+0123456789."))
+    return Loader
+
+
+def load_config_text(text: str) -> TrainConfig:
+    """A config from YAML text (unknown keys are an error)."""
+    values = yaml_values(text) or {}
     return TrainConfig(**_checked(values, "the YAML text"))
 
 
@@ -467,11 +592,9 @@ def load_config(path: str | Path) -> TrainConfig:
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
-    import yaml
-
     if not path.is_file():
         raise FileNotFoundError(f"config file {str(path)!r} does not exist; write one with --print-config")
-    values = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    values = yaml_values(path.read_text(encoding="utf-8")) or {}
     return _checked(values, str(path))
 
 

@@ -140,14 +140,14 @@ def run_demo(output_dir: str | Path = "runs/demo", *, model: str = "smollm2-135m
                         env_kwargs=dict(SARCASM_AGENT_FORM), concurrency=4, progress=False, resume=demos.exists()))
     print(f"2/4 supervised warm start of {model} on those episodes (the protocol, not the answer)", flush=True)
     sft = train_sft(sarcasm_protocol_sft_config(out / "sft", [str(demos)], seed=seed, max_steps=sft_steps, model=model),
-                    progress=True)
+                    progress=True, overwrite=True)
     print("3/4 flat GRPO on the chat prompts (the agent's answer turn, the tool results in it), then the tool-call "
           "turns again", flush=True)
     grpo = train(sarcasm_chat_grpo_config(out / "flat-grpo", sft["adapter_dir"], seed=seed, max_steps=grpo_steps,
-                                          eval_every_steps=grpo_steps, model=model), progress=True)
+                                          eval_every_steps=grpo_steps, model=model), progress=True, overwrite=True)
     refresher = train_sft(sarcasm_protocol_refresher_config(out / "protocol-refresher", [str(demos)], grpo["adapter_dir"],
                                                             seed=seed, max_steps=refresher_steps, model=model),
-                          progress=True)
+                          progress=True, overwrite=True)
     adapter = Path(refresher["adapter_dir"])
     print("4/4 the trained model plays held-out lines as an agent, calling the tools itself; one episode:\n", flush=True)
     episode = play_one_episode(adapter, model=model)

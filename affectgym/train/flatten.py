@@ -167,6 +167,12 @@ def training_order(
     """
     if not isinstance(rows_per_batch, int) or rows_per_batch < 1:
         raise ValueError(f"rows_per_batch must be an integer >= 1, got {rows_per_batch!r}")
+    flags = {name for scenario in scenarios for name, value in vars(scenario).items() if isinstance(value, bool)}
+    unknown = sorted(set(oversample or {}) - flags)
+    if unknown:
+        raise ValueError(
+            f"oversample flag(s) {unknown} are not boolean flags of these scenarios; flags: {', '.join(sorted(flags)) or 'none'}"
+        )
     rng = random.Random(seed)
     pool: list[Any] = []
     for scenario in scenarios:

@@ -141,6 +141,33 @@ def grpo_config(config: TrainConfig, reward_weights: list[float], *, gpu: bool |
     return GRPOConfig(**options)
 
 
+def check_policy(config: TrainConfig) -> None:
+    """Fail before any weights load when the policy cannot be what ``config`` asks.
+
+    Reads the model's ``config.json`` only: a local path that is no model folder, and a
+    LoRA rank above the model's width, are named here instead of in the hub client's or
+    the allocator's words.
+
+    Raises:
+        FileNotFoundError: ``config.model`` looks like a path and is no model folder.
+        ValueError: ``lora_r`` exceeds the model's hidden size.
+    """
+    path = resolve_model(config.model)
+    local = Path(path).expanduser()
+    looks_local = path.startswith((".", "/", "~")) or path.count("/") > 1 or local.exists()
+    if looks_local and not (local / "config.json").is_file():
+        raise FileNotFoundError(
+            f"--model {config.model!r}: {'no such folder' if not local.exists() else 'no config.json in that folder'}; "
+            "pass a model folder (one from_pretrained loads), a hub id such as HuggingFaceTB/SmolLM2-135M-Instruct, "
+            "or the alias smollm2-135m"
+        )
+    if not looks_local or config.lora_r == 0 or config.init_adapter is not None:
+        return
+    width = json.loads((local / "config.json").read_text(encoding="utf-8")).get("hidden_size")
+    if isinstance(width, int) and config.lora_r > width:
+        raise ValueError(f"lora_r ({config.lora_r}) exceeds the hidden size of {config.model!r} ({width}); use a rank <= {width}")
+
+
 def load_policy(config: TrainConfig, *, gpu: bool) -> tuple[Any, Any, str]:
     """The model (fp32 on CPU, bf16 on GPU), its tokenizer and the resolved path."""
     import torch
@@ -337,13 +364,16 @@ def eval_max_new_tokens(config: TrainConfig) -> int:
     return config.max_completion_length if config.algo == "grpo" else 256
 
 
-def train(config: TrainConfig, *, gpu: bool | None = None, progress: bool = False) -> dict[str, Any]:
+def train(config: TrainConfig, *, gpu: bool | None = None, progress: bool = False,
+          overwrite: bool = False) -> dict[str, Any]:
     """Run GRPO on ``config.env_id`` and write the outputs (see the module docstring).
 
     Args:
         config: The run's options.
         gpu: Whether to use a GPU; default: :func:`has_gpu`.
         progress: Show a progress bar with the step's reward and loss.
+        overwrite: Replace an earlier run in ``config.output_dir`` (otherwise it is refused
+            before anything loads; :func:`~affectgym.train.run_dir.claim_output_dir`).
 
     Returns:
         A summary: output paths, wall time, first and last mean reward, and the held-out
@@ -351,11 +381,17 @@ def train(config: TrainConfig, *, gpu: bool | None = None, progress: bool = Fals
         returns it; only the main process's has the evaluation.
     """
     import torch
+    from accelerate import PartialState
     from transformers import set_seed
+
+    from affectgym.train.run_dir import claim_output_dir
 
     if not config.env_id:
         raise ValueError("no environment id given; e.g. affectgym train affectgym/Sarcasm-v0 --model smollm2-135m")
     output_dir = Path(config.output_dir)
+    if PartialState().is_main_process:
+        claim_output_dir(output_dir, overwrite=overwrite)
+    check_policy(config)
     set_seed(config.seed)
     gpu = has_gpu() if gpu is None else gpu
     if not gpu:
@@ -366,7 +402,6 @@ def train(config: TrainConfig, *, gpu: bool | None = None, progress: bool = Fals
     # state); one writer per file, so processes never race on the outputs
     main_process = trainer.accelerator.is_main_process
     if main_process:
-        output_dir.mkdir(parents=True, exist_ok=True)
         (output_dir / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")
     if config.eval_every_steps and config.mode == "flat" and main_process:
         from affectgym.train.heldout import HeldOutEvaluator, heldout_callback
@@ -501,6 +536,7 @@ __all__ = [
     "LORA_TARGETS",
     "build_trainer",
     "chat_text_prompts",
+    "check_policy",
     "eval_max_new_tokens",
     "evaluate_base_and_trained",
     "grpo_config",

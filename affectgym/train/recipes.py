@@ -57,6 +57,8 @@ control; ``affectgym demo`` runs a short version.
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -264,9 +266,70 @@ def sarcasm_multiturn_grpo_config(output_dir: str | Path, init_adapter: str | No
     return TrainConfig(**options)
 
 
+#: The recipes of ``affectgym train --recipe NAME``: name -> (function, what it trains).
+RECIPES: dict[str, tuple[Callable[..., TrainConfig], str]] = {
+    "sarcasm-cpu": (sarcasm_cpu_config,
+                    "flat GRPO on Sarcasm-v0's short yes/no form, 2 prompts x 128 one-token answers a step"),
+    "sarcasm-protocol-sft": (sarcasm_protocol_sft_config,
+                             "supervised warm start on protocol demonstrations: tool calls, answer format, end of turn"),
+    "sarcasm-chat-grpo": (sarcasm_chat_grpo_config,
+                          "flat GRPO on the agent's answer turn (prompt form chat), from a warm-start adapter"),
+    "sarcasm-anchored-chat-grpo": (sarcasm_anchored_chat_grpo_config,
+                                   "the same, with the demonstrations' NLL in every step's loss to hold the protocol"),
+    "sarcasm-protocol-refresher": (sarcasm_protocol_refresher_config,
+                                   "a few supervised steps on the demonstrations' tool-call turns, after GRPO"),
+    "sarcasm-multiturn-grpo": (sarcasm_multiturn_grpo_config,
+                               "multi-turn GRPO: the policy's own tool calls in the rollout (environment_factory)"),
+}
+
+
+def recipe_needs(name: str) -> list[str]:
+    """The options recipe ``name`` cannot do without (its arguments with no default), output folder aside.
+
+    >>> recipe_needs("sarcasm-anchored-chat-grpo")
+    ['init_adapter', 'demos']
+    """
+    parameters = inspect.signature(RECIPES[name][0]).parameters.values()
+    return [p.name for p in parameters
+            if p.default is inspect.Parameter.empty and p.kind is not p.VAR_KEYWORD and p.name != "output_dir"]
+
+
+def recipe_config(name: str, options: Mapping[str, Any] | None = None) -> TrainConfig:
+    """The config of recipe ``name``, with ``options`` (:class:`TrainConfig` fields) over the recipe's own values.
+
+    The options go through the recipe's function, so those it derives from (``max_steps``:
+    the warmup and the number of rows) follow them. The output folder defaults to
+    ``runs/<name>``.
+
+    >>> config = recipe_config("sarcasm-cpu", {"max_steps": 12})
+    >>> config.max_steps, config.warmup_steps, config.n_train, config.output_dir
+    (12, 2, 24, 'runs/sarcasm-cpu')
+
+    Raises:
+        ValueError: An unknown name, or a needed option missing (both named).
+    """
+    if name not in RECIPES:
+        raise ValueError(f"unknown recipe {name!r}; recipes: {', '.join(RECIPES)} (affectgym train --list-recipes)")
+    values = {"output_dir": f"runs/{name}", **dict(options or {})}
+    missing = [need for need in recipe_needs(name) if values.get(need) in (None, [])]
+    if missing:
+        raise ValueError(f"--recipe {name} needs " + " and ".join(f"--{need.replace('_', '-')}" for need in missing))
+    return RECIPES[name][0](**values)
+
+
+def recipe_listing() -> str:
+    """One line per recipe: its name, what it trains and the options it needs."""
+    lines = []
+    for name, (_, summary) in RECIPES.items():
+        needs = " ".join(f"--{need.replace('_', '-')} ..." for need in recipe_needs(name))
+        lines.append(f"{name:27} {summary}" + (f"; needs {needs}" if needs else ""))
+    return "\n".join(lines)
+
+
 __all__ = [
     "AGENT_MAX_NEW_TOKENS",
     "MULTITURN_COMPLETION_TOKENS",
+    "RECIPES",
     "SARCASM_AGENT_FORM",
     "SARCASM_ENV_ID",
     "SARCASM_SHORT_FORM",
@@ -276,4 +339,7 @@ __all__ = [
     "sarcasm_multiturn_grpo_config",
     "sarcasm_protocol_refresher_config",
     "sarcasm_protocol_sft_config",
+    "recipe_config",
+    "recipe_listing",
+    "recipe_needs",
 ]

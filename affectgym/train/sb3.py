@@ -352,7 +352,7 @@ def train_sb3(
     return result
 
 
-def train_from_config(config: TrainConfig) -> SB3Result:
+def train_from_config(config: TrainConfig, *, overwrite: bool = False) -> SB3Result:
     """Run :func:`train_sb3` with the options of ``config`` (``algo`` ppo or sac), as ``affectgym train --algo ppo`` does.
 
     Writes ``config.yaml`` (:func:`~affectgym.train.config.config_to_yaml`) to
@@ -360,6 +360,7 @@ def train_from_config(config: TrainConfig) -> SB3Result:
 
     Args:
         config: A :class:`~affectgym.train.config.TrainConfig` with ``algo`` ``"ppo"`` or ``"sac"``.
+        overwrite: Replace an earlier run in ``config.output_dir`` (otherwise it is refused).
 
     Returns:
         The :class:`SB3Result`.
@@ -368,8 +369,9 @@ def train_from_config(config: TrainConfig) -> SB3Result:
         raise ValueError(f"train_from_config trains --algo {' or '.join(ALGOS)}, got algo={config.algo!r}; GRPO runs through affectgym.train.grpo.train")
     if importlib.util.find_spec("stable_baselines3") is None:
         raise ImportError(f"--algo {config.algo} needs Stable-Baselines3, which is not installed: pip install 'affectgym[train]'")
-    out = Path(config.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    from affectgym.train.run_dir import claim_output_dir
+
+    out = claim_output_dir(config.output_dir, overwrite=overwrite)
     (out / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")
     return train_sb3(
         env_id=config.env_id,

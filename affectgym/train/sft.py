@@ -243,13 +243,16 @@ def _has_field(cls: type, name: str) -> bool:
     return name in {f.name for f in dataclasses.fields(cls)}
 
 
-def train_sft(config: TrainConfig, *, gpu: bool | None = None, progress: bool = False) -> dict[str, Any]:
+def train_sft(config: TrainConfig, *, gpu: bool | None = None, progress: bool = False,
+              overwrite: bool = False) -> dict[str, Any]:
     """Run the supervised warm start of ``config`` and write its outputs (see the module docstring).
 
     Args:
         config: The run's options (``algo="sft"``).
         gpu: Whether to use a GPU; default: when torch sees one.
         progress: Show a progress bar with the loss instead of nothing.
+        overwrite: Replace an earlier run in ``config.output_dir`` (otherwise it is refused
+            before anything loads).
 
     Returns:
         A summary: demonstration counts, paths, wall time, first and last loss, and the
@@ -260,6 +263,7 @@ def train_sft(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
     from trl import SFTTrainer
 
     from affectgym.train.grpo import (
+        check_policy,
         evaluate_base_and_trained,
         has_gpu,
         load_policy,
@@ -267,9 +271,11 @@ def train_sft(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
     )
     from affectgym.train.plots import plot_loss_curve
     from affectgym.train.progress import show_progress
+    from affectgym.train.run_dir import claim_output_dir
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    output_dir = Path(config.output_dir)
+    output_dir = claim_output_dir(config.output_dir, overwrite=overwrite)
+    check_policy(config)
     rows, counts = demonstrations(config)
     set_seed(config.seed)
     gpu = has_gpu() if gpu is None else gpu
@@ -277,7 +283,6 @@ def train_sft(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
     model, tokenizer, _ = load_policy(config, gpu=gpu)
     tokenizer.chat_template = training_chat_template(tokenizer)
     model, lora = trainable_policy(config, model)
-    output_dir.mkdir(parents=True, exist_ok=True)
     (output_dir / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")
     with (output_dir / "demonstrations.jsonl").open("w", encoding="utf-8") as handle:
         for row in rows:

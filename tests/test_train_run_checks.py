@@ -1,0 +1,103 @@
+"""A training run is refused before anything loads when its options or its folder are wrong, in one named message."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+from tiny_models import tiny_causal_lm
+
+from affectgym.train import commands
+from affectgym.train.config import TrainConfig, config_to_yaml, load_config
+from affectgym.train.grpo import check_policy, train
+from affectgym.train.recipes import RECIPES, recipe_config, sarcasm_cpu_config
+from affectgym.train.run_dir import OutputDirInUseError, claim_output_dir
+
+ENV_ID = "affectgym/Sarcasm-v0"
+
+
+def run_cli(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="affectgym")
+    commands.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["train", *argv])
+    return args.func(args)
+
+
+@pytest.mark.parametrize(("options", "named"), [
+    ({"learning_rate": -1e-5}, "learning_rate must be a finite number > 0, got -1e-05"),
+    ({"learning_rate": float("nan")}, "learning_rate must be a finite number > 0, got nan"),
+    ({"temperature": 0.0}, "temperature must be a finite number > 0"),
+    ({"lora_dropout": 2.0}, "lora_dropout must be in [0, 1), got 2.0"),
+    ({"logging_steps": 0}, "logging_steps must be a positive integer, got 0"),
+    ({"report_to": "nosuchtracker"}, "report_to must be none, all or a comma-separated list of"),
+    ({"seed": -1}, "seed must be an integer in [0, 2**32), got -1"),
+    ({"max_steps": "10"}, "max_steps must be an integer, got '10'"),
+    ({"lora_r": "sixteen"}, "lora_r must be an integer, got 'sixteen'"),
+    ({"learning_rate": "fast"}, "learning_rate must be a number, got 'fast'"),
+    ({"group_batches": "yes"}, "group_batches must be true or false, got 'yes'"),
+    ({"oversample": {"pivot": 0}}, "oversample['pivot'] must be an integer >= 1, got 0"),
+    ({"mode": "batch"}, "mode must be one of 'flat', 'multiturn', got 'batch'"),
+])
+def test_each_invalid_option_is_refused_naming_the_field_and_what_is_accepted(options, named):
+    with pytest.raises(ValueError, match="invalid training config") as error:
+        TrainConfig(env_id=ENV_ID, **options)
+    assert named in str(error.value)
+
+
+def test_yaml_numbers_in_exponent_form_are_numbers(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text(f"env_id: {ENV_ID}\nlearning_rate: 1e-5\nbeta: 2E-2\nmax_steps: 7\n", encoding="utf-8")
+    config = load_config(path)
+    assert (config.learning_rate, config.beta, config.max_steps) == (1e-5, 0.02, 7)
+
+
+def test_a_second_run_into_a_used_output_dir_is_refused_naming_what_is_there(tmp_path):
+    run = tmp_path / "run"
+    claim_output_dir(run)
+    (run / "config.yaml").write_text("seed: 0\n", encoding="utf-8")
+    (run / "adapter").mkdir()
+    (run / "notes.txt").write_text("mine", encoding="utf-8")
+    with pytest.raises(OutputDirInUseError, match=r"already holds a run \(config.yaml, adapter\).*--overwrite"):
+        claim_output_dir(run)
+    claim_output_dir(run, overwrite=True)
+    assert sorted(p.name for p in run.iterdir()) == ["notes.txt"]  # the run's files went, the user's stayed
+
+
+def test_the_cli_refuses_a_used_output_dir_before_loading_the_model(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "summary.json").write_text("{}", encoding="utf-8")
+    missing_model = str(tmp_path / "no-such-model")
+    with pytest.raises(OutputDirInUseError, match="summary.json"):
+        run_cli([ENV_ID, "--model", missing_model, "--output-dir", str(run), "--max-steps", "1"])
+    with pytest.raises(FileNotFoundError, match="no such folder"):  # past the folder check, stopped at the model's
+        run_cli([ENV_ID, "--model", missing_model, "--output-dir", str(run), "--max-steps", "1", "--overwrite"])
+    assert not (run / "summary.json").exists()
+
+
+def test_a_missing_model_folder_and_an_impossible_lora_rank_are_named_before_loading(tmp_path):
+    with pytest.raises(FileNotFoundError, match="--model './nowhere/model': no such folder"):
+        check_policy(TrainConfig(env_id=ENV_ID, model="./nowhere/model"))
+    tiny = tiny_causal_lm(tmp_path)  # hidden size 64
+    with pytest.raises(ValueError, match=r"lora_r \(100000\) exceeds the hidden size .* \(64\)"):
+        train(TrainConfig(env_id=ENV_ID, model=str(tiny), lora_r=100000, output_dir=str(tmp_path / "run")))
+
+
+def test_an_oversample_flag_the_scenarios_lack_is_refused_with_the_flags_they_have(tmp_path):
+    from affectgym.train.flatten import to_dataset
+
+    with pytest.raises(ValueError, match=r"\['nosuchflag'\] are not boolean flags .* flags: pivot"):
+        to_dataset(ENV_ID, split="train", oversample={"nosuchflag": 3})
+
+
+def test_named_recipes_are_listed_and_start_a_cli_config(tmp_path, capsys):
+    assert run_cli(["--list-recipes"]) == 0
+    listing = capsys.readouterr().out
+    assert all(name in listing for name in RECIPES)
+    out = str(tmp_path / "cpu")
+    assert run_cli(["--recipe", "sarcasm-cpu", "--max-steps", "12", "--output-dir", out, "--print-config"]) == 0
+    assert capsys.readouterr().out == config_to_yaml(sarcasm_cpu_config(out, max_steps=12))
+    with pytest.raises(ValueError, match="--recipe sarcasm-chat-grpo needs --init-adapter"):
+        recipe_config("sarcasm-chat-grpo", {})
+    with pytest.raises(SystemExit):
+        run_cli(["--recipe", "no-such-recipe"])
