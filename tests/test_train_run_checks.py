@@ -101,3 +101,72 @@ def test_named_recipes_are_listed_and_start_a_cli_config(tmp_path, capsys):
         recipe_config("sarcasm-chat-grpo", {})
     with pytest.raises(SystemExit):
         run_cli(["--recipe", "no-such-recipe"])
+
+
+class Interrupt(Exception):
+    """Stands for the kill of a run: nothing after it runs."""
+
+
+def interrupt_at(step: int):
+    from transformers import TrainerCallback
+
+    class KillAt(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step == step:
+                raise Interrupt(f"killed at step {step}")
+
+    return KillAt()
+
+
+def adapter_weights(folder):
+    from safetensors.torch import load_file
+
+    return load_file(str(folder / "adapter" / "adapter_model.safetensors"))
+
+
+@pytest.mark.parametrize("algo", ["grpo", "sft"])
+def test_a_run_killed_mid_way_resumes_from_its_checkpoint_to_the_uninterrupted_runs_adapter(algo, tmp_path):
+    import json
+
+    from affectgym.eval.runner import EvalConfig, run_eval
+    from affectgym.train.sft import train_sft
+
+    form = {"reward": "label", "answer": "yesno", "flat_prompt": "compact", "max_turns": 3}
+    tiny = tiny_causal_lm(tmp_path)
+    options = {"env_id": ENV_ID, "model": str(tiny), "max_steps": 4, "save_steps": 2, "learning_rate": 1e-2,
+               "lora_r": 4, "eval_episodes": 2, "eval_max_new_tokens": 4, "env_kwargs": form, "seed": 3}
+    if algo == "grpo":
+        run, options = train, {**options, "num_generations": 4, "batch_size": 8, "max_completion_length": 2,
+                               "eval_every_steps": 2}
+    else:
+        demos = tmp_path / "demos"
+        run_eval(EvalConfig(env_id=ENV_ID, agent="protocol", out=demos, split="train", n=8, env_kwargs=form, progress=False))
+        run, options = train_sft, {**options, "algo": "sft", "demos": [str(demos)], "batch_size": 2}
+    whole = run(TrainConfig(**options, output_dir=str(tmp_path / "whole")))
+    config = TrainConfig(**options, output_dir=str(tmp_path / "killed"))
+    with pytest.raises(Interrupt):
+        run(config, callbacks=[interrupt_at(3)])
+    folder = tmp_path / "killed"
+    assert (folder / "trainer" / "checkpoint-2").is_dir() and not (folder / "log_history.json").exists()
+    with pytest.raises(OutputDirInUseError, match="--overwrite"):
+        run(config)
+    resumed = run(config, resume=True)
+    for name, tensor in adapter_weights(tmp_path / "whole").items():
+        assert tensor.allclose(adapter_weights(folder)[name], atol=1e-6), name
+    assert resumed["steps"] == whole["steps"] == 4
+    assert json.loads((folder / "summary.json").read_text())["eval"]["trained"]["accuracy"] == whole["eval"]["trained"]["accuracy"]
+    if algo == "grpo":  # one curve, each step once
+        assert [json.loads(line)["step"] for line in (folder / "heldout.jsonl").read_text().splitlines()] == [0, 2, 4]
+        steps = [json.loads(line)["step"] for line in (folder / "rollouts" / "rank0.jsonl").read_text().splitlines()]
+        assert sorted(set(steps)) == [1, 2, 3, 4] and len(steps) == 4 * 8
+    again = run(config, resume=True)  # finished: nothing retrains, the evaluation is read back
+    assert again["eval"]["trained"]["accuracy"] == whole["eval"]["trained"]["accuracy"]
+
+
+def test_resuming_with_other_options_is_refused_naming_them(tmp_path):
+    config = TrainConfig(env_id=ENV_ID, max_steps=4, output_dir=str(tmp_path / "run"))
+    claim_output_dir(config.output_dir)
+    (tmp_path / "run" / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")
+    changed = TrainConfig(env_id=ENV_ID, max_steps=8, output_dir=str(tmp_path / "run"))
+    with pytest.raises(OutputDirInUseError, match=r"started with other options \(-max_steps: 4; \+max_steps: 8\)"):
+        claim_output_dir(changed.output_dir, resume_config=config_to_yaml(changed))

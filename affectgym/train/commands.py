@@ -99,16 +99,18 @@ def run_train(args: argparse.Namespace) -> int:
 
         from affectgym.train.grpo import train
 
-        summary = train(config, progress=True, overwrite=args.overwrite)
+        summary = train(config, progress=True, overwrite=args.overwrite, resume=args.resume)
         if not PartialState().is_main_process:  # under accelerate launch the main process prints the summary once
             return 0
     elif config.algo == "sft":
         from affectgym.train.sft import train_sft
 
-        summary = train_sft(config, progress=True, overwrite=args.overwrite)
+        summary = train_sft(config, progress=True, overwrite=args.overwrite, resume=args.resume)
     else:
         from affectgym.train.sb3 import train_from_config
 
+        if args.resume:
+            raise ValueError(f"--resume continues GRPO and SFT runs; --algo {config.algo} runs start anew (--overwrite)")
         summary = train_from_config(config, overwrite=args.overwrite).as_dict()
     print(json.dumps(summary, indent=2))
     return 0

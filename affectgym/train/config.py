@@ -235,6 +235,13 @@ class TrainConfig:
         default=6, metadata=_grpo("multiturn: most tool-calling rounds per rollout")
     )
     logging_steps: int = field(default=1, metadata=_lm("log every N steps"))
+    save_steps: int = field(
+        default=10,
+        metadata=_lm(
+            "save a checkpoint (weights, optimizer, schedule, random state) every N optimizer steps into "
+            "OUTPUT_DIR/trainer/, the last two kept, for --resume; 0 = none"
+        ),
+    )
     seed: int = field(default=0, metadata=_help("seed of the data order, sampling and initialisation"))
     report_to: str = field(default="none", metadata=_lm("trackers for transformers (none, wandb, tensorboard, ...)"))
 
@@ -311,6 +318,8 @@ class TrainConfig:
             problems.append(f"lora_dropout must be in [0, 1), got {self.lora_dropout!r}")
         if self.lora_alpha < 1:
             problems.append(f"lora_alpha must be a positive integer, got {self.lora_alpha!r}")
+        if self.save_steps < 0:
+            problems.append(f"save_steps must be an integer >= 0 (0 = no checkpoints), got {self.save_steps!r}")
         if self.logging_steps < 1:
             problems.append(f"logging_steps must be a positive integer, got {self.logging_steps!r}")
         if not 0 <= self.seed < 2**32:
@@ -517,6 +526,11 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--overwrite", action="store_true",
         help="train into an --output-dir that holds an earlier run, deleting that run's files first",
+    )
+    parser.add_argument(
+        "--resume", action="store_true",
+        help="continue the interrupted run in --output-dir (same options) from its last checkpoint, "
+             "or finish its held-out evaluation",
     )
     parser.add_argument(
         "--print-config", action="store_true",

@@ -119,7 +119,7 @@ def grpo_config(config: TrainConfig, reward_weights: list[float], *, gpu: bool |
         "entropy_coef": config.entropy_coef,
         "reward_weights": reward_weights,
         "logging_steps": config.logging_steps,
-        "save_strategy": "no",
+        **checkpointing_options(config),
         "report_to": config.report_to,
         "seed": config.seed,
         "data_seed": config.seed,
@@ -166,6 +166,17 @@ def check_policy(config: TrainConfig) -> None:
     width = json.loads((local / "config.json").read_text(encoding="utf-8")).get("hidden_size")
     if isinstance(width, int) and config.lora_r > width:
         raise ValueError(f"lora_r ({config.lora_r}) exceeds the hidden size of {config.model!r} ({width}); use a rank <= {width}")
+
+
+def checkpointing_options(config: TrainConfig) -> dict[str, Any]:
+    """``TrainingArguments`` of the run's checkpoints (``save_steps``; the last two kept).
+
+    >>> checkpointing_options(TrainConfig(env_id="x", save_steps=0))
+    {'save_strategy': 'no'}
+    """
+    if not config.save_steps:
+        return {"save_strategy": "no"}
+    return {"save_strategy": "steps", "save_steps": config.save_steps, "save_total_limit": 2}
 
 
 def load_policy(config: TrainConfig, *, gpu: bool) -> tuple[Any, Any, str]:
@@ -365,7 +376,7 @@ def eval_max_new_tokens(config: TrainConfig) -> int:
 
 
 def train(config: TrainConfig, *, gpu: bool | None = None, progress: bool = False,
-          overwrite: bool = False) -> dict[str, Any]:
+          overwrite: bool = False, resume: bool = False, callbacks: list[Any] | None = None) -> dict[str, Any]:
     """Run GRPO on ``config.env_id`` and write the outputs (see the module docstring).
 
     Args:
@@ -374,6 +385,9 @@ def train(config: TrainConfig, *, gpu: bool | None = None, progress: bool = Fals
         progress: Show a progress bar with the step's reward and loss.
         overwrite: Replace an earlier run in ``config.output_dir`` (otherwise it is refused
             before anything loads; :func:`~affectgym.train.run_dir.claim_output_dir`).
+        resume: Continue the run in ``config.output_dir`` (started with the same config) from
+            its last checkpoint, or, when its training finished, complete its held-out evaluation.
+        callbacks: More ``transformers.TrainerCallback`` objects for the trainer.
 
     Returns:
         A summary: output paths, wall time, first and last mean reward, and the held-out
@@ -384,23 +398,30 @@ def train(config: TrainConfig, *, gpu: bool | None = None, progress: bool = Fals
     from accelerate import PartialState
     from transformers import set_seed
 
-    from affectgym.train.run_dir import claim_output_dir
+    from affectgym.train.run_dir import claim_output_dir, resume_checkpoint
 
     if not config.env_id:
         raise ValueError("no environment id given; e.g. affectgym train affectgym/Sarcasm-v0 --model smollm2-135m")
     output_dir = Path(config.output_dir)
-    if PartialState().is_main_process:
-        claim_output_dir(output_dir, overwrite=overwrite)
+    main_process = PartialState().is_main_process
+    if main_process:
+        claim_output_dir(output_dir, overwrite=overwrite, resume_config=config_to_yaml(config) if resume else None)
     check_policy(config)
-    set_seed(config.seed)
     gpu = has_gpu() if gpu is None else gpu
+    if resume and finished_training(output_dir):
+        history = json.loads((output_dir / "log_history.json").read_text(encoding="utf-8"))
+        summary = run_summary(config, output_dir, history, sorted((output_dir / "figures").glob("*.png")))
+        return finish_run(config, output_dir, summary, gpu=gpu, resume=True) if main_process else summary
+    checkpoint, _ = resume_checkpoint(output_dir) if resume and main_process else (None, 0)
+    set_seed(config.seed)
     if not gpu:
         torch.set_num_threads(max(1, min(torch.get_num_threads(), os.cpu_count() or 1)))
     start_s = time.perf_counter()
     trainer = build_trainer(config, gpu=gpu)
+    for callback in callbacks or []:
+        trainer.add_callback(callback)
     # the trainer's accelerator knows the processes (its TrainingArguments set up accelerate's
     # state); one writer per file, so processes never race on the outputs
-    main_process = trainer.accelerator.is_main_process
     if main_process:
         (output_dir / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")
     if config.eval_every_steps and config.mode == "flat" and main_process:
@@ -415,46 +436,71 @@ def train(config: TrainConfig, *, gpu: bool | None = None, progress: bool = Fals
         from affectgym.train.progress import show_progress
 
         show_progress(trainer, f"GRPO {config.mode} on {config.env_id}", ("reward", "loss"))
-    trainer.train()
+    trainer.train(resume_from_checkpoint=checkpoint)
     train_s = time.perf_counter() - start_s
     history = list(trainer.state.log_history)
     adapter_dir = output_dir / "adapter"
     trainer.save_model(str(adapter_dir))  # every process: sharded (ZeRO-3) weights are gathered; the main one writes
     figures: list[Path] = []
     if main_process:
-        (output_dir / "log_history.json").write_text(json.dumps(history, indent=2), encoding="utf-8")
         trainer.processing_class.save_pretrained(str(adapter_dir))
         from affectgym.train.plots import plot_reward_curves
 
         figures = plot_reward_curves(
             history, output_dir / "figures", title=f"GRPO {config.mode} on {config.env_id}, {config.model}"
         )
+        # written last: with the adapter, it marks the training as finished (finished_training)
+        (output_dir / "log_history.json").write_text(json.dumps(history, indent=2), encoding="utf-8")
+    summary = run_summary(config, output_dir, history, figures, train_s=train_s)
+    del trainer
+    return finish_run(config, output_dir, summary, gpu=gpu, resume=resume) if main_process else summary
+
+
+def finished_training(output_dir: str | Path) -> bool:
+    """Whether the run in ``output_dir`` finished training (its adapter and log history are written)."""
+    folder = Path(output_dir)
+    return (folder / "log_history.json").is_file() and (folder / "adapter").is_dir()
+
+
+def run_summary(config: TrainConfig, output_dir: Path, history: list[dict[str, Any]], figures: list[Path], *,
+                train_s: float | None = None) -> dict[str, Any]:
+    """The summary of a trained run, before its held-out evaluation.
+
+    ``train_s``: the wall time of this call's loading and training; by default the log's
+    ``train_runtime`` (the training loop alone).
+    """
     rewards = [row["reward"] for row in history if "reward" in row]
-    summary: dict[str, Any] = {
+    if train_s is None:
+        train_s = next((row["train_runtime"] for row in reversed(history) if "train_runtime" in row), 0.0)
+    return {
         "env_id": config.env_id,
         "model": config.model,
         "mode": config.mode,
         "seed": config.seed,
-        "steps": trainer.state.global_step,
+        "steps": max((int(row.get("step", 0)) for row in history), default=0),
         "train_s": round(train_s, 2),
         "first_reward": rewards[0] if rewards else None,
         "last_reward": rewards[-1] if rewards else None,
         "output_dir": str(output_dir),
-        "adapter_dir": str(adapter_dir),
+        "adapter_dir": str(output_dir / "adapter"),
         "log_history": str(output_dir / "log_history.json"),
         "figures": [str(p) for p in figures],
     }
-    del trainer
-    if not main_process:
-        return summary
+
+
+def finish_run(config: TrainConfig, output_dir: Path, summary: dict[str, Any], *, gpu: bool,
+               resume: bool = False) -> dict[str, Any]:
+    """Add the held-out evaluation (resumed where it stopped with ``resume``) and write ``summary.json``."""
     if config.eval_episodes > 0:
-        summary["eval"] = evaluate_base_and_trained(config, adapter_dir, output_dir / "eval", gpu=gpu)
+        summary["eval"] = evaluate_base_and_trained(config, output_dir / "adapter", output_dir / "eval", gpu=gpu,
+                                                    resume=resume)
     (output_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return summary
 
 
 def evaluate_base_and_trained(
-    config: TrainConfig, adapter_dir: str | Path, out_dir: str | Path, *, gpu: bool | None = None
+    config: TrainConfig, adapter_dir: str | Path, out_dir: str | Path, *, gpu: bool | None = None,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Held-out evaluation of the base model and the trained adapter, side by side, as they are deployed.
 
@@ -473,6 +519,7 @@ def evaluate_base_and_trained(
         adapter_dir: The trained adapter (or full model, with ``lora_r=0``).
         out_dir: Output folder.
         gpu: Whether to use a GPU; default: :func:`has_gpu`.
+        resume: Keep the episodes an interrupted evaluation already played and play the rest.
 
     Returns:
         ``{"base": {...}, "trained": {...}, "delta_reward": ...}`` with each side's mean
@@ -498,7 +545,7 @@ def evaluate_base_and_trained(
             EvalConfig(
                 env_id=config.env_id, agent=f"hf:{model}", out=out_dir / side, n=config.eval_episodes, split="eval",
                 seed=config.seed, env_kwargs=env_kwargs, agent_kwargs=agent_kwargs, concurrency=8, progress=False,
-                max_fail_fraction=1.0,
+                max_fail_fraction=1.0, resume=resume and (out_dir / side / "results.jsonl").is_file(),
             )
         )
         summary = result.summary
@@ -537,6 +584,9 @@ __all__ = [
     "build_trainer",
     "chat_text_prompts",
     "check_policy",
+    "checkpointing_options",
+    "finish_run",
+    "finished_training",
     "eval_max_new_tokens",
     "evaluate_base_and_trained",
     "grpo_config",
@@ -546,6 +596,7 @@ __all__ = [
     "peft_config",
     "prepare_tool_parsing",
     "resolve_model",
+    "run_summary",
     "supervised_anchor",
     "train",
     "trainable_policy",

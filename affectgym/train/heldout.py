@@ -129,7 +129,7 @@ def heldout_callback(evaluator: HeldOutEvaluator, every_steps: int, path: str | 
     Each evaluation is appended to ``path`` as one JSON line: ``fields``, ``step``,
     ``eval_s`` and the :meth:`HeldOutEvaluator.evaluate` summary. A run starts a new curve:
     the file is emptied at the start of training, so a rerun into the same folder does not
-    mix its curve with an earlier run's.
+    mix its curve with an earlier run's; a run resumed from a checkpoint continues it.
     """
     from transformers import TrainerCallback
 
@@ -147,8 +147,9 @@ def heldout_callback(evaluator: HeldOutEvaluator, every_steps: int, path: str | 
         """Held-out accuracy along training (see :func:`heldout_callback`)."""
 
         def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
-            target.write_text("", encoding="utf-8")
-            record(0, model)
+            if state.global_step == 0:  # a resumed run keeps the curve up to its checkpoint
+                target.write_text("", encoding="utf-8")
+                record(0, model)
 
         def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
             if state.global_step % every_steps == 0 or state.global_step == state.max_steps:

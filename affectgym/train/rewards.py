@@ -39,9 +39,9 @@ of the batch and writes its own file). A line holds ``step`` (the optimizer step
 rollout trains, 1 for the first as in TRL's ``log_history``; ``None`` outside a trainer),
 ``process_index``, ``env_id``, ``scenario_id``, ``reply`` (the final answer, ``None`` when
 there is none), ``reward`` (the rubric total; ``None`` when the judging failed) and
-``components``. Each scorer starts its file afresh, so a run that reuses an output folder
-does not append to the previous run's rollouts. ``affectgym train`` writes them to
-``<output_dir>/rollouts/``.
+``components``. ``affectgym train`` writes them to ``<output_dir>/rollouts/``; its run
+folder holds one run (:mod:`affectgym.train.run_dir`), and a resumed run appends the steps
+after its checkpoint.
 """
 
 from __future__ import annotations
@@ -179,7 +179,6 @@ class BatchScorer:
             self.rollouts_dir.mkdir(parents=True, exist_ok=True)
             self._process_index = PartialState().process_index
             self._rollouts_path = self.rollouts_dir / f"rank{self._process_index}.jsonl"
-            self._rollouts_path.write_text("", encoding="utf-8")
         with self._rollouts_path.open("a", encoding="utf-8") as handle:
             for env_id, scenario_id, reply, components, total in zip(env_ids, ids, texts, results, totals, strict=True):
                 row = {

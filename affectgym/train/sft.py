@@ -210,6 +210,8 @@ def sft_config(config: TrainConfig, *, gpu: bool) -> Any:
     """The ``trl.SFTConfig`` of a run: assistant-only loss, CPU-safe without a GPU."""
     from trl import SFTConfig
 
+    from affectgym.train.grpo import checkpointing_options
+
     bf16 = gpu if config.bf16 is None else bool(config.bf16)
     if bf16 and not gpu:
         raise ValueError("bf16 training needs a GPU here; drop --bf16 (CPU runs use fp32)")
@@ -224,7 +226,7 @@ def sft_config(config: TrainConfig, *, gpu: bool) -> Any:
         assistant_only_loss=True,
         max_length=None,
         logging_steps=config.logging_steps,
-        save_strategy="no",
+        **checkpointing_options(config),
         report_to=config.report_to,
         seed=config.seed,
         data_seed=config.seed,
@@ -244,7 +246,7 @@ def _has_field(cls: type, name: str) -> bool:
 
 
 def train_sft(config: TrainConfig, *, gpu: bool | None = None, progress: bool = False,
-              overwrite: bool = False) -> dict[str, Any]:
+              overwrite: bool = False, resume: bool = False, callbacks: list[Any] | None = None) -> dict[str, Any]:
     """Run the supervised warm start of ``config`` and write its outputs (see the module docstring).
 
     Args:
@@ -253,6 +255,9 @@ def train_sft(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
         progress: Show a progress bar with the loss instead of nothing.
         overwrite: Replace an earlier run in ``config.output_dir`` (otherwise it is refused
             before anything loads).
+        resume: Continue the run in ``config.output_dir`` (same config) from its last
+            checkpoint, or complete its held-out evaluation.
+        callbacks: More ``transformers.TrainerCallback`` objects for the trainer.
 
     Returns:
         A summary: demonstration counts, paths, wall time, first and last loss, and the
@@ -264,21 +269,26 @@ def train_sft(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
 
     from affectgym.train.grpo import (
         check_policy,
-        evaluate_base_and_trained,
+        finish_run,
+        finished_training,
         has_gpu,
         load_policy,
         trainable_policy,
     )
-    from affectgym.train.plots import plot_loss_curve
     from affectgym.train.progress import show_progress
-    from affectgym.train.run_dir import claim_output_dir
+    from affectgym.train.run_dir import claim_output_dir, resume_checkpoint
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    output_dir = claim_output_dir(config.output_dir, overwrite=overwrite)
+    output_dir = claim_output_dir(config.output_dir, overwrite=overwrite,
+                                  resume_config=config_to_yaml(config) if resume else None)
     check_policy(config)
     rows, counts = demonstrations(config)
-    set_seed(config.seed)
     gpu = has_gpu() if gpu is None else gpu
+    if resume and finished_training(output_dir):
+        history = json.loads((output_dir / "log_history.json").read_text(encoding="utf-8"))
+        return finish_run(config, output_dir, sft_summary(config, output_dir, history, counts), gpu=gpu, resume=True)
+    checkpoint, _ = resume_checkpoint(output_dir) if resume else (None, 0)
+    set_seed(config.seed)
     start_s = time.perf_counter()
     model, tokenizer, _ = load_policy(config, gpu=gpu)
     tokenizer.chat_template = training_chat_template(tokenizer)
@@ -290,32 +300,40 @@ def train_sft(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
     dataset = datasets.Dataset.from_list([{"messages": row["messages"], "tools": row["tools"]} for row in rows])
     trainer = SFTTrainer(
         model=model, args=sft_config(config, gpu=gpu), train_dataset=dataset, processing_class=tokenizer,
-        peft_config=lora,
+        peft_config=lora, callbacks=callbacks,
     )
     if progress:
         show_progress(trainer, f"SFT on {len(rows)} demonstrations", ("loss", "mean_token_accuracy"))
-    trainer.train()
+    trainer.train(resume_from_checkpoint=checkpoint)
     train_s = time.perf_counter() - start_s
     history = list(trainer.state.log_history)
-    adapter_dir = output_dir / "adapter"
-    trainer.save_model(str(adapter_dir))
-    tokenizer.save_pretrained(str(adapter_dir))
+    trainer.save_model(str(output_dir / "adapter"))
+    tokenizer.save_pretrained(str(output_dir / "adapter"))
+    # written last: with the adapter, it marks the training as finished
     (output_dir / "log_history.json").write_text(json.dumps(history, indent=2), encoding="utf-8")
+    del trainer
+    return finish_run(config, output_dir, sft_summary(config, output_dir, history, counts, train_s=train_s), gpu=gpu,
+                      resume=resume)
+
+
+def sft_summary(config: TrainConfig, output_dir: Path, history: list[dict[str, Any]], counts: dict[str, int], *,
+                train_s: float | None = None) -> dict[str, Any]:
+    """The summary of a trained SFT run, before its held-out evaluation; draws ``figures/sft_loss.png``."""
+    from affectgym.train.plots import plot_loss_curve
+
     losses = [row["loss"] for row in history if isinstance(row.get("loss"), int | float) and math.isfinite(row["loss"])]
     figure = plot_loss_curve(history, output_dir / "figures" / "sft_loss.png",
-                             title=f"SFT on {config.env_id}, {config.model}, {len(rows)} demonstrations")
-    summary: dict[str, Any] = {
+                             title=f"SFT on {config.env_id}, {config.model}, {counts['kept'] + counts.get('references', 0)} demonstrations")
+    if train_s is None:
+        train_s = next((row["train_runtime"] for row in reversed(history) if "train_runtime" in row), 0.0)
+    return {
         "env_id": config.env_id, "model": config.model, "algo": "sft", "seed": config.seed,
-        "demonstrations": counts, "steps": trainer.state.global_step, "train_s": round(train_s, 2),
+        "demonstrations": counts, "steps": max((int(row.get("step", 0)) for row in history), default=0),
+        "train_s": round(train_s, 2),
         "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
-        "output_dir": str(output_dir), "adapter_dir": str(adapter_dir),
+        "output_dir": str(output_dir), "adapter_dir": str(output_dir / "adapter"),
         "log_history": str(output_dir / "log_history.json"), "figures": [str(figure)] if figure else [],
     }
-    del trainer
-    if config.eval_episodes > 0:
-        summary["eval"] = evaluate_base_and_trained(config, adapter_dir, output_dir / "eval", gpu=gpu)
-    (output_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    return summary
 
 
 __all__ = [
@@ -326,6 +344,7 @@ __all__ = [
     "reference_demonstrations",
     "results_file",
     "sft_config",
+    "sft_summary",
     "train_sft",
     "training_chat_template",
     "until_last_tool_result",
