@@ -113,10 +113,9 @@ def test_held_out_evaluation_compares_base_and_trained_through_the_eval_runner(t
 def test_demo_job_warm_starts_trains_flat_and_plays_held_out_episodes_with_its_own_tool_calls(tiny_model, tmp_path, capsys):
     from affectgym.train.demo import run_demo
 
-    summary = run_demo(tmp_path / "demo", model=str(tiny_model), sft_steps=1, grpo_steps=1, refresher_steps=1,
-                       eval_episodes=2)
+    summary = run_demo(tmp_path / "demo", model=str(tiny_model), sft_steps=1, grpo_steps=1, eval_episodes=2)
     printed = capsys.readouterr().out
-    assert "played multi-step (the model calls the tools" in printed and "trained here (1 SFT, 1 GRPO, 1 refresher steps)" in printed
+    assert "played multi-step (the model calls the tools" in printed and "trained here (1 SFT, 1 anchored GRPO steps)" in printed
     assert "[ASSISTANT]" in printed and "[prediction " in printed  # the one episode, as the model played it
     assert summary["heldout"]["episodes"] == 2 and (tmp_path / "demo" / "demo.json").is_file()
     assert (tmp_path / "demo" / "eval-trained" / "results.jsonl").is_file()

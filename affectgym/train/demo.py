@@ -7,14 +7,15 @@ embedded SmolLM2-135M-Instruct (alias ``smollm2-135m``), offline:
    (:mod:`affectgym.agents.protocol`);
 2. a supervised warm start on those episodes teaches the tool protocol (the two flat tool
    calls in one message, a yes/no answer, the end of the turn), never the answer;
-3. flat GRPO on the ``"chat"`` prompts (the agent's own answer turn) from that adapter, then
-   a few supervised steps on the demonstrator's tool-call turns alone (GRPO on the answer
-   token moves the opening turn too; these steps bring the tool calls back, no answer learned);
-4. the trained model plays one held-out episode, calling the tools itself, and the whole
-   held-out split (the line-grouped eval split: no eval line is heard in train) multi-step
-   through the eval runner; its accuracy, with a 95% Wilson interval over the clips, is
-   printed beside the committed long run (``benchmarks/results/transfer.json``: the base
-   model, the warm start alone and the trained arms, over seeds), labelled as such.
+3. flat GRPO on the ``"chat"`` prompts (the agent's own answer turn) from that adapter, with
+   the demonstrations as a supervised anchor in every step's loss (GRPO on the answer token
+   would move the opening turn too; the anchor holds the tool calls, and teaches no label);
+4. the trained model plays one held-out episode, calling the tools itself, then
+   ``DEMO_EVAL_EPISODES`` clips of the held-out split (the line-grouped eval split: no eval
+   line is heard in train) multi-step through the eval runner; its accuracy, with a 95%
+   Wilson interval over the clips, is printed beside the committed long run
+   (``benchmarks/results/transfer.json``: the base model, the warm start alone and the
+   trained arms, over seeds), labelled as such.
 
 A short run does not show what the long one does: the table says which is which.
 """
@@ -22,6 +23,7 @@ A short run does not show what the long one does: the table says which is which.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -29,16 +31,17 @@ from affectgym.train.recipes import (
     AGENT_MAX_NEW_TOKENS,
     SARCASM_AGENT_FORM,
     SARCASM_ENV_ID,
-    sarcasm_chat_grpo_config,
-    sarcasm_protocol_refresher_config,
+    sarcasm_anchored_chat_grpo_config,
     sarcasm_protocol_sft_config,
 )
 
 DEMO_ENV_ID = SARCASM_ENV_ID
-#: Warm-start, GRPO and refresher steps of the demo (the long run: 20, 60 and 8).
+#: Warm-start steps (2 demonstrations each) and GRPO steps of the demo (the long run: 20 of 4, and 60).
 DEMO_SFT_STEPS = 12
+DEMO_SFT_BATCH = 2
 DEMO_GRPO_STEPS = 12
-DEMO_REFRESHER_STEPS = 4
+#: Held-out clips the demo plays multi-step (the eval split has 50).
+DEMO_EVAL_EPISODES = 20
 #: The long run's committed result, relative to the repository root.
 LONG_RUN_RESULT = Path("benchmarks") / "results" / "transfer.json"
 
@@ -56,7 +59,7 @@ def accuracy_interval(correct: int, total: int) -> tuple[float, float]:
     return float(interval.low), float(interval.high)
 
 
-def result_table(trained: dict[str, Any], long_run: dict[str, Any] | None, steps: tuple[int, int, int]) -> str:
+def result_table(trained: dict[str, Any], long_run: dict[str, Any] | None, steps: tuple[int, int]) -> str:
     """The trained model's multi-step held-out result, and the long run's arms when known."""
     classification, tool_use = trained["classification"], trained["tool_use"]
     n = classification["n"]
@@ -66,7 +69,7 @@ def result_table(trained: dict[str, Any], long_run: dict[str, Any] | None, steps
         f"held-out {DEMO_ENV_ID}, played multi-step (the model calls the tools; greedy, {AGENT_MAX_NEW_TOKENS} tokens "
         f"a message): {n} clips of lines never seen in training; unanswered counts as wrong",
         f"{'':44s} {'accuracy (95% CI)':>20s} {'answered':>9s} {'pivot acc.':>10s} {'tool use':>9s} {'calls':>6s}",
-        f"{f'trained here ({steps[0]} SFT, {steps[1]} GRPO, {steps[2]} refresher steps)':44s} {classification['accuracy']:>6.3f} "
+        f"{f'trained here ({steps[0]} SFT, {steps[1]} anchored GRPO steps)':44s} {classification['accuracy']:>6.3f} "
         f"({low:.2f}-{high:.2f}){'':3s} {tool_use['answered_rate']:>9.2f} {pivot:>10.2f} {tool_use['tool_use_rate']:>9.2f} "
         f"{tool_use['mean_tool_calls']:>6.2f}",
     ]
@@ -109,21 +112,20 @@ def play_one_episode(adapter: Path, scenario_id: str | None = None, *, model: st
 
 
 def run_demo(output_dir: str | Path = "runs/demo", *, model: str = "smollm2-135m", sft_steps: int = DEMO_SFT_STEPS,
-             grpo_steps: int = DEMO_GRPO_STEPS, refresher_steps: int = DEMO_REFRESHER_STEPS, seed: int = 0,
-             eval_episodes: int | None = None) -> dict[str, Any]:
+             grpo_steps: int = DEMO_GRPO_STEPS, seed: int = 0,
+             eval_episodes: int | None = DEMO_EVAL_EPISODES) -> dict[str, Any]:
     """Demonstrate, warm-start, train flat, play held-out episodes multi-step; print the table; write ``demo.json``.
 
     Args:
-        output_dir: Output folder.
+        output_dir: Output folder (an earlier demo there is replaced).
         model: Policy model (the tests pass a tiny one).
         sft_steps: Warm-start steps.
         grpo_steps: GRPO steps.
-        refresher_steps: Supervised steps on the tool-call turns after GRPO.
         seed: Seed of the demonstrations, data order, sampling and LoRA initialisation.
         eval_episodes: Held-out episodes played at the end (``None``: the whole eval split).
 
     Returns:
-        ``{"sft": ..., "grpo": ..., "refresher": ..., "heldout": <eval summary>, "episode": <transcript>}``.
+        ``{"sft": ..., "grpo": ..., "heldout": <eval summary>, "episode": <transcript>}``.
     """
     import affectgym
     from affectgym.eval.runner import EvalConfig, run_eval
@@ -139,43 +141,43 @@ def run_demo(output_dir: str | Path = "runs/demo", *, model: str = "smollm2-135m
     run_eval(EvalConfig(env_id=DEMO_ENV_ID, agent="protocol", out=demos, split="train", seed=seed,
                         env_kwargs=dict(SARCASM_AGENT_FORM), concurrency=4, progress=False, resume=demos.exists()))
     print(f"2/4 supervised warm start of {model} on those episodes (the protocol, not the answer)", flush=True)
-    sft = train_sft(sarcasm_protocol_sft_config(out / "sft", [str(demos)], seed=seed, max_steps=sft_steps, model=model),
-                    progress=True, overwrite=True)
-    print("3/4 flat GRPO on the chat prompts (the agent's answer turn, the tool results in it), then the tool-call "
-          "turns again", flush=True)
-    grpo = train(sarcasm_chat_grpo_config(out / "flat-grpo", sft["adapter_dir"], seed=seed, max_steps=grpo_steps,
-                                          eval_every_steps=grpo_steps, model=model), progress=True, overwrite=True)
-    refresher = train_sft(sarcasm_protocol_refresher_config(out / "protocol-refresher", [str(demos)], grpo["adapter_dir"],
-                                                            seed=seed, max_steps=refresher_steps, model=model),
-                          progress=True, overwrite=True)
-    adapter = Path(refresher["adapter_dir"])
+    sft = train_sft(sarcasm_protocol_sft_config(out / "sft", [str(demos)], seed=seed, max_steps=sft_steps, model=model,
+                                                batch_size=DEMO_SFT_BATCH), progress=True, overwrite=True)
+    print("3/4 flat GRPO on the chat prompts (the agent's answer turn, the tool results in it), the demonstrations "
+          "anchoring the tool calls", flush=True)
+    grpo = train(sarcasm_anchored_chat_grpo_config(out / "flat-grpo", sft["adapter_dir"], [str(demos)], seed=seed,
+                                                   max_steps=grpo_steps, eval_every_steps=0, model=model),
+                 progress=True, overwrite=True)
+    adapter = Path(grpo["adapter_dir"])
     print("4/4 the trained model plays held-out lines as an agent, calling the tools itself; one episode:\n", flush=True)
     episode = play_one_episode(adapter, model=model)
     print(episode, flush=True)
+    heldout_dir = out / "eval-trained"
+    if heldout_dir.exists():
+        shutil.rmtree(heldout_dir)  # an earlier demo's episodes
     heldout = run_eval(EvalConfig(
-        env_id=DEMO_ENV_ID, agent=f"hf:{model}", out=out / "eval-trained", split="eval", seed=seed, n=eval_episodes,
+        env_id=DEMO_ENV_ID, agent=f"hf:{model}", out=heldout_dir, split="eval", seed=seed, n=eval_episodes,
         env_kwargs=dict(SARCASM_AGENT_FORM), concurrency=16, progress=False, max_fail_fraction=1.0,
         agent_kwargs={"adapter": str(adapter), "max_new_tokens": AGENT_MAX_NEW_TOKENS, "temperature": 0.0,
                       "max_batch_size": 16},
     )).summary
     long_run_file = Path.cwd() / LONG_RUN_RESULT
     long_run = json.loads(long_run_file.read_text(encoding="utf-8")) if long_run_file.is_file() else None
-    print(f"\ntrained {sft['steps']} SFT steps in {sft['train_s']:.0f} s, {grpo['steps']} GRPO steps in "
-          f"{grpo['train_s']:.0f} s and {refresher['steps']} refresher steps in {refresher['train_s']:.0f} s")
-    print(result_table(heldout, long_run, (sft["steps"], grpo["steps"], refresher["steps"])))
+    print(f"\ntrained {sft['steps']} SFT steps in {sft['train_s']:.0f} s and {grpo['steps']} anchored GRPO steps in "
+          f"{grpo['train_s']:.0f} s")
+    print(result_table(heldout, long_run, (sft["steps"], grpo["steps"])))
     print("\n".join([
-        f"episodes:      {out / 'eval-trained' / 'results.jsonl'} (every held-out episode, tool calls included)",
+        f"episodes:      {heldout_dir / 'results.jsonl'} (every held-out episode, tool calls included)",
         f"adapter:       {adapter} (affectgym eval {DEMO_ENV_ID} --agent hf:{model} --adapter {adapter} "
         f"-t {AGENT_MAX_NEW_TOKENS} --env-kwargs '{json.dumps(SARCASM_AGENT_FORM)}')",
-        f"flat curve:    {out / 'flat-grpo' / 'heldout.jsonl'}",
     ]))
-    summary = {"sft": sft, "grpo": grpo, "refresher": refresher, "heldout": heldout, "episode": episode}
+    summary = {"sft": sft, "grpo": grpo, "heldout": heldout, "episode": episode}
     (out / "demo.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     return summary
 
 
-__all__ = ["DEMO_ENV_ID", "DEMO_GRPO_STEPS", "DEMO_REFRESHER_STEPS", "DEMO_SFT_STEPS", "accuracy_interval", "play_one_episode", "result_table",
-           "run_demo"]
+__all__ = ["DEMO_ENV_ID", "DEMO_EVAL_EPISODES", "DEMO_GRPO_STEPS", "DEMO_SFT_BATCH", "DEMO_SFT_STEPS", "accuracy_interval",
+           "play_one_episode", "result_table", "run_demo"]
 
 
 if __name__ == "__main__":  # python -m affectgym.train.demo [OUTPUT_DIR]
