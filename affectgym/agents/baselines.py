@@ -55,6 +55,7 @@ from affectgym.agents.policies import (
 from affectgym.agents.protocol import ProtocolAgent
 from affectgym.agents.registry import agent_env_problem, make_agent, register_agent
 from affectgym.envs.spaces import env_kind
+from affectgym.envs.speech_emotion import final_answer
 
 _NUMBER = r"([-+]?\d+(?:\.\d+)?)"
 # (feature name, pattern over get_prosody_features' text); missing values read as NaN.
@@ -135,15 +136,6 @@ def collect_split(env_id: str, split: str = "train", env_kwargs: Mapping[str, An
         clips.append(LabelledClip(transcript, prosody_text, outcome["label"], bool(outcome.get("pivot"))))
     env.close()
     return clips, labels
-
-
-def final_answer(label: str, confidence: float) -> str:
-    """The final-answer text of the labelled-speech envs.
-
-    >>> final_answer("sincere", 0.75)
-    '<final>{"label": "sincere", "confidence": 0.75}</final>'
-    """
-    return f'<final>{{"label": "{label}", "confidence": {round(float(confidence), 4)}}}</final>'
 
 
 class LabelAnswerAgent(Agent):

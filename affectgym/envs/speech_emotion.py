@@ -229,6 +229,15 @@ def reasoning_length(scenario: SpeechClip, reply: Reply, trace: Trace) -> float:
 
 
 # ----------------------------------------------------------------------------- the env
+def final_answer(label: str, confidence: float) -> str:
+    """The final-answer text of the ``"json"`` answer format.
+
+    >>> final_answer("sincere", 0.75)
+    '<final>{"label": "sincere", "confidence": 0.75}</final>'
+    """
+    return f'<final>{{"label": "{label}", "confidence": {round(float(confidence), 4)}}}</final>'
+
+
 class SpeechEmotionEnv(AffectEnv):
     """Label a spoken line from its transcript and its delivery (pitch, loudness, pauses).
 
@@ -475,7 +484,7 @@ class SpeechEmotionEnv(AffectEnv):
             return "Yes" if label == self.label_set[0] else "No"
         if self.answer_format == "word":
             return label
-        return f'<final>{{"label": "{label}", "confidence": {round(float(confidence), 4)}}}</final>'
+        return final_answer(label, confidence)
 
     def flat_observation(self, scenario: SpeechClip) -> str:
         """The first observation, or nothing in the compact form (the transcript names the speaker)."""
@@ -699,6 +708,7 @@ __all__ = [
     "SpeechEmotionEnv",
     "answer_format",
     "confidence_weighted_correctness",
+    "final_answer",
     "parse_label_answer",
     "parsimony_credit",
     "prosody_grounding",

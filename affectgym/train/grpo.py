@@ -119,7 +119,7 @@ def grpo_config(config: TrainConfig, reward_weights: list[float], *, gpu: bool |
         "entropy_coef": config.entropy_coef,
         "reward_weights": reward_weights,
         "logging_steps": config.logging_steps,
-        **checkpointing_options(config),
+        **checkpoint_saving_options(config),
         "report_to": config.report_to,
         "seed": config.seed,
         "data_seed": config.seed,
@@ -133,9 +133,7 @@ def grpo_config(config: TrainConfig, reward_weights: list[float], *, gpu: bool |
         "dataloader_num_workers": 0,
         "disable_tqdm": True,
     }
-    # transformers >= 5.x renamed gradient_checkpointing (TRL's default: on) to activation_checkpointing
-    names = {f.name for f in dataclasses.fields(GRPOConfig)}
-    options["activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"] = checkpointing
+    options.update(activation_checkpointing_option(GRPOConfig, checkpointing))
     if config.mode == "multiturn":
         options["max_tool_calling_iterations"] = config.max_tool_calling_iterations
     return GRPOConfig(**options)
@@ -168,10 +166,20 @@ def check_policy(config: TrainConfig) -> None:
         raise ValueError(f"lora_r ({config.lora_r}) exceeds the hidden size of {config.model!r} ({width}); use a rank <= {width}")
 
 
-def checkpointing_options(config: TrainConfig) -> dict[str, Any]:
+def activation_checkpointing_option(config_class: type, enabled: bool) -> dict[str, bool]:
+    """The gradient-checkpointing option of a TRL config class, under the name its transformers version uses.
+
+    transformers >= 5.x renamed ``gradient_checkpointing`` (TRL's default: on) to
+    ``activation_checkpointing``.
+    """
+    names = {item.name for item in dataclasses.fields(config_class)}
+    return {"activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing": enabled}
+
+
+def checkpoint_saving_options(config: TrainConfig) -> dict[str, Any]:
     """``TrainingArguments`` of the run's checkpoints (``save_steps``; the last two kept).
 
-    >>> checkpointing_options(TrainConfig(env_id="x", save_steps=0))
+    >>> checkpoint_saving_options(TrainConfig(env_id="x", save_steps=0))
     {'save_strategy': 'no'}
     """
     if not config.save_steps:
@@ -584,7 +592,8 @@ __all__ = [
     "build_trainer",
     "chat_text_prompts",
     "check_policy",
-    "checkpointing_options",
+    "activation_checkpointing_option",
+    "checkpoint_saving_options",
     "finish_run",
     "finished_training",
     "eval_max_new_tokens",

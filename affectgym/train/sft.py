@@ -210,7 +210,7 @@ def sft_config(config: TrainConfig, *, gpu: bool) -> Any:
     """The ``trl.SFTConfig`` of a run: assistant-only loss, CPU-safe without a GPU."""
     from trl import SFTConfig
 
-    from affectgym.train.grpo import checkpointing_options
+    from affectgym.train.grpo import activation_checkpointing_option, checkpoint_saving_options
 
     bf16 = gpu if config.bf16 is None else bool(config.bf16)
     if bf16 and not gpu:
@@ -226,7 +226,7 @@ def sft_config(config: TrainConfig, *, gpu: bool) -> Any:
         assistant_only_loss=True,
         max_length=None,
         logging_steps=config.logging_steps,
-        **checkpointing_options(config),
+        **checkpoint_saving_options(config),
         report_to=config.report_to,
         seed=config.seed,
         data_seed=config.seed,
@@ -234,15 +234,8 @@ def sft_config(config: TrainConfig, *, gpu: bool) -> Any:
         use_cpu=not gpu,
         dataloader_num_workers=0,
         disable_tqdm=True,
-        **{"activation_checkpointing" if _has_field(SFTConfig, "activation_checkpointing") else "gradient_checkpointing":
-           gpu if config.gradient_checkpointing is None else bool(config.gradient_checkpointing)},
+        **activation_checkpointing_option(SFTConfig, gpu if config.gradient_checkpointing is None else bool(config.gradient_checkpointing)),
     )
-
-
-def _has_field(cls: type, name: str) -> bool:
-    import dataclasses
-
-    return name in {f.name for f in dataclasses.fields(cls)}
 
 
 def train_sft(config: TrainConfig, *, gpu: bool | None = None, progress: bool = False,
