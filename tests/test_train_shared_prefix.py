@@ -110,3 +110,19 @@ def test_one_token_temperature_samples_match_trls_generation_without_repeating_t
     finally:
         trainer.generation_config.max_new_tokens = 3
     assert shared == reference and all(len(completion) == 1 for completion in shared)
+
+
+def test_the_trainer_runs_only_on_the_trl_releases_it_is_tested_on_and_setup_cfg_pins_them():
+    import configparser
+    from pathlib import Path
+
+    import trl
+
+    from affectgym.train.shared_prefix import SUPPORTED_TRL, check_trl_version
+
+    check_trl_version(trl.__version__)  # the installed one is tested
+    with pytest.raises(RuntimeError, match=r"tested on trl>=1.16,<1.17, not trl 1.17.0.*--no-share-prompts"):
+        check_trl_version("1.17.0")
+    setup = configparser.ConfigParser()
+    setup.read(Path(__file__).resolve().parents[1] / "setup.cfg")
+    assert f"trl{SUPPORTED_TRL}" in setup["options.extras_require"]["train"].split()

@@ -17,7 +17,9 @@ and larger groups are the lever that keeps GRPO's sampled gradient from collapsi
 answer (``benchmarks/bench_estimator.py``).
 
 It applies to text-only rollouts on TRL's default generation path; with vLLM, continuous
-batching, images or a rollout of distinct prompts, TRL's code runs unchanged.
+batching, images or a rollout of distinct prompts, TRL's code runs unchanged. It overrides
+two private methods of ``GRPOTrainer``, so it runs only on the TRL releases it is tested on
+(:data:`SUPPORTED_TRL`, the range ``setup.cfg`` pins); on another it refuses to start.
 """
 
 from __future__ import annotations
@@ -29,6 +31,28 @@ from trl import GRPOTrainer
 from trl.extras.profiling import profiling_context
 from trl.models import unwrap_model_for_generation
 from trl.trainer.utils import entropy_from_logits, pad, selective_log_softmax
+
+#: The TRL releases whose ``GRPOTrainer`` internals this trainer is tested against.
+SUPPORTED_TRL = ">=1.16,<1.17"
+
+
+def check_trl_version(version: str) -> None:
+    """Refuse a TRL release outside :data:`SUPPORTED_TRL`, naming it and what to do.
+
+    >>> check_trl_version("1.16.0")
+    >>> check_trl_version("2.0.0")
+    Traceback (most recent call last):
+    ...
+    RuntimeError: SharedPrefixGRPOTrainer overrides private methods of TRL's GRPOTrainer and is tested on trl>=1.16,<1.17, not trl 2.0.0; install a tested release (pip install 'trl>=1.16,<1.17') or train with TRL's own trainer (--no-share-prompts)
+    """
+    from packaging.specifiers import SpecifierSet
+
+    if version not in SpecifierSet(SUPPORTED_TRL):
+        raise RuntimeError(
+            f"SharedPrefixGRPOTrainer overrides private methods of TRL's GRPOTrainer and is tested on trl{SUPPORTED_TRL}, "
+            f"not trl {version}; install a tested release (pip install 'trl{SUPPORTED_TRL}') or train with TRL's own "
+            "trainer (--no-share-prompts)"
+        )
 
 
 def distinct_rows(ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -57,7 +81,16 @@ class SharedPrefixGRPOTrainer(GRPOTrainer):
     """``trl.GRPOTrainer`` that computes each distinct prompt once per step (see the module docstring).
 
     Takes the same arguments as ``GRPOTrainer``.
+
+    Raises:
+        RuntimeError: The installed TRL is not one it is tested on (:func:`check_trl_version`).
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        import trl
+
+        check_trl_version(trl.__version__)
+        super().__init__(*args, **kwargs)
 
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
         rows = [torch.tensor(ids) for ids in prompt_ids]
@@ -151,4 +184,4 @@ class SharedPrefixGRPOTrainer(GRPOTrainer):
         return logps, entropies, None
 
 
-__all__ = ["SharedPrefixGRPOTrainer", "distinct_rows", "generation_positions"]
+__all__ = ["SUPPORTED_TRL", "SharedPrefixGRPOTrainer", "check_trl_version", "distinct_rows", "generation_positions"]
