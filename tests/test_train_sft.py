@@ -114,10 +114,13 @@ def test_sft_on_protocol_demos_then_affectgym_eval_with_the_adapter_reports_the_
         "--env-kwargs", json.dumps(FORM), "--out", str(out), "--no-progress",
     ]
     subprocess.run(command, check=True, capture_output=True, text=True)
-    replayed = json.loads((out / "summary.json").read_text())
-    assert replayed["classification"]["accuracy"] == trained["classification"]["accuracy"]
-    assert replayed["reward"]["mean"] == pytest.approx(trained["reward"]["mean"])
-    assert replayed["tool_use"] == trained["tool_use"]
+    from_train = [sys.executable, "-m", "affectgym.cli", "eval", "--from-train", str(run), "-c", "8", "--no-progress"]
+    subprocess.run(from_train, check=True, capture_output=True, text=True)
+    for replay in (out, run / "eval-replay"):  # the recorded command, and the run's own options read back
+        replayed = json.loads((replay / "summary.json").read_text())
+        assert replayed["classification"]["accuracy"] == trained["classification"]["accuracy"]
+        assert replayed["reward"]["mean"] == pytest.approx(trained["reward"]["mean"])
+        assert replayed["tool_use"] == trained["tool_use"]
 
 
 def test_sft_learns_the_references_of_the_dialogue_env(tiny_model, tmp_path):

@@ -16,7 +16,16 @@ def register(subparsers: Any) -> None:
         help="play an agent on an env's scenarios; write results.jsonl, metadata.json, summary.json",
         description="Play an agent on the first N scenarios of a split and write one line per episode.",
     )
-    evaluate.add_argument("env_id", metavar="ENV_ID", help="environment id (see `affectgym list`)")
+    evaluate.add_argument(
+        "env_id", metavar="ENV_ID", nargs="?", default=None,
+        help="environment id (see `affectgym list`); may be left out with --from-train",
+    )
+    evaluate.add_argument(
+        "--from-train", default=None, metavar="RUN",
+        help="replay the held-out evaluation of the affectgym train run in RUN: its env, env options, model and "
+        "adapter, greedy decoding at its token limit, its episodes and seed (options given here win); "
+        "output in RUN/eval-replay",
+    )
     evaluate.add_argument(
         "--agent", default=None, metavar="SPEC",
         help="registered name (e.g. smollm2-135m, majority), hf:<path or id>, openai:<model>@<base_url>, "
@@ -50,7 +59,7 @@ def register(subparsers: Any) -> None:
         "--split", default="eval",
         help="scenario split (default: eval); the only way to set it: --env-kwargs may not hold 'split'",
     )
-    evaluate.add_argument("--seed", type=int, default=0, help="seed of the scenario order and the episodes")
+    evaluate.add_argument("--seed", type=int, default=None, help="seed of the scenario order and the episodes (default 0)")
     evaluate.add_argument("--out", type=Path, default=None, metavar="DIR", help="output folder (default: runs/<env>/<agent>)")
     evaluate.add_argument("--resume", action="store_true", help="finish an interrupted run in --out")
     evaluate.add_argument("--retry-errors", action="store_true", help="with --resume, play again the episodes that failed")
@@ -98,6 +107,10 @@ def run_eval_command(args: argparse.Namespace) -> int:
     import affectgym  # noqa: F401  (registers the built-in envs and plugins)
     from affectgym.eval.runner import EvalConfig, run_eval
 
+    if args.from_train is not None:
+        apply_training_run(args)
+    if not args.env_id:
+        raise ValueError("name the env: affectgym eval ENV_ID --agent SPEC (see affectgym list), or --from-train RUN")
     spec, agent_kwargs = agent_from_args(args)
     if args.push_to_hub is not None:
         from affectgym.eval.push import hub_push_problem
@@ -116,7 +129,7 @@ def run_eval_command(args: argparse.Namespace) -> int:
         rollouts=args.rollouts,
         concurrency=args.concurrency,
         split=args.split,
-        seed=args.seed,
+        seed=0 if args.seed is None else args.seed,
         resume=args.resume,
         retry_errors=args.retry_errors,
         env_kwargs=args.env_kwargs,
@@ -139,6 +152,49 @@ def run_eval_command(args: argparse.Namespace) -> int:
 
         print(f"pushed the episodes to {push_results_to_hub(result.out, args.push_to_hub)}")
     return 0
+
+
+def apply_training_run(args: argparse.Namespace) -> None:
+    """Fill the options ``--from-train RUN`` implies, where ``args`` leaves them unset.
+
+    The run's ``config.yaml`` gives the env and its options, the model (with ``RUN/adapter``,
+    or the full model saved there), greedy decoding at the run's held-out token limit, its
+    number of held-out episodes and its seed: the run's own ``eval/trained`` evaluation,
+    which its ``eval/comparison.json`` records as a command.
+
+    Raises:
+        ValueError: RUN holds no training run, one of another env, or no trained adapter yet.
+    """
+    from affectgym.train.config import load_config
+    from affectgym.train.grpo import eval_max_new_tokens, resolve_model
+
+    run = Path(args.from_train)
+    if not (run / "config.yaml").is_file():
+        raise ValueError(f"--from-train {str(run)!r}: no config.yaml there; pass the --output-dir of an affectgym train run")
+    config = load_config(run / "config.yaml")
+    if config.algo not in ("grpo", "sft"):
+        raise ValueError(f"--from-train {str(run)!r} is an --algo {config.algo} run; affectgym eval replays GRPO and SFT runs")
+    if args.env_id and args.env_id != config.env_id:
+        raise ValueError(f"--from-train {str(run)!r} trained {config.env_id}, not {args.env_id}; leave ENV_ID out")
+    if not (run / "adapter").is_dir():
+        raise ValueError(f"--from-train {str(run)!r} has no adapter/ yet: its training did not finish (affectgym train ... --resume)")
+    args.env_id = config.env_id
+    if args.agent is None and args.model is None:
+        full_model = config.lora_r == 0 and config.init_adapter is None
+        args.agent = f"hf:{run / 'adapter' if full_model else resolve_model(config.model)}"
+        if not full_model and args.adapter is None:
+            args.adapter = str(run / "adapter")
+    args.env_kwargs = {**{k: v for k, v in config.env_kwargs.items() if k != "split"}, **args.env_kwargs}
+    if args.max_tokens is None:
+        args.max_tokens = eval_max_new_tokens(config)
+    if args.temperature is None:
+        args.temperature = 0.0
+    if args.examples is None and config.eval_episodes:
+        args.examples = config.eval_episodes
+    if args.seed is None:
+        args.seed = config.seed
+    if args.out is None:
+        args.out = run / "eval-replay"
 
 
 def agent_from_args(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
@@ -217,4 +273,4 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", text.split("/", 1)[-1] if text.startswith("affectgym/") else text).strip("_")
 
 
-__all__ = ["agent_from_args", "json_object_argument", "register", "run_eval_command", "run_report_command"]
+__all__ = ["agent_from_args", "apply_training_run", "json_object_argument", "register", "run_eval_command", "run_report_command"]
