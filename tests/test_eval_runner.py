@@ -128,11 +128,17 @@ def test_run_stops_when_more_episodes_fail_than_allowed(tmp_path):
     def down(observation, info):
         raise TimeoutError("no answer in 60 s")
 
-    with pytest.raises(RunAborted, match="TimeoutError"):
+    with pytest.raises(RunAborted, match="TimeoutError") as aborted:
         run_eval(config(tmp_path, rollouts=5, max_fail_fraction=0.2), agent=FunctionAgent(down))
     records, _ = read_results(tmp_path / "run" / "results.jsonl")
     assert 0 < len(records) < 30
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "aborted"
+    assert "rerun with --resume --retry-errors" in str(aborted.value)
+    with pytest.raises(RunAborted):  # --resume alone keeps the failures: the same abort again
+        run_eval(config(tmp_path, rollouts=5, max_fail_fraction=0.2, resume=True), agent=FunctionAgent(down))
+    result = run_eval(config(tmp_path, rollouts=5, max_fail_fraction=0.2, resume=True, retry_errors=True),
+                      agent=FunctionAgent(happy_reader))  # the advice, once the agent is back
+    assert result.summary["status"] == "complete" and result.summary["errors"]["count"] == 0
 
 
 def test_an_agent_that_stops_early_is_an_error_not_a_crash(tmp_path):

@@ -78,7 +78,7 @@ EpisodeKey = tuple[str, int]
 
 
 class RunAborted(RuntimeError):
-    """More episodes failed than the run allows; what was done is on disk (``--resume`` continues)."""
+    """More episodes failed than the run allows; what was done is on disk (``--resume --retry-errors`` continues)."""
 
 
 @dataclasses.dataclass
@@ -360,7 +360,8 @@ def run_eval(
         raise RunAborted(
             f"{failed} of the {len(records)} episodes in {out / RESULTS_FILE} failed "
             f"(max_fail_fraction {config.max_fail_fraction}); first error: {_first_error(records)}; "
-            "rerun with --resume to continue"
+            "once the cause is fixed, rerun with --resume --retry-errors to play the failed and the missing "
+            "episodes (--resume alone keeps the failed ones as they are)"
         )
     return RunResult(out=out, summary=summary, episodes_played=session.finished, elapsed_s=session.elapsed_s)
 
