@@ -169,6 +169,35 @@ def test_remote_env_says_when_nothing_serves_at_the_url():
 
 
 # --------------------------------------------------------------------------- what crosses the wire
+@pytest.mark.parametrize(("body", "named"), [
+    (b"<html>a web page</html>", "answered, but not in JSON"),
+    (b'{"status": "ok"}', "answered without env_id, env_kwargs"),
+])
+def test_remote_env_says_when_the_url_is_not_an_affectgym_server(body, named):
+    import http.server
+    import threading
+
+    class Other(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Other)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        with pytest.raises(ConnectionError, match=f"{named}.*{url} is not an `affectgym serve` endpoint"):
+            RemoteEnv(url)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_the_gold_label_never_crosses_the_wire_before_the_answer(sarcasm_eval_server, local_sarcasm):
     scenario = local_sarcasm.unwrapped.scenarios[0]
     frames = []

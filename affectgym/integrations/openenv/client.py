@@ -26,6 +26,11 @@ from affectgym.envs.spaces import TextSpace
 from affectgym.integrations.openenv.models import info_from_observation
 from affectgym.integrations.openenv.sockets import FULL_CLOSE_CODE
 
+#: What a served env's description holds (``GET /affectgym/env``).
+DESCRIPTION_KEYS = frozenset({
+    "env_id", "env_kwargs", "split", "scenario_ids", "label_set", "outcome_summaries", "tools", "max_turns",
+    "max_observation_chars", "max_action_chars",
+})
 _SCHEMES = {"ws://": "http://", "wss://": "https://", "http://": "http://", "https://": "https://"}
 
 
@@ -53,7 +58,14 @@ def fetch_description(url: str, timeout_s: float = 10.0) -> dict[str, Any]:
     """
     from affectgym.integrations.openenv.app import DESCRIPTION_PATH
 
-    return _fetch_json(url, DESCRIPTION_PATH, None, timeout_s)
+    description = _fetch_json(url, DESCRIPTION_PATH, None, timeout_s)
+    missing = sorted(DESCRIPTION_KEYS - set(description)) if isinstance(description, dict) else sorted(DESCRIPTION_KEYS)
+    if missing:
+        raise ConnectionError(
+            f"{server_url(url) + DESCRIPTION_PATH} answered without {', '.join(missing)}: {url} is not an "
+            "`affectgym serve` endpoint (or one of another affectgym version)"
+        )
+    return description
 
 
 def _fetch_json(url: str, path: str, body: dict[str, Any] | None, timeout_s: float) -> Any:
@@ -63,7 +75,12 @@ def _fetch_json(url: str, path: str, body: dict[str, Any] | None, timeout_s: flo
     request = urllib.request.Request(address, data=data, headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            return json.load(response)
+            try:
+                return json.load(response)
+            except ValueError:
+                raise ConnectionError(
+                    f"{address} answered, but not in JSON: {url} is not an `affectgym serve` endpoint"
+                ) from None
     except urllib.error.HTTPError as exc:
         raise ConnectionError(f"{address} answered HTTP {exc.code}: is {url} an `affectgym serve` server?") from None
     except (urllib.error.URLError, OSError) as exc:
