@@ -198,6 +198,23 @@ def test_remote_env_says_when_the_url_is_not_an_affectgym_server(body, named):
         server.server_close()
 
 
+def test_resuming_against_a_server_restarted_with_other_options_is_refused_naming_them(tmp_path):
+    def run(served, resume):
+        return run_eval(EvalConfig(env_id=SARCASM, agent="scripted", out=tmp_path / "run", n=4 if resume else 2,
+                                   env_url=served.ws_url, resume=resume, progress=False),
+                        agent=FunctionAgent(scripted_reply))
+
+    with ServedEnv(SARCASM, {"split": "eval"}) as served:
+        run(served, resume=False)
+    metadata = json.loads((tmp_path / "run" / "metadata.json").read_text())
+    assert metadata["env_kwargs"] == {"split": "eval"} and metadata["reward_weights"]["correctness"] > 0
+    with ServedEnv(SARCASM, {"split": "eval", "reward": "label", "max_turns": 3}) as restarted:
+        with pytest.raises(ValueError, match=r"scored by another env \(env_kwargs: recorded \{'split': 'eval'\}, now"):
+            run(restarted, resume=True)
+    with ServedEnv(SARCASM, {"split": "eval"}) as same:
+        assert run(same, resume=True).summary["episodes"] == 4  # the same server's options: resumed
+
+
 def test_the_gold_label_never_crosses_the_wire_before_the_answer(sarcasm_eval_server, local_sarcasm):
     scenario = local_sarcasm.unwrapped.scenarios[0]
     frames = []

@@ -330,14 +330,16 @@ def run_eval(
         agent = _open_agent(config, agent, cleanup, envs.probe)
         outcome_summaries = tuple(getattr(envs.probe.unwrapped, "outcome_summaries", ()))
         check_outcome_summaries(outcome_summaries, config.env_id)
+        env_kwargs, reward_weights = _scoring_of(config, envs.probe)
+        _check_same_scoring(previous_metadata, env_kwargs, reward_weights, out)
 
         kept = records_to_resume(out / RESULTS_FILE, retry_errors=config.retry_errors)
         planned = _planned_episodes(config, envs.probe)
         done = {(r["scenario_id"], r["rollout"]) for r in kept}
         todo = [key for key in planned if key not in done]
         metadata = _metadata(config, agent, previous_metadata, outcome_summaries, len(planned), len(kept),
-                             scorers=getattr(envs.probe.unwrapped, "scorers", None),
-                             reward_weights=getattr(getattr(envs.probe.unwrapped, "rubric", None), "weights", None))
+                             scorers=getattr(envs.probe.unwrapped, "scorers", None), reward_weights=reward_weights,
+                             env_kwargs=env_kwargs)
         write_json(out / METADATA_FILE, metadata)
 
         writer = ResultsWriter(out / RESULTS_FILE, fsync=fsync)
@@ -580,18 +582,46 @@ def _check_resumable(config: EvalConfig, out: Path) -> dict[str, Any] | None:
     previous = json.loads(metadata_path.read_text())
     mine = {
         "env_id": config.env_id, "agent_spec": config.agent, "split": config.split, "seed": config.seed,
-        "env_kwargs": config.env_kwargs, "user_simulator": config.user_simulator,
+        "user_simulator": config.user_simulator,
     }
+    if config.env_url is None:  # a served env's kwargs are the server's: checked once it answers
+        mine["env_kwargs"] = config.env_kwargs
     clashes = [f"{key}: recorded {previous.get(key)!r}, now {value!r}" for key, value in mine.items() if key in previous and previous[key] != value]
     if clashes:
         raise ValueError(f"cannot resume the run in {out}: it differs in " + "; ".join(clashes))
     return previous
 
 
+def _scoring_of(config: EvalConfig, probe_env: Any) -> tuple[dict[str, Any], dict[str, float] | None]:
+    """``(env_kwargs, reward_weights)`` the episodes are scored with: the served env's own when it is served."""
+    base = probe_env.unwrapped
+    weights = getattr(base, "reward_weights", None) if config.env_url is not None \
+        else getattr(getattr(base, "rubric", None), "weights", None)
+    kwargs = dict(getattr(base, "env_kwargs", {}) or {}) if config.env_url is not None else dict(config.env_kwargs)
+    return kwargs, None if weights is None else dict(weights)
+
+
+def _check_same_scoring(previous: Mapping[str, Any] | None, env_kwargs: Mapping[str, Any],
+                        reward_weights: Mapping[str, float] | None, out: Path) -> None:
+    """Refuse to resume a run whose episodes were scored by an env of other options or reward weights."""
+    if not previous:
+        return
+    clashes = [
+        f"{key}: recorded {previous[key]!r}, now {value!r}"
+        for key, value in (("env_kwargs", dict(env_kwargs)), ("reward_weights", reward_weights))
+        if previous.get(key) is not None and value is not None and previous[key] != value
+    ]
+    if clashes:
+        raise ValueError(
+            f"cannot resume the run in {out}: its episodes were scored by another env (" + "; ".join(clashes)
+            + "); serve or make the env it was started with, or start a new run in another --out"
+        )
+
+
 def _metadata(
     config: EvalConfig, agent: Agent, previous: Mapping[str, Any] | None, outcome_summaries: Sequence[str],
     planned_episodes: int, resumed_records: int, scorers: Mapping[str, Any] | None = None,
-    reward_weights: Mapping[str, float] | None = None,
+    reward_weights: Mapping[str, float] | None = None, env_kwargs: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     from importlib import metadata as importlib_metadata
 
@@ -611,7 +641,7 @@ def _metadata(
     sessions = list((previous or {}).get("sessions", [])) + [session]
     return {
         "env_id": config.env_id,
-        "env_kwargs": config.env_kwargs,
+        "env_kwargs": dict(config.env_kwargs if env_kwargs is None else env_kwargs),  # a served env's: the server's
         "env_url": config.env_url,
         "split": config.split,
         "agent_spec": config.agent,

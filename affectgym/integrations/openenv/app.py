@@ -112,6 +112,7 @@ def describe_env(env: Any, env_id: str, env_kwargs: dict[str, Any]) -> dict[str,
         "max_turns": base.max_turns,
         "max_action_chars": base.action_space.max_length,
         "max_observation_chars": base.observation_space.max_length,
+        "reward_weights": dict(base.rubric.weights) if getattr(base, "rubric", None) is not None else None,
         "affectgym_version": __version__,
     }
 

@@ -105,6 +105,8 @@ class RemoteEnv(gym.Env[str, str]):
         outcome_summaries: The eval summaries it declares.
         tool_schemas: OpenAI function schemas of its tools.
         max_turns: Agent messages allowed per episode.
+        reward_weights: Its rubric's weights by component (``None``: no rubric, or a server
+            that does not publish them).
 
     Raises:
         ConnectionError: Nothing answers at ``url`` (see :func:`fetch_description`).
@@ -126,6 +128,7 @@ class RemoteEnv(gym.Env[str, str]):
         self.outcome_summaries: tuple[str, ...] = tuple(description["outcome_summaries"])
         self.tool_schemas: list[dict[str, Any]] = description["tools"]
         self.max_turns: int = description["max_turns"]
+        self.reward_weights: dict[str, float] | None = description.get("reward_weights")
         self._timeout_s = message_timeout_s
         self.observation_space = TextSpace(max_length=description["max_observation_chars"])
         self.action_space = TextSpace(max_length=description["max_action_chars"])
