@@ -320,6 +320,25 @@ def test_a_session_over_max_sessions_is_refused_with_the_reason_and_a_freed_slot
         refused.close()
 
 
+def test_eval_with_more_workers_than_the_server_has_sessions_waits_for_free_ones_and_plays_every_episode(tmp_path):
+    with ServedEnv(SARCASM, {"split": "eval"}, max_sessions=2) as served:
+        result = run_eval(EvalConfig(env_id=SARCASM, agent="scripted", out=tmp_path / "run", n=14, concurrency=4,
+                                     env_url=served.ws_url, progress=False), agent=FunctionAgent(scripted_reply))
+    assert result.summary["episodes"] == 14 and result.summary["errors"]["count"] == 0
+
+
+def test_a_full_server_is_asked_again_until_a_slot_frees_within_the_wait():
+    import threading
+
+    with ServedEnv(SARCASM, {"split": "eval"}, max_sessions=1) as served:
+        holder = RemoteEnv(served.ws_url)
+        holder.reset(seed=0)
+        threading.Timer(1.0, holder.close).start()
+        patient = RemoteEnv(served.ws_url, capacity_wait_s=30.0)
+        assert patient.reset(seed=0)[0]  # waited for the holder's slot
+        patient.close()
+
+
 def eventually(attempt: Any, timeout_s: float = 30.0) -> Any:
     """``attempt()``'s result once it stops raising ``ConnectionError`` (the server frees a slot asynchronously)."""
     deadline = time.monotonic() + timeout_s

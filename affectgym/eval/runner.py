@@ -457,8 +457,15 @@ def _env_factory(config: EvalConfig, env_factory: Callable[[], Any] | None, clea
     return make
 
 
+#: How long an episode waits for a session of a full server (``--max-sessions`` below ``-c``) before it fails.
+SERVED_CAPACITY_WAIT_S = 120.0
+
+
 def _served_env_factory(config: EvalConfig) -> Callable[[], Any]:
     """Sessions of the env served at ``config.env_url`` (replicas in turn), checked to be the config's env id and split.
+
+    A server with fewer session slots than the run's concurrency makes the extra workers wait
+    for a free slot, backing off, for up to :data:`SERVED_CAPACITY_WAIT_S` an episode.
 
     The pool calls the factory under its lock, so the turn order needs none of its own.
     """
@@ -468,7 +475,7 @@ def _served_env_factory(config: EvalConfig) -> Callable[[], Any]:
 
     def connect() -> Any:
         url = next(replicas)
-        env = RemoteEnv(url)
+        env = RemoteEnv(url, capacity_wait_s=SERVED_CAPACITY_WAIT_S)
         clashes = [
             f"{name} {served!r} (this run: {wanted!r})"
             for name, served, wanted in (("id", env.env_id, config.env_id), ("split", env.split, config.split))
@@ -512,6 +519,9 @@ def _episode_player(envs: _EnvPool, agent: Agent, writer: ResultsWriter, seed: i
             worker.env = envs.take()
             worker.agent = agent.for_worker()
         record = play_episode(worker.env, worker.agent, scenario_id, rollout, episode_seed(seed, scenario_id, rollout))
+        release = getattr(worker.env, "release_session", None)
+        if release is not None:  # a served env's slot goes back between episodes, for workers waiting for one
+            release()
         writer.write(record)
         return record
 

@@ -16,6 +16,8 @@ and ``parse_final``, answered by the server), and ``unwrapped`` is itself. One i
 from __future__ import annotations
 
 import json
+import logging
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -31,6 +33,7 @@ DESCRIPTION_KEYS = frozenset({
     "env_id", "env_kwargs", "split", "scenario_ids", "label_set", "outcome_summaries", "tools", "max_turns",
     "max_observation_chars", "max_action_chars",
 })
+logger = logging.getLogger(__name__)
 _SCHEMES = {"ws://": "http://", "wss://": "https://", "http://": "http://", "https://": "https://"}
 
 
@@ -88,6 +91,10 @@ def _fetch_json(url: str, path: str, body: dict[str, Any] | None, timeout_s: flo
         raise ConnectionError(f"no affectgym server answers at {url} ({reason}); start one with `affectgym serve ENV_ID`") from None
 
 
+class ServerFullError(ConnectionError):
+    """The server refused a session: every one of its ``--max-sessions`` slots is taken (close code 1013)."""
+
+
 class RemoteEnv(gym.Env[str, str]):
     """An env served by ``affectgym serve``, played over one OpenEnv WebSocket session.
 
@@ -95,6 +102,8 @@ class RemoteEnv(gym.Env[str, str]):
         url: The server: ``ws://HOST:PORT`` or ``http://HOST:PORT`` (``wss``/``https`` too).
         connect_timeout_s: Longest wait to connect.
         message_timeout_s: Longest wait for the server's answer to a reset or a step.
+        capacity_wait_s: How long :meth:`reset` keeps asking a full server for a session
+            (backing off from 0.25 s to 5 s between tries) before it gives up; 0: at once.
 
     Attributes:
         env_id: The served env's id.
@@ -114,7 +123,8 @@ class RemoteEnv(gym.Env[str, str]):
 
     metadata = {"render_modes": []}
 
-    def __init__(self, url: str, *, connect_timeout_s: float = 10.0, message_timeout_s: float = 60.0):
+    def __init__(self, url: str, *, connect_timeout_s: float = 10.0, message_timeout_s: float = 60.0,
+                 capacity_wait_s: float = 0.0):
         from affectgym.integrations import require
 
         require("openenv", "serve")
@@ -130,6 +140,8 @@ class RemoteEnv(gym.Env[str, str]):
         self.max_turns: int = description["max_turns"]
         self.reward_weights: dict[str, float] | None = description.get("reward_weights")
         self._timeout_s = message_timeout_s
+        self.capacity_wait_s = capacity_wait_s
+        self._waited_for_capacity = False
         self.observation_space = TextSpace(max_length=description["max_observation_chars"])
         self.action_space = TextSpace(max_length=description["max_action_chars"])
         from openenv.core import GenericEnvClient
@@ -144,14 +156,28 @@ class RemoteEnv(gym.Env[str, str]):
         Raises:
             RuntimeError: The server refused the reset (a bad option, no such scenario): the
                 server's message, as OpenEnv's client reports it.
-            ConnectionError: The server closed the session (every session slot taken, idle
-                too long, shutting down); the message gives its reason.
+            ServerFullError: Every session slot stayed taken for ``capacity_wait_s``.
+            ConnectionError: The server closed the session (idle too long, shutting down);
+                the message gives its reason.
         """
         super().reset(seed=seed)
         payload: dict[str, Any] = {"seed": seed}
         if options is not None:
             payload["options"] = options
-        result = self._call(self._client.reset, **payload)
+        deadline, delay_s = time.monotonic() + self.capacity_wait_s, 0.25
+        while True:
+            try:
+                result = self._call(self._client.reset, **payload)
+                break
+            except ServerFullError:
+                if time.monotonic() + delay_s > deadline:
+                    raise
+                logger.log(logging.INFO if self._waited_for_capacity else logging.WARNING,
+                           "the server at %s is full (all --max-sessions taken); asking again for a session in %.2f s, "
+                           "for up to %.0f s", self.url, delay_s, self.capacity_wait_s)
+                self._waited_for_capacity = True
+                time.sleep(delay_s)
+                delay_s = min(2 * delay_s, 5.0)
         return result.observation["text"], info_from_observation({**result.observation, "done": result.done})
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -177,6 +203,10 @@ class RemoteEnv(gym.Env[str, str]):
         parsed = _fetch_json(self.url, PARSE_FINAL_PATH, {"text": text}, self._timeout_s)
         return parsed["answer"], parsed["problem"]
 
+    def release_session(self) -> None:
+        """Give the server its session slot back between episodes; the next :meth:`reset` opens a new one."""
+        self._client.disconnect()
+
     def close(self) -> None:
         """End the session (the server frees its env)."""
         self._client.close()
@@ -190,7 +220,8 @@ class RemoteEnv(gym.Env[str, str]):
             self._client.disconnect()  # the next reset connects a new session
             frame = exc.rcvd
             why = f"code {frame.code}: {frame.reason or 'no reason given'}" if frame is not None else "no close frame"
-            raise ConnectionError(f"the server at {self.url} closed the session ({why})") from None
+            error = ServerFullError if frame is not None and frame.code == FULL_CLOSE_CODE else ConnectionError
+            raise error(f"the server at {self.url} closed the session ({why})") from None
         except RuntimeError as exc:
             # A full server sends CAPACITY_REACHED, then closes with FULL_CLOSE_CODE; whichever the
             # client reads first, the caller gets the same ConnectionError.
@@ -199,9 +230,9 @@ class RemoteEnv(gym.Env[str, str]):
                 raise
             self._client.disconnect()
             reason = message.removeprefix("Server error: ").split(" (code:")[0]
-            raise ConnectionError(
+            raise ServerFullError(
                 f"the server at {self.url} closed the session (code {FULL_CLOSE_CODE}: {reason})"
             ) from None
 
 
-__all__ = ["RemoteEnv", "fetch_description", "server_url"]
+__all__ = ["RemoteEnv", "ServerFullError", "fetch_description", "server_url"]
