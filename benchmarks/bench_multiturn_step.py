@@ -4,15 +4,16 @@ The multi-turn transfer recipe (:func:`affectgym.train.recipes.sarcasm_multiturn
 2 prompts x 4 rollouts, the policy's own tool calls through TRL's ``environment_factory``)
 runs a few steps on SmolLM2-135M from the protocol warm start (``runs/bench_transfer/s0/sft``
 when ``bench_transfer.py`` made it; a fresh LoRA otherwise). The trainer's own methods are
-timed on its instance, and the env's tools on the factory's class:
+timed on its instance (``_generate_and_score_completions`` is the rollout phase), the env's
+tools on the factory's class, and the whole step by a callback:
 
 * generation: ``_generate_single_turn``, every turn of every rollout (the opening message,
   then each message after tool results);
 * tools: the env's tool methods that TRL calls between turns (prosody features, rendering);
 * reward: ``_calculate_rewards`` (the env's one reward path on the finished rollouts);
 * the rest of the rollout phase: tokenizing, the tool-message suffixes, bookkeeping;
-* loss and backward: the rest of ``training_step`` (forward over prompt + rollout with the
-  tool results masked, backward, on the LoRA layers).
+* loss and backward: the rest of the optimizer step (forward over prompt + rollout with the
+  tool results masked, backward on the LoRA layers, the optimizer).
 
 Reported per step (median after a warm-up step) and written to
 ``benchmarks/results/multiturn_step.json``.
@@ -65,13 +66,13 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    init = str(WARM_START) if (WARM_START / "adapter_config.json").is_file() else None
+    init = str(WARM_START.relative_to(ROOT)) if (WARM_START / "adapter_config.json").is_file() else None
     with tempfile.TemporaryDirectory() as out:
         config = sarcasm_multiturn_grpo_config(out, init, max_steps=args.steps, save_steps=0)
         trainer = build_trainer(config, gpu=False)
         buckets: dict[str, list[float]] = defaultdict(list)
         for name, phase in (("_generate_single_turn", "generation"), ("_calculate_rewards", "reward"),
-                            ("_prepare_inputs", "rollout"), ("training_step", "step")):
+                            ("_generate_and_score_completions", "rollout")):
             setattr(trainer, name, timed(getattr(trainer, name), buckets[phase]))
         environment_class = type(next(iter(trainer._environment_pool.values()))[0])  # affectgym's factory class
         for name, function in inspect.getmembers(environment_class, predicate=inspect.isfunction):
@@ -82,7 +83,11 @@ def main(argv: list[str] | None = None) -> int:
         class Split(TrainerCallback):
             """Closes each step's sums into one row."""
 
+            def on_step_begin(self, *_, **__) -> None:
+                self.started = time.perf_counter()
+
             def on_step_end(self, *_, **__) -> None:
+                buckets["step"].append(time.perf_counter() - self.started)
                 sums = {phase: sum(values) for phase, values in buckets.items()}
                 rows.append({
                     "generation": sums.get("generation", 0.0), "tools": sums.get("tools", 0.0),
@@ -92,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
                     "loss and backward": sums.get("step", 0.0) - sums.get("rollout", 0.0),
                     "step": sums.get("step", 0.0),
                 })
-                buckets.clear()
+                for values in buckets.values():  # in place: the timed methods hold these lists
+                    values.clear()
 
         trainer.add_callback(Split())
         trainer.train()
