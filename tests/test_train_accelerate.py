@@ -101,13 +101,14 @@ def test_reward_functions_write_each_scored_rollout_once_to_the_process_rollouts
 
     dataset = to_dataset(PLUGIN_ID, n=2)
     columns = {name: dataset[name] for name in ("scenario_id", "env_id", "env_kwargs")}
-    (tmp_path / "rank0.jsonl").write_text("a previous run's rollout\n")
+    (tmp_path / "rank0.jsonl").write_text('{"step": 0, "reply": "before a resume"}\n')  # kept: a resumed run appends
     funcs, weights = reward_functions(PLUGIN_ID, rollouts_dir=tmp_path)
     for step, reply in ((0, ANSWER), (1, "no answer")):
         for func in funcs:  # every component function of a batch: one line per sample
             func(prompts=dataset["prompt"], completions=[reply] * 2, trainer_state=SimpleNamespace(global_step=step),
                  **columns)
-    rows = [json.loads(line) for line in (tmp_path / "rank0.jsonl").read_text().splitlines()]
+    earlier, *rows = [json.loads(line) for line in (tmp_path / "rank0.jsonl").read_text().splitlines()]
+    assert earlier["reply"] == "before a resume"
     assert [(row["step"], row["scenario_id"], row["reply"]) for row in rows] == [
         (1, dataset["scenario_id"][0], ANSWER), (1, dataset["scenario_id"][1], ANSWER),
         (2, dataset["scenario_id"][0], "no answer"), (2, dataset["scenario_id"][1], "no answer"),

@@ -177,7 +177,9 @@ def test_flattened_reward_equals_the_interactive_episode_return(env_id):
 def test_no_eval_scenario_enters_a_train_dataset(env_id):
     eval_ids = set(make_env(env_id, {"split": "eval"}).scenario_ids)
     assert eval_ids, f"{env_id} has an empty eval split"
-    train = to_dataset(env_id, split="train", n=3 * len(eval_ids) + 7, oversample={"pivot": 2})
+    train_env = make_env(env_id, {"split": "train"})
+    flags = {name for name, value in vars(train_env.scenarios[0]).items() if isinstance(value, bool)}
+    train = to_dataset(env_id, split="train", n=3 * len(eval_ids) + 7, oversample=dict.fromkeys(flags, 2))
     assert set(train["scenario_id"]) & eval_ids == set()
     assert set(to_dataset(env_id, split="train")["scenario_id"]) & eval_ids == set()
 

@@ -113,6 +113,7 @@ class AnchoredGRPOMixin:
         self.anchor, self.anchor_coef = anchor, coef
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        """The trainer's GRPO loss plus ``anchor_coef`` x the anchor's NLL (logged as ``anchor_nll``)."""
         loss = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
         if self.anchor is None or not self.anchor_coef:
             return loss
