@@ -420,7 +420,8 @@ def train(config: TrainConfig, *, gpu: bool | None = None, progress: bool = Fals
         history = json.loads((output_dir / "log_history.json").read_text(encoding="utf-8"))
         summary = run_summary(config, output_dir, history, sorted((output_dir / "figures").glob("*.png")))
         return finish_run(config, output_dir, summary, gpu=gpu, resume=True) if main_process else summary
-    checkpoint, _ = resume_checkpoint(output_dir) if resume and main_process else (None, 0)
+    # every process resumes from the same checkpoint; the main one alone trims the logs
+    checkpoint, _ = resume_checkpoint(output_dir, trim_logs=main_process) if resume else (None, 0)
     set_seed(config.seed)
     if not gpu:
         torch.set_num_threads(max(1, min(torch.get_num_threads(), os.cpu_count() or 1)))

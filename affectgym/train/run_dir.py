@@ -77,11 +77,12 @@ def claim_output_dir(output_dir: str | Path, *, overwrite: bool = False, resume_
     return folder
 
 
-def resume_checkpoint(output_dir: str | Path) -> tuple[str | None, int]:
+def resume_checkpoint(output_dir: str | Path, *, trim_logs: bool = True) -> tuple[str | None, int]:
     """The last checkpoint of the run in ``output_dir`` and its step (``None, 0``: none, start from the beginning).
 
-    The lines the interrupted run wrote after that step (``heldout.jsonl``,
-    ``rollouts/rank*.jsonl``) are dropped, so the resumed run writes them once.
+    With ``trim_logs`` (one process of a run), the lines the interrupted run wrote after that
+    step (``heldout.jsonl``, ``rollouts/rank*.jsonl``) are dropped, so the resumed run writes
+    them once.
     """
     from transformers.trainer_utils import get_last_checkpoint
 
@@ -91,7 +92,8 @@ def resume_checkpoint(output_dir: str | Path) -> tuple[str | None, int]:
     step = 0
     if checkpoint is not None:
         step = int(json.loads((Path(checkpoint) / "trainer_state.json").read_text(encoding="utf-8"))["global_step"])
-    for log in [folder / "heldout.jsonl", *sorted((folder / "rollouts").glob("rank*.jsonl"))]:
+    logs = [folder / "heldout.jsonl", *sorted((folder / "rollouts").glob("rank*.jsonl"))] if trim_logs else []
+    for log in logs:
         if log.is_file():
             rows = [line for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
             kept = [line for line in rows if _step_of(line) <= step and (step > 0 or log.name != "heldout.jsonl")]
