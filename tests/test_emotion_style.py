@@ -369,7 +369,9 @@ def test_auto_uses_nade_offline_and_says_so(monkeypatch: pytest.MonkeyPatch, cap
     with caplog.at_level(logging.INFO, logger="affectgym.rewards.factories"):
         classifier = make_classifier("auto")
     assert classifier.backend == "nade"
-    assert any("uses nade" in r.getMessage() for r in caplog.records)
+    warned = [r for r in caplog.records if "uses nade" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].levelno == logging.WARNING
+    assert "j-hartmann/emotion-english-distilroberta-base" in warned[0].getMessage()
 
 
 def test_classifier_names_pick_their_backend(tmp_path: Path) -> None:

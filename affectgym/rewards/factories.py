@@ -23,20 +23,25 @@ __all__ = ["log_once", "make_classifier", "make_judge"]
 log = logging.getLogger(__name__)
 
 _ANNOUNCED: set[str] = set()
+_NADE_FALLBACK = (
+    "classifier 'auto' uses nade, the offline emotion lexicon, not the transformer model %s (%s); its scores differ. "
+    "Pass classifier='nade' to choose it, or classifier='transformers' once the model can be loaded"
+)
 
 
-def log_once(key: str, message: str, *args: Any, logger: logging.Logger = log) -> None:
-    """Log ``message`` at INFO level the first time ``key`` is seen in this process.
+def log_once(key: str, message: str, *args: Any, logger: logging.Logger = log, level: int = logging.INFO) -> None:
+    """Log ``message`` (at ``level``, INFO by default) the first time ``key`` is seen in this process.
 
     Args:
         key: What the message is about (e.g. ``"auto-nade"``); later calls with it are silent.
         message: A ``%``-style log message.
         *args: Its arguments.
         logger: Where it goes; this module's logger by default.
+        level: The log level.
     """
     if key not in _ANNOUNCED:
         _ANNOUNCED.add(key)
-        logger.info(message, *args)
+        logger.log(level, message, *args)
 
 
 def _hub_reachable(timeout_s: float = HUB_PROBE_TIMEOUT_S) -> bool:
@@ -93,11 +98,12 @@ def make_classifier(
             try:
                 candidate.scores(["warming up"])
             except (OSError, ValueError, ImportError) as exc:
-                log_once("auto-nade", "classifier 'auto' falls back to nade (%s)", str(exc).splitlines()[0])
+                log_once("auto-nade", _NADE_FALLBACK, DEFAULT_EMOTION_MODEL, str(exc).splitlines()[0], level=logging.WARNING)
                 return EmotionClassifier("nade")
             log_once("auto-transformers", "classifier 'auto' uses %s", DEFAULT_EMOTION_MODEL)
             return candidate
-        log_once("auto-nade", "classifier 'auto' uses nade (%s cannot be loaded offline)", DEFAULT_EMOTION_MODEL)
+        log_once("auto-nade", _NADE_FALLBACK, DEFAULT_EMOTION_MODEL, "it is neither cached nor reachable on the hub",
+                 level=logging.WARNING)
         return EmotionClassifier("nade")
     model = DEFAULT_EMOTION_MODEL if classifier == "transformers" else classifier
     return EmotionClassifier("transformers", model=model, device=device, **options)
