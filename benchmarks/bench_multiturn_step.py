@@ -33,24 +33,12 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from bench_train import timed  # the same wall-time wrapper as the reward-overhead benchmark
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULT = ROOT / "benchmarks" / "results" / "multiturn_step.json"
 WARM_START = ROOT / "runs" / "bench_transfer" / "s0" / "sft" / "adapter"
 PHASES = ("generation", "tools", "reward", "other rollout work", "loss and backward")
-
-
-def timed(function, bucket: list[float]):
-    """``function`` with its wall time appended to ``bucket``."""
-
-    def wrapper(*args, **kwargs):
-        tick = time.perf_counter()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            bucket.append(time.perf_counter() - tick)
-
-    wrapper.__name__ = getattr(function, "__name__", "timed")
-    return wrapper
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -166,7 +166,7 @@ def apply_training_run(args: argparse.Namespace) -> None:
         ValueError: RUN holds no training run, one of another env, or no trained adapter yet.
     """
     from affectgym.train.config import load_config
-    from affectgym.train.grpo import eval_max_new_tokens, resolve_model
+    from affectgym.train.grpo import eval_max_new_tokens, heldout_env_kwargs, trained_agent
 
     run = Path(args.from_train)
     if not (run / "config.yaml").is_file():
@@ -180,11 +180,10 @@ def apply_training_run(args: argparse.Namespace) -> None:
         raise ValueError(f"--from-train {str(run)!r} has no adapter/ yet: its training did not finish (affectgym train ... --resume)")
     args.env_id = config.env_id
     if args.agent is None and args.model is None:
-        full_model = config.lora_r == 0 and config.init_adapter is None
-        args.agent = f"hf:{run / 'adapter' if full_model else resolve_model(config.model)}"
-        if not full_model and args.adapter is None:
-            args.adapter = str(run / "adapter")
-    args.env_kwargs = {**{k: v for k, v in config.env_kwargs.items() if k != "split"}, **args.env_kwargs}
+        args.agent, adapter = trained_agent(config, run / "adapter")
+        if args.adapter is None:
+            args.adapter = adapter
+    args.env_kwargs = {**heldout_env_kwargs(config), **args.env_kwargs}
     if args.max_tokens is None:
         args.max_tokens = eval_max_new_tokens(config)
     if args.temperature is None:

@@ -25,17 +25,6 @@ from typing import Any
 import torch
 
 
-def learnable_prefix(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The conversation up to its last assistant message: what follows it has nothing to learn.
-
-    >>> learnable_prefix([{"role": "user", "content": "?"}, {"role": "assistant", "content": "call"},
-    ...                   {"role": "tool", "content": "out"}])[-1]["role"]
-    'assistant'
-    """
-    last = max((i for i, message in enumerate(messages) if message.get("role") == "assistant"), default=-1)
-    return [dict(message) for message in messages[: last + 1]]
-
-
 class SupervisedAnchor:
     """Demonstrations tokenized once, served a few rows a step, in a seeded cyclic order.
 
@@ -54,11 +43,11 @@ class SupervisedAnchor:
                  seed: int = 0) -> None:
         import json
 
-        from affectgym.train.sft import assistant_token_mask
+        from affectgym.train.sft import assistant_token_mask, through_last
 
         self.examples: list[tuple[list[int], list[int]]] = []
         for row in rows:
-            messages = learnable_prefix(row["messages"])
+            messages = through_last(row["messages"], "assistant")  # what follows teaches nothing
             if not messages:
                 continue
             ids, mask = assistant_token_mask(tokenizer, messages, json.loads(row.get("tools") or "[]"))
@@ -130,4 +119,4 @@ def anchored(trainer_class: type) -> type:
     return type(f"Anchored{trainer_class.__name__}", (AnchoredGRPOMixin, trainer_class), {})
 
 
-__all__ = ["AnchoredGRPOMixin", "SupervisedAnchor", "anchored", "learnable_prefix"]
+__all__ = ["AnchoredGRPOMixin", "SupervisedAnchor", "anchored"]

@@ -4,7 +4,8 @@
 :class:`~affectgym.train.config.TrainConfig`, one configuration for every algorithm;
 ``--recipe NAME`` starts from a named recipe (``--list-recipes``), ``--config FILE.yaml``
 reads options from a file and ``--print-config`` writes one (and trains nothing); an
-``--output-dir`` that holds an earlier run is refused unless ``--overwrite``. ``--algo grpo`` (the default) trains a language model on a text env with TRL
+``--output-dir`` that holds an earlier run is refused unless ``--overwrite`` (or ``--resume``, to
+continue it). ``--algo grpo`` (the default) trains a language model on a text env with TRL
 (:func:`affectgym.train.grpo.train`); ``--algo ppo|sac`` trains a policy on a numeric env
 (EmotionState-v0) with Stable-Baselines3 (:func:`affectgym.train.sb3.train_from_config`).
 Before anything is loaded, the env's kind is checked against the algorithm

@@ -479,15 +479,14 @@ def run_summary(config: TrainConfig, output_dir: Path, history: list[dict[str, A
     ``train_runtime`` (the training loop alone).
     """
     rewards = [row["reward"] for row in history if "reward" in row]
-    if train_s is None:
-        train_s = next((row["train_runtime"] for row in reversed(history) if "train_runtime" in row), 0.0)
+    steps, runtime_s = logged_steps_and_runtime(history)
     return {
         "env_id": config.env_id,
         "model": config.model,
         "mode": config.mode,
         "seed": config.seed,
-        "steps": max((int(row.get("step", 0)) for row in history), default=0),
-        "train_s": round(train_s, 2),
+        "steps": steps,
+        "train_s": round(runtime_s if train_s is None else train_s, 2),
         "first_reward": rewards[0] if rewards else None,
         "last_reward": rewards[-1] if rewards else None,
         "output_dir": str(output_dir),
@@ -495,6 +494,17 @@ def run_summary(config: TrainConfig, output_dir: Path, history: list[dict[str, A
         "log_history": str(output_dir / "log_history.json"),
         "figures": [str(p) for p in figures],
     }
+
+
+def logged_steps_and_runtime(history: list[dict[str, Any]]) -> tuple[int, float]:
+    """The last optimizer step of a trainer's ``log_history`` and its ``train_runtime`` in seconds (0 when absent).
+
+    >>> logged_steps_and_runtime([{"loss": 1.0, "step": 1}, {"loss": 0.5, "step": 2}, {"train_runtime": 3.5, "step": 2}])
+    (2, 3.5)
+    """
+    steps = max((int(row.get("step", 0)) for row in history), default=0)
+    runtime_s = next((row["train_runtime"] for row in reversed(history) if "train_runtime" in row), 0.0)
+    return steps, runtime_s
 
 
 def finish_run(config: TrainConfig, output_dir: Path, summary: dict[str, Any], *, gpu: bool,
@@ -540,19 +550,18 @@ def evaluate_base_and_trained(
 
     gpu = has_gpu() if gpu is None else gpu
     out_dir = Path(out_dir)
-    env_kwargs = {k: v for k, v in config.env_kwargs.items() if k != "split"}
-    path = resolve_model(config.model)
+    env_kwargs = heldout_env_kwargs(config)
     max_new_tokens = eval_max_new_tokens(config)
-    full_model = config.lora_r == 0 and config.init_adapter is None
+    trained_spec, trained_adapter = trained_agent(config, adapter_dir)
     sides: dict[str, Any] = {}
-    for side, adapter in (("base", None), ("trained", str(adapter_dir))):
-        model = adapter if adapter is not None and full_model else path
+    for side, spec, adapter in (("base", f"hf:{resolve_model(config.model)}", None),
+                                ("trained", trained_spec, trained_adapter)):
         agent_kwargs = {"max_new_tokens": max_new_tokens, "temperature": 0.0, "dtype": "bfloat16" if gpu else "float32"}
-        if adapter is not None and not full_model:
+        if adapter is not None:
             agent_kwargs["adapter"] = adapter
         result = run_eval(
             EvalConfig(
-                env_id=config.env_id, agent=f"hf:{model}", out=out_dir / side, n=config.eval_episodes, split="eval",
+                env_id=config.env_id, agent=spec, out=out_dir / side, n=config.eval_episodes, split="eval",
                 seed=config.seed, env_kwargs=env_kwargs, agent_kwargs=agent_kwargs, concurrency=8, progress=False,
                 max_fail_fraction=1.0, resume=resume and (out_dir / side / "results.jsonl").is_file(),
             )
@@ -568,8 +577,8 @@ def evaluate_base_and_trained(
             "folder": str(out_dir / side),
         }
     command = (
-        f"affectgym eval {config.env_id} --agent hf:{path} "
-        + (f"--adapter {adapter_dir} " if not full_model else "")
+        f"affectgym eval {config.env_id} --agent {trained_spec} "
+        + (f"--adapter {trained_adapter} " if trained_adapter is not None else "")
         + f"--split eval -n {config.eval_episodes} -t {max_new_tokens} --seed {config.seed} -c 8"
         + (f" --env-kwargs '{json.dumps(env_kwargs)}'" if env_kwargs else "")
     )
@@ -582,6 +591,31 @@ def evaluate_base_and_trained(
     title = f"{config.env_id}, {config.model} ({config.algo}), {sides['base']['episodes']} multi-step episodes each"
     comparison["figure"] = str(plot_eval_comparison(sides["base"], sides["trained"], out_dir / "comparison.png", title=title))
     return comparison
+
+
+def trained_agent(config: TrainConfig, adapter_dir: str | Path) -> tuple[str, str | None]:
+    """``(agent spec, adapter folder or None)`` of a run's trained model as its held-out evaluation plays it.
+
+    A LoRA run (or one that kept training an ``init_adapter``) plays the base model with the
+    adapter; a full fine-tune (``lora_r=0``) plays the model saved in ``adapter_dir``.
+
+    >>> trained_agent(TrainConfig(env_id="x", model="./base"), "runs/x/adapter")
+    ('hf:./base', 'runs/x/adapter')
+    >>> trained_agent(TrainConfig(env_id="x", model="./base", lora_r=0), "runs/x/adapter")
+    ('hf:runs/x/adapter', None)
+    """
+    if config.lora_r == 0 and config.init_adapter is None:
+        return f"hf:{adapter_dir}", None
+    return f"hf:{resolve_model(config.model)}", str(adapter_dir)
+
+
+def heldout_env_kwargs(config: TrainConfig) -> dict[str, Any]:
+    """The env options a run's held-out evaluation plays with: the run's own, its split left to the evaluation.
+
+    >>> heldout_env_kwargs(TrainConfig(env_id="x", env_kwargs={"split": "train", "max_turns": 4}))
+    {'max_turns': 4}
+    """
+    return {key: value for key, value in config.env_kwargs.items() if key != "split"}
 
 
 def _difference(a: float | None, b: float | None) -> float | None:
@@ -597,11 +631,13 @@ __all__ = [
     "checkpoint_saving_options",
     "finish_run",
     "finished_training",
+    "heldout_env_kwargs",
     "eval_max_new_tokens",
     "evaluate_base_and_trained",
     "grpo_config",
     "has_gpu",
     "load_policy",
+    "logged_steps_and_runtime",
     "lora_target_modules",
     "peft_config",
     "prepare_tool_parsing",
@@ -610,4 +646,5 @@ __all__ = [
     "supervised_anchor",
     "train",
     "trainable_policy",
+    "trained_agent",
 ]

@@ -68,7 +68,7 @@ def episode_demonstrations(
         env_id: The env being trained; every folder must have played it, on its train split.
         min_reward: Keep episodes with at least this reward.
         correct_only: Keep episodes whose ``outcome["correct"]`` is true.
-        tool_turns_only: End each conversation after its last tool result (:func:`until_last_tool_result`).
+        tool_turns_only: End each conversation after its last tool result (:func:`through_last`).
 
     Returns:
         ``(rows, counts)``: rows ``{"messages", "tools", "source", "scenario_id"}`` and the
@@ -112,7 +112,7 @@ def episode_demonstrations(
             else:
                 messages = raw_text_messages(record["messages"])
                 if tool_turns_only:
-                    messages = until_last_tool_result(messages)
+                    messages = through_last(messages, "tool")
                     if not messages:
                         counts.setdefault("no_tool_call", 0)
                         counts["no_tool_call"] += 1
@@ -122,15 +122,19 @@ def episode_demonstrations(
     return rows, counts
 
 
-def until_last_tool_result(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The conversation up to its last tool result (empty when no tool was called): its answer left out.
+def through_last(messages: Sequence[Mapping[str, Any]], role: str) -> list[dict[str, Any]]:
+    """The conversation up to and including its last message of ``role`` (empty when it has none).
 
-    >>> until_last_tool_result([{"role": "user", "content": "?"}, {"role": "assistant", "content": "<tool_call>..."},
-    ...                         {"role": "tool", "content": "out"}, {"role": "assistant", "content": "Yes"}])[-1]
-    {'role': 'tool', 'content': 'out'}
+    ``"tool"``: the episode without its answer (``tool_turns_only``); ``"assistant"``: without
+    what follows the last assistant turn, which has nothing to learn.
+
+    >>> episode = [{"role": "user", "content": "?"}, {"role": "assistant", "content": "<tool_call>..."},
+    ...            {"role": "tool", "content": "out"}, {"role": "assistant", "content": "Yes"}]
+    >>> through_last(episode, "tool")[-1], len(through_last(episode, "assistant")), through_last(episode[:1], "tool")
+    ({'role': 'tool', 'content': 'out'}, 4, [])
     """
-    last = max((i for i, message in enumerate(messages) if message.get("role") == "tool"), default=None)
-    return [] if last is None else [dict(message) for message in messages[: last + 1]]
+    last = max((i for i, message in enumerate(messages) if message.get("role") == role), default=-1)
+    return [dict(message) for message in messages[: last + 1]]
 
 
 def reference_demonstrations(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -312,17 +316,16 @@ def train_sft(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
 def sft_summary(config: TrainConfig, output_dir: Path, history: list[dict[str, Any]], counts: dict[str, int], *,
                 train_s: float | None = None) -> dict[str, Any]:
     """The summary of a trained SFT run, before its held-out evaluation; draws ``figures/sft_loss.png``."""
+    from affectgym.train.grpo import logged_steps_and_runtime
     from affectgym.train.plots import plot_loss_curve
 
     losses = [row["loss"] for row in history if isinstance(row.get("loss"), int | float) and math.isfinite(row["loss"])]
     figure = plot_loss_curve(history, output_dir / "figures" / "sft_loss.png",
                              title=f"SFT on {config.env_id}, {config.model}, {counts['kept'] + counts.get('references', 0)} demonstrations")
-    if train_s is None:
-        train_s = next((row["train_runtime"] for row in reversed(history) if "train_runtime" in row), 0.0)
+    steps, runtime_s = logged_steps_and_runtime(history)
     return {
         "env_id": config.env_id, "model": config.model, "algo": "sft", "seed": config.seed,
-        "demonstrations": counts, "steps": max((int(row.get("step", 0)) for row in history), default=0),
-        "train_s": round(train_s, 2),
+        "demonstrations": counts, "steps": steps, "train_s": round(runtime_s if train_s is None else train_s, 2),
         "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
         "output_dir": str(output_dir), "adapter_dir": str(output_dir / "adapter"),
         "log_history": str(output_dir / "log_history.json"), "figures": [str(figure)] if figure else [],
@@ -338,7 +341,7 @@ __all__ = [
     "results_file",
     "sft_config",
     "sft_summary",
+    "through_last",
     "train_sft",
     "training_chat_template",
-    "until_last_tool_result",
 ]
