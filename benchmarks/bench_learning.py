@@ -189,7 +189,7 @@ def measure_speed(steps: int, work: Path) -> None:
     default = TrainConfig(
         env_id=ENV_ID, model="smollm2-135m", mode="flat", max_steps=steps + 1, num_generations=8, batch_size=8,
         max_completion_length=8, eval_episodes=0, output_dir=str(work / "speed-default"),
-        env_kwargs={"reward": "single"}, share_prompts=False,
+        env_kwargs={"rubric": "single"}, share_prompts=False,
     )
     cpu = recipe("trained", 0, steps + 1, 0, work / "speed-recipe")
     small = dataclasses.replace(cpu, num_generations=8, batch_size=16)

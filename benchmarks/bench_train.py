@@ -91,7 +91,7 @@ def main(argv=None) -> int:
     """Run the benchmark and print the side-by-side numbers."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="affectgym/Sarcasm-v0")
-    parser.add_argument("--env-kwargs", default='{"reward": "single"}', help="JSON")
+    parser.add_argument("--env-kwargs", default='{"rubric": "single"}', help="JSON")
     parser.add_argument("--model", default="smollm2-135m", help="an alias or folder, or 'tiny' (a test model)")
     parser.add_argument("--steps", type=int, default=4, help="measured steps per run (plus one warm-up)")
     parser.add_argument("--rounds", type=int, default=2)

@@ -99,6 +99,12 @@ def done(path: Path) -> bool:
     return (path / "summary.json").is_file()
 
 
+def rerun_options(path: Path) -> dict[str, bool]:
+    """An unfinished training stage continues from its last checkpoint; one never started starts afresh."""
+    started = (path / "config.yaml").is_file()
+    return {"resume": started, "overwrite": not started}
+
+
 def demos_stage(seed: int) -> Path:
     """The protocol demonstrator's episodes on the train split (the warm start's data)."""
     from affectgym.eval.runner import EvalConfig, run_eval
@@ -117,7 +123,7 @@ def sft_stage(seed: int, steps: int) -> tuple[Path, dict[str, Any]]:
     out = WORK / f"s{seed}" / "sft"
     if not done(out):
         train_sft(sarcasm_protocol_sft_config(out, [str(demos_stage(seed))], seed=seed, max_steps=steps), progress=True,
-                  overwrite=True)  # an unfinished stage starts again
+                  **rerun_options(out))
     return out / "adapter", json.loads((out / "summary.json").read_text(encoding="utf-8"))
 
 
@@ -134,7 +140,7 @@ def grpo_stage(arm: str, seed: int, steps: int, sft_adapter: Path) -> tuple[Path
                                                        max_steps=steps, eval_every_steps=steps)
         else:
             config = sarcasm_multiturn_grpo_config(out, str(sft_adapter), seed=seed, max_steps=steps)
-        train(config, progress=True, overwrite=True)
+        train(config, progress=True, **rerun_options(out))
     return out / "adapter", json.loads((out / "summary.json").read_text(encoding="utf-8"))
 
 
@@ -145,7 +151,7 @@ def refresher_stage(seed: int, grpo_adapter: Path) -> tuple[Path, dict[str, Any]
     out = WORK / f"s{seed}" / "protocol-refresher"
     if not done(out):
         train_sft(sarcasm_protocol_refresher_config(out, [str(demos_stage(seed))], str(grpo_adapter), seed=seed),
-                  progress=True, overwrite=True)
+                  progress=True, **rerun_options(out))
     return out / "adapter", json.loads((out / "summary.json").read_text(encoding="utf-8"))
 
 

@@ -18,8 +18,8 @@ def test_registered_name_builds_its_agent_with_the_given_kwargs():
 
     register_agent("echo-test", factory)
     assert make_agent("echo-test", text="bye").act("", {}) == "bye"
-    make_agent("echo-test", env_id="affectgym/Sarcasm-v0", env_kwargs={"reward": "single"})
-    assert seen == {"env_id": "affectgym/Sarcasm-v0", "env_kwargs": {"reward": "single"}}
+    make_agent("echo-test", env_id="affectgym/Sarcasm-v0", env_kwargs={"rubric": "single"})
+    assert seen == {"env_id": "affectgym/Sarcasm-v0", "env_kwargs": {"rubric": "single"}}
     assert "echo-test" in registered_agents() and "smollm2-135m" in registered_agents()
 
 

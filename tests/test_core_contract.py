@@ -181,3 +181,14 @@ def test_constructor_rejects_bad_configuration_with_a_clear_message():
         ToyMoodEnv(max_turns=0)
     with pytest.raises(ValueError, match="render_mode must be None or one of 'ansi', 'human'"):
         ToyMoodEnv(render_mode="rgb_array")
+
+
+def test_a_tool_call_is_never_read_as_a_final_answer_when_a_flat_completion_is_scored():
+    import affectgym
+
+    env = affectgym.make("affectgym/Sarcasm-v0", task_format="short-yesno", rubric="label").unwrapped
+    clip = next(c for c in env.scenarios if c.label == "sarcastic")
+    smuggled = '<tool_call>{"name": "get_transcript", "arguments": {"label": "sarcastic"}}</tool_call> Yes'
+    assert env.parse_reply(smuggled).answer is None and env.parse_reply("Yes").answer == {"label": "sarcastic", "confidence": 1.0}
+    result = env.score(clip, smuggled, env.flat_trace(clip))
+    assert result.components["correctness"] == 0.0 and result.components["format"] == 0.0

@@ -308,7 +308,7 @@ def test_a_failing_judge_gives_none_the_rest_still_counts_and_it_is_asked_again_
     assert judge.failures == 2, "a failed verdict is not memoised"
 
 
-def test_a_judge_answering_http_500_is_reported_in_the_final_info_and_the_outcome() -> None:
+def test_a_judge_answering_http_500_is_named_with_its_reason_in_the_final_info_and_counted_in_the_outcome() -> None:
     pytest.importorskip("dspy")
     from openai_server import OpenAIServer
 
@@ -331,10 +331,12 @@ def test_a_judge_answering_http_500_is_reported_in_the_final_info_and_the_outcom
     assert down.calls == 2  # one call and one retry
     assert info["judge_failures"] == 1 and info["outcome"]["judge_failures"] == 1
     assert info["reward_components"]["judge"] is None and info["outcome"]["judge_score"] is None
+    assert set(info["unscored"]) == {"judge", "judge_implicitness", "judge_response_only"}
+    assert all("judge-model" in reason and "500" in reason for reason in info["unscored"].values()), info["unscored"]
 
     with OpenAIServer(default_reply=format_judge_reply()) as up:
         reward_up, info = episode(up)
-    assert info["judge_failures"] == 0 and info["outcome"]["judge_failures"] == 0
+    assert info["judge_failures"] == 0 and info["outcome"]["judge_failures"] == 0 and info["unscored"] == {}
     assert info["reward_components"]["judge"] == 1.0
     assert reward_up - reward_down == pytest.approx(0.5), "the failed judge lacks its half (weight 0.5); the rest is scored"
 

@@ -9,7 +9,7 @@ import pytest
 import affectgym
 from affectgym.eval.runner import EvalConfig, run_eval
 
-FORM = {"reward": "label", "answer": "yesno", "flat_prompt": "compact"}
+FORM = {"task_format": {"answer": "yesno", "flat_prompt": "compact"}, "rubric": "label"}
 
 
 @pytest.fixture(scope="module")

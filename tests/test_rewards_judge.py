@@ -19,8 +19,8 @@ from affectgym.rewards.judge import (
     fence_response,
     format_judge_reply,
     truncate_reply,
-    watch_judge_failures,
 )
+from affectgym.rewards.rubric import Unscored
 from affectgym.text import replace_lone_surrogates
 
 pytest.importorskip("dspy")
@@ -34,6 +34,11 @@ FAST = {"backoff_s": 0.001, "max_backoff_s": 0.01}
 def judge_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("AFFECTGYM_CACHE", str(tmp_path / "cache"))
     return tmp_path / "cache" / "judge"
+
+
+def all_unscored(verdicts: list) -> bool:
+    """Whether every verdict is a failed judging's :class:`Unscored` (with a reason)."""
+    return bool(verdicts) and all(isinstance(v, Unscored) and v.reason for v in verdicts)
 
 
 class FlakyLM(DummyLM):
@@ -116,14 +121,14 @@ def test_rate_limits_and_server_errors_are_retried(error: Exception) -> None:
     assert (lm.attempts, judge.calls, judge.failures) == (3, 3, 0)
 
 
-def test_a_sample_that_keeps_failing_gives_none_and_is_counted(
+def test_a_sample_that_keeps_failing_is_unscored_and_counted(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     lm = FlakyLM({"Move!": ratings()}, fail=100, error=LMRateLimitError("slow down", status=429))
     judge = EmotionJudge(lm, JudgeConfig(cache=False, max_retries=2, **FAST))
     with caplog.at_level(logging.WARNING, logger="affectgym.rewards.judge"):
         verdicts = judge.score_batch(["p", "p"], ["anger", "anger"], ["Move!", "Go!"])
-    assert verdicts == [None, None]
+    assert all_unscored(verdicts) and len(verdicts) == 2
     assert judge.failures == 2 and lm.attempts == 6
     assert "LMRateLimitError (HTTP 429)" in caplog.text
 
@@ -131,13 +136,13 @@ def test_a_sample_that_keeps_failing_gives_none_and_is_counted(
 def test_errors_that_retrying_cannot_fix_fail_at_once() -> None:
     lm = FlakyLM([ratings()], fail=1, error=LMAuthError("bad key", status=401))
     judge = EmotionJudge(lm, JudgeConfig(cache=False, max_retries=3, **FAST))
-    assert judge.score_batch(["p"], ["anger"], ["Move!"]) == [None]
+    assert all_unscored(judge.score_batch(["p"], ["anger"], ["Move!"]))
     assert (lm.attempts, judge.failures) == (1, 1)
 
 
-def test_an_unparseable_judgement_gives_none() -> None:
+def test_an_unparseable_judgement_is_unscored() -> None:
     judge = EmotionJudge(DummyLM({"Move": ratings(emotion_match="very")}), JudgeConfig(cache=False))
-    assert judge.score_batch(["p"], ["anger"], ["Move!"]) == [None]
+    assert all_unscored(judge.score_batch(["p"], ["anger"], ["Move!"]))
     assert judge.failures == 1
 
 
@@ -211,8 +216,8 @@ def test_the_cache_lives_under_affectgym_cache(judge_cache: Path) -> None:
 def test_a_failed_sample_is_reused_only_when_asked_and_judged_again_otherwise() -> None:
     lm = FlakyLM([ratings()], fail=1, error=LMAuthError("bad key", status=401))
     judge = EmotionJudge(lm, JudgeConfig(cache=False, max_retries=0))
-    assert judge.score_batch(["p"], ["anger"], ["Move!"]) == [None]
-    assert judge.score_batch(["p"], ["anger"], ["Move!"], retry_failed=False) == [None]
+    assert all_unscored(judge.score_batch(["p"], ["anger"], ["Move!"]))
+    assert all_unscored(judge.score_batch(["p"], ["anger"], ["Move!"], retry_failed=False))
     assert (lm.attempts, judge.failures) == (1, 1)
     (verdict,) = judge.score_batch(["p"], ["anger"], ["Move!"])
     assert verdict is not None and verdict.score == 1.0 and lm.attempts == 2
@@ -244,9 +249,9 @@ def test_the_empathy_judge_is_retried_cached_on_disk_and_scores_its_three_rating
     )
 
 
-def test_an_empathy_rating_outside_1_to_9_gives_none_and_is_counted() -> None:
+def test_an_empathy_rating_outside_1_to_9_is_unscored_and_counted() -> None:
     judge = EmpathyJudge(DummyLM([EMPATHY | {"question": 12}]), JudgeConfig(cache=False))
-    assert judge.score_batch(["Human: hi"], ["FEAR"], ["(FEAR) Eek."]) == [None]
+    assert all_unscored(judge.score_batch(["Human: hi"], ["FEAR"], ["(FEAR) Eek."]))
     assert judge.failures == 1
 
 
@@ -279,19 +284,19 @@ def test_a_real_lm_over_http_is_retried_after_429_and_runs_concurrently() -> Non
     assert server.requests[0]["model"] == "judge-model"
 
 
-def test_a_real_lm_that_keeps_failing_with_500_gives_none() -> None:
+def test_a_real_lm_that_keeps_failing_with_500_is_unscored() -> None:
     with OpenAIServer(_verdict_for, fail_first=1000, fail_status=500) as server:
         config = JudgeConfig(cache=False, max_retries=1, timeout_s=10, **FAST)
         judge = EmotionJudge.from_url(server.url, "judge-model", config=config)
-        assert judge.score_batch(["p"], ["anger"], ["Move!"]) == [None]
+        assert all_unscored(judge.score_batch(["p"], ["anger"], ["Move!"]))
     assert server.calls == 2 and judge.failures == 1
 
 
-def test_a_slow_judge_times_out_into_none() -> None:
+def test_a_slow_judge_times_out_into_unscored() -> None:
     with OpenAIServer([Reply(content=format_judge_reply(), latency_s=1.0)]) as server:
         config = JudgeConfig(cache=False, max_retries=0, timeout_s=0.2, **FAST)
         judge = EmotionJudge.from_url(server.url, "judge-model", config=config)
-        assert judge.score_batch(["p"], ["anger"], ["Move!"]) == [None]
+        assert all_unscored(judge.score_batch(["p"], ["anger"], ["Move!"]))
     assert judge.failures == 1
 
 
@@ -390,33 +395,21 @@ def test_a_lone_surrogate_reaches_the_judge_as_u_fffd_as_eval_results_store_it()
 # -- failures seen by the layers above (issue 14, item 11) -------------------------------------
 
 
-def test_watch_judge_failures_sees_each_failed_sample_of_its_thread_only() -> None:
+def test_a_failed_judging_is_an_unscored_that_says_why_and_a_reused_one_is_not_counted_again() -> None:
     lm = FlakyLM({"Move!": ratings()}, fail=0, error=LMServerError("down", status=500))
     judge = EmotionJudge(lm, JudgeConfig(cache=False, max_retries=0))
-    elsewhere: list[int] = []
-
-    def other_thread() -> None:
-        with watch_judge_failures() as seen:
-            judge.score_batch(["p"], ["anger"], ["Move!"])
-        elsewhere.append(seen.count)
-
-    with watch_judge_failures() as outer:
-        with watch_judge_failures() as inner:
-            judge.score_batch(["p"] * 3, ["anger"] * 3, ["Move!", "no verdict for this one", None])
-        judge.score_batch(["p"] * 3, ["anger"] * 3, ["Move!", "no verdict for this one", None], retry_failed=False)
-        thread = threading.Thread(target=other_thread)
-        thread.start()
-        thread.join()
-    assert inner.count == 1 and inner.batches == [[False, True, False]]
-    assert outer.count == 1, "a failed outcome reused with retry_failed=False is not a new failure"
-    assert outer.failed_samples(3) == [False, True, False] and len(outer.batches) == 2
-    assert elsewhere == [0] and judge.failures == 1
+    first = judge.score_batch(["p"] * 3, ["anger"] * 3, ["Move!", "no verdict for this one", None])
+    again = judge.score_batch(["p"] * 3, ["anger"] * 3, ["Move!", "no verdict for this one", None], retry_failed=False)
+    for verdicts in (first, again):
+        assert isinstance(verdicts[0], JudgeVerdict) and verdicts[2] is None
+        assert isinstance(verdicts[1], Unscored) and "emotion judge" in verdicts[1].reason
+    assert judge.failures == 1, "a failed outcome reused with retry_failed=False is not a new failure"
 
 
-def test_a_judge_answering_http_500_leaves_none_counted_and_watched() -> None:
+def test_a_judge_answering_http_500_leaves_each_sample_unscored_with_the_status() -> None:
     with OpenAIServer(_verdict_for, fail_first=1000, fail_status=500) as server:
         config = JudgeConfig(cache=False, max_retries=1, timeout_s=10, **FAST)
         judge = EmotionJudge.from_url(server.url, "judge-model", config=config)
-        with watch_judge_failures() as seen:
-            assert judge.score_batch(["p", "p"], ["anger", "joy"], ["Move!", "Yay"]) == [None, None]
-    assert seen.count == judge.failures == 2 and seen.failed_samples(2) == [True, True]
+        verdicts = judge.score_batch(["p", "p"], ["anger", "joy"], ["Move!", "Yay"])
+    assert all(isinstance(v, Unscored) and "judge-model" in v.reason for v in verdicts), verdicts
+    assert judge.failures == 2

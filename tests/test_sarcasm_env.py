@@ -30,9 +30,9 @@ def answer(label: str, confidence: float = 0.9) -> str:
     return f'<final>{{"label": "{label}", "confidence": {confidence}}}</final>'
 
 
-@pytest.mark.parametrize("reward", ["multi", "single"])
-def test_sarcasm_env_passes_check_env_offline(reward):
-    report = check_env(affectgym.make("affectgym/Sarcasm-v0", split="all", reward=reward), max_scenarios=40)
+@pytest.mark.parametrize("rubric", ["multi", "single"])
+def test_sarcasm_env_passes_check_env_offline(rubric):
+    report = check_env(affectgym.make("affectgym/Sarcasm-v0", split="all", rubric=rubric), max_scenarios=40)
     assert report.fuzzed_actions >= 2_000 and report.label_flip_scenarios == 40
 
 
@@ -110,8 +110,10 @@ def test_train_and_eval_splits_are_disjoint_stable_and_class_balanced():
 def test_unknown_arguments_fail_with_the_accepted_values():
     with pytest.raises(ValueError, match="accepted: 'train', 'eval', 'all', 'fold-k'"):
         SarcasmEnv(split="validation")
-    with pytest.raises(ValueError, match="reward must be one of multi, single, label"):
-        SarcasmEnv(reward="dense")
+    with pytest.raises(ValueError, match="rubric must be a Rubric or one of multi, single, label"):
+        SarcasmEnv(rubric="dense")
+    with pytest.raises(ValueError, match="task_format answer must be one of json, word, yesno"):
+        SarcasmEnv(task_format={"answer": "dense"})
     with pytest.raises(DatasetError, match="data_dir"):
         SarcasmEnv(dataset="mustard")
 

@@ -208,7 +208,7 @@ def test_resuming_against_a_server_restarted_with_other_options_is_refused_namin
         run(served, resume=False)
     metadata = json.loads((tmp_path / "run" / "metadata.json").read_text())
     assert metadata["env_kwargs"] == {"split": "eval"} and metadata["reward_weights"]["correctness"] > 0
-    with ServedEnv(SARCASM, {"split": "eval", "reward": "label", "max_turns": 3}) as restarted:
+    with ServedEnv(SARCASM, {"split": "eval", "rubric": "label", "max_turns": 3}) as restarted:
         with pytest.raises(ValueError, match=r"scored by another env \(env_kwargs: recorded \{'split': 'eval'\}, now"):
             run(restarted, resume=True)
     with ServedEnv(SARCASM, {"split": "eval"}) as same:

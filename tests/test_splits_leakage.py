@@ -112,7 +112,7 @@ def test_unknown_group_by_names_the_accepted_values():
 
 
 def test_compact_flat_prompt_holds_the_line_and_one_delivery_line_and_wrong_answers_score_below_none():
-    env = SarcasmEnv(split="eval", reward="label", answer="word", flat_prompt="compact")
+    env = SarcasmEnv(split="eval", rubric="label", task_format={"answer": "word", "flat_prompt": "compact"})
     clip = next(c for c in env.scenarios if c.pivot)
     user = env.flat_prompt(clip)[1]["content"]
     assert clip.transcript in user and "Delivery vs" in user and "Pitch contour" not in user
@@ -126,11 +126,11 @@ def test_compact_flat_prompt_holds_the_line_and_one_delivery_line_and_wrong_answ
 
 
 def test_yes_no_answers_mean_the_first_label_or_the_other_and_need_two_labels():
-    env = SarcasmEnv(split="eval", reward="label", answer="yesno", flat_prompt="compact")
+    env = SarcasmEnv(split="eval", rubric="label", task_format="short-yesno")
     clip = next(c for c in env.scenarios if c.label == "sincere")
     trace = env.flat_trace(clip)
     assert env.flat_prompt(clip)[-1]["content"].endswith("Is the line sarcastic? Answer yes or no.")
     assert env.score(clip, "No.", trace).total == pytest.approx(1.0)
     assert env.score(clip, "Yes", trace).components["correctness"] == -1.0
     with pytest.raises(ValueError, match="needs exactly two labels"):
-        affectgym.make("affectgym/SpeechEmotion-v0", answer="yesno")
+        affectgym.make("affectgym/SpeechEmotion-v0", task_format="yesno")

@@ -12,7 +12,7 @@ from affectgym.train.config import TrainConfig
 from affectgym.train.sft import assistant_token_mask, episode_demonstrations
 
 ENV_ID = "affectgym/Sarcasm-v0"
-FORM = {"reward": "label", "answer": "yesno", "flat_prompt": "compact", "max_turns": 3}
+FORM = {"task_format": {"answer": "yesno", "flat_prompt": "compact"}, "rubric": "label", "max_turns": 3}
 
 
 @pytest.fixture(scope="module")

@@ -43,13 +43,13 @@ def test_every_config_field_is_a_cli_option():
 def test_cli_options_parse_into_the_config():
     args = parse(["affectgym/Sarcasm-v0", "--model", "smollm2-135m", "--mode", "multiturn", "--max-steps", "7",
                   "--num-generations", "2", "--batch-size", "4", "--lora-r", "0", "--output-dir", "out",
-                  "--eval-episodes", "5", "--oversample", "pivot=2", "--env-kwargs", '{"reward": "single"}',
+                  "--eval-episodes", "5", "--oversample", "pivot=2", "--env-kwargs", '{"rubric": "single"}',
                   "--no-balance"])
     config = config_from_args(args)
     assert config == TrainConfig(
         env_id="affectgym/Sarcasm-v0", model="smollm2-135m", mode="multiturn", max_steps=7, num_generations=2,
         batch_size=4, lora_r=0, output_dir="out", eval_episodes=5, oversample={"pivot": 2},
-        env_kwargs={"reward": "single"}, balance=False,
+        env_kwargs={"rubric": "single"}, balance=False,
     )
 
 

@@ -122,7 +122,7 @@ def test_demo_job_warm_starts_trains_flat_and_plays_held_out_episodes_with_its_o
 
 
 def test_flat_run_with_last_layer_lora_writes_a_heldout_curve_scored_by_the_env(tiny_model, tmp_path):
-    kwargs = {"reward": "label", "answer": "word", "flat_prompt": "compact"}
+    kwargs = {"task_format": {"answer": "word", "flat_prompt": "compact"}, "rubric": "label"}
     config = tiny_config(
         tiny_model, "affectgym/Sarcasm-v0", "flat", tmp_path, max_completion_length=4, lora_layers=1,
         eval_every_steps=1, env_kwargs=kwargs,

@@ -131,7 +131,7 @@ def test_a_run_killed_mid_way_resumes_from_its_checkpoint_to_the_uninterrupted_r
     from affectgym.eval.runner import EvalConfig, run_eval
     from affectgym.train.sft import train_sft
 
-    form = {"reward": "label", "answer": "yesno", "flat_prompt": "compact", "max_turns": 3}
+    form = {"task_format": {"answer": "yesno", "flat_prompt": "compact"}, "rubric": "label", "max_turns": 3}
     tiny = tiny_causal_lm(tmp_path)
     options = {"env_id": ENV_ID, "model": str(tiny), "max_steps": 4, "save_steps": 2, "learning_rate": 1e-2,
                "lora_r": 4, "eval_episodes": 2, "eval_max_new_tokens": 4, "env_kwargs": form, "seed": 3}

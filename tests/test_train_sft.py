@@ -22,7 +22,7 @@ from affectgym.train.sft import (
 )
 
 ENV_ID = "affectgym/Sarcasm-v0"
-FORM = {"reward": "label", "answer": "yesno", "flat_prompt": "compact", "max_turns": 3}
+FORM = {"task_format": {"answer": "yesno", "flat_prompt": "compact"}, "rubric": "label", "max_turns": 3}
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ def tiny_config(model, output_dir, **overrides) -> TrainConfig:
     return TrainConfig(
         env_id="affectgym/Sarcasm-v0", model=str(model), mode="flat", max_steps=1, num_generations=GENERATIONS,
         batch_size=2 * GENERATIONS, max_completion_length=3, lora_r=4, lora_dropout=0.0, eval_episodes=0,
-        env_kwargs={"reward": "label", "answer": "yesno", "flat_prompt": "compact"},
+        env_kwargs={"task_format": {"answer": "yesno", "flat_prompt": "compact"}, "rubric": "label"},
         output_dir=str(output_dir), **overrides,
     )
 

@@ -54,8 +54,8 @@ from affectgym.agents.policies import (
 )
 from affectgym.agents.protocol import ProtocolAgent
 from affectgym.agents.registry import agent_env_problem, make_agent, register_agent
+from affectgym.envs.label_format import final_answer
 from affectgym.envs.spaces import env_kind
-from affectgym.envs.speech_emotion import final_answer
 
 _NUMBER = r"([-+]?\d+(?:\.\d+)?)"
 # (feature name, pattern over get_prosody_features' text); missing values read as NaN.

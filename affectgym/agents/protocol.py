@@ -10,7 +10,7 @@ about the labels: the supervised warm start (``affectgym train --algo sft --demo
 them teaches a model to play the env, not to solve it.
 
 >>> import affectgym
->>> env = affectgym.make("affectgym/Sarcasm-v0", flat_prompt="compact", split="train").unwrapped
+>>> env = affectgym.make("affectgym/Sarcasm-v0", task_format={"flat_prompt": "compact"}, split="train").unwrapped
 >>> print(protocol_tool_message(env, env.scenarios[0]))
 <tool_call>{"name": "get_transcript", "arguments": {}}</tool_call>
 <tool_call>{"name": "get_prosody_features", "arguments": {"detail": "summary"}}</tool_call>

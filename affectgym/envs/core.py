@@ -25,13 +25,14 @@ multi-step env pays for an answer that does not end the episode) and the termina
 carries the rest, so the step rewards of an episode sum to its score.
 
 When the LLM judge fails. A rubric criterion scored by an LLM judge
-(:mod:`affectgym.rewards.judge`) gives ``None`` for a reply whose judging failed (the server
-down, an answer that does not parse, a timeout, after the retries): the reward is then the
-rubric total without the judge's part, never a score as if the judge had said 0. The base
-class counts these failures (:func:`~affectgym.rewards.judge.watch_judge_failures` around
-every step), so users see them: every ``info`` carries ``judge_failures``, the failed
-verdicts of that step, and ``info["outcome"]["judge_failures"]`` those of the whole episode
-(the eval runner records it; 0 for an env without a judge).
+(:mod:`affectgym.rewards.judge`) is :class:`~affectgym.rewards.rubric.Unscored` for a reply
+whose judging failed (the server down, an answer that does not parse, a timeout, after the
+retries): the reward is then the rubric total without the judge's part, never a score as if
+the judge had said 0. The base class reads the failure from the step's
+:class:`~affectgym.rewards.rubric.RubricResult`, so users see it: every ``info`` carries
+``unscored`` (the step's unscored criteria and why) and ``judge_failures`` (1 when the
+judge failed on the step's answer, else 0), and ``info["outcome"]["judge_failures"]`` counts
+those of the whole episode (the eval runner records it; 0 for an env without a judge).
 
 The base class owns the episode's bookkeeping: the messages, the trace (both readable as
 :attr:`AffectEnv.messages` and :attr:`AffectEnv.trace`), the paid reward, the turn limit,
@@ -81,7 +82,6 @@ import gymnasium as gym
 from affectgym.envs.parsing import TOOL_CALL_FORMAT, ToolCall, parse_tool_calls
 from affectgym.envs.spaces import TextSpace, clip_text
 from affectgym.envs.tools import ToolArgumentError, ToolSpec, tool, tool_specs
-from affectgym.rewards.judge import JudgeFailures, watch_judge_failures
 from affectgym.rewards.rubric import Criterion, Reply, Rubric, RubricResult
 
 Trace = list[dict[str, Any]]
@@ -111,6 +111,8 @@ class Continue:
         scenario: The scenario the episode goes on with (e.g. the next dialogue turn);
             ``None`` keeps the current one.
         info: Extra keys of the step's ``info``.
+        result: The rubric's score of this answer, when the env scored it: its unscored
+            criteria (a judge outage) reach the step's ``info`` and the episode's count.
     """
 
     observation: str
@@ -119,6 +121,7 @@ class Continue:
     entry: Mapping[str, Any] | None = None
     scenario: Any = None
     info: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    result: RubricResult | None = None
 
 
 class AffectEnv(gym.Env[str, str]):
@@ -196,8 +199,7 @@ class AffectEnv(gym.Env[str, str]):
         self._turn = 0
         self._paid = 0.0
         self._done = True
-        self._judge_failures = 0  # failed judge verdicts of the episode's finished steps
-        self._judging = JudgeFailures()  # those of the step in progress
+        self._judge_failures = 0  # the episode's steps whose answer the judge failed on
         self._messages_printed = 0  # render_mode="human": messages already on stdout
 
     # ----------------------------------------------------------------- subclass API
@@ -362,10 +364,14 @@ class AffectEnv(gym.Env[str, str]):
         """``text`` read once with :meth:`parse_final`, as the criteria receive it.
 
         ``None`` (unanswered) gives ``Reply(None)``; a text that does not parse keeps its
-        text with ``answer=None``.
+        text with ``answer=None``, and so does a tool call of an env with tools: as in
+        :meth:`step`, a message that calls a tool is not a final answer (a flattened
+        completion cannot smuggle its answer into a tool call's arguments).
         """
         if text is None:
             return Reply(None)
+        if self.tools and parse_tool_calls(text).found:
+            return Reply(text, None)
         answer, problem = self.parse_final(text)
         return Reply(text, answer if problem is None else None)
 
@@ -450,7 +456,6 @@ class AffectEnv(gym.Env[str, str]):
         self._turn = 0
         self._paid = 0.0
         self._judge_failures = 0
-        self._judging = JudgeFailures()
         self._done = False
         observation = self._clip(self.first_observation(scenario))
         self._messages = [
@@ -466,18 +471,11 @@ class AffectEnv(gym.Env[str, str]):
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Read one agent message and answer it (see the module docstring). Never raises on ``action``.
 
-        ``info["judge_failures"]`` counts the LLM judge's failed verdicts of this step, and
-        once the episode is over ``info["outcome"]["judge_failures"]`` those of the episode.
+        ``info["unscored"]`` names the criteria left unscored on this step's answer and why,
+        ``info["judge_failures"]`` is 1 when the LLM judge failed on it, and once the episode
+        is over ``info["outcome"]["judge_failures"]`` counts those of the episode.
         """
-        if self._done:
-            result = self._after_end()
-        else:
-            try:
-                with watch_judge_failures() as self._judging:
-                    result = self._step_action(action)
-            finally:
-                self._judge_failures += self._judging.count
-                self._judging = JudgeFailures()
+        result = self._after_end() if self._done else self._step_action(action)
         if self.render_mode == "human":
             self.render()
         return result
@@ -527,7 +525,9 @@ class AffectEnv(gym.Env[str, str]):
             )
         return dict(options)
 
-    def _info(self, components: Mapping[str, float | None], **extra: Any) -> dict[str, Any]:
+    def _info(
+        self, components: Mapping[str, float | None], scored: RubricResult | None = None, **extra: Any
+    ) -> dict[str, Any]:
         return {
             "messages": [_copy_message(m) for m in self._messages],
             "tools": json.loads(self._tools_json),
@@ -536,7 +536,8 @@ class AffectEnv(gym.Env[str, str]):
             "turn": self._turn,
             "max_turns": self.max_turns,
             "reward_components": dict(components),
-            "judge_failures": self._judging.count,
+            "unscored": dict(scored.unscored) if scored is not None else {},
+            "judge_failures": _judge_failed(scored),
             **self.episode_info(self.scenario),
             **extra,
         }
@@ -617,13 +618,15 @@ class AffectEnv(gym.Env[str, str]):
         components: Mapping[str, float | None],
         reward: float | None = None,
         extra: Mapping[str, Any] | None = None,
+        scored: RubricResult | None = None,
     ) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """A step that does not end the episode, unless it used the last turn; ``reward`` defaults to the components' sum."""
+        self._judge_failures += _judge_failed(scored)
         if self._turn >= self.max_turns:
             return self._finish(None, observation=observation)
         paid = float(sum(v for v in components.values() if v is not None)) if reward is None else float(reward)
         self._paid += paid
-        return observation, paid, False, False, self._info(components, **dict(extra or {}))
+        return observation, paid, False, False, self._info(components, scored, **dict(extra or {}))
 
     def _answer(self, reply: Reply) -> tuple[str, float, bool, bool, dict[str, Any]]:
         going_on = self.on_answer(reply)
@@ -635,7 +638,7 @@ class AffectEnv(gym.Env[str, str]):
             self.scenario = going_on.scenario
         observation = self._clip(going_on.observation)
         self._messages.append({"role": "user", "content": observation})
-        return self._intermediate(observation, going_on.components, going_on.reward, going_on.info)
+        return self._intermediate(observation, going_on.components, going_on.reward, going_on.info, going_on.result)
 
     def _finish(self, reply: Reply | None, observation: str | None = None) -> tuple[str, float, bool, bool, dict[str, Any]]:
         truncated = reply is None
@@ -651,14 +654,16 @@ class AffectEnv(gym.Env[str, str]):
         reward = result.total - self._paid
         self._paid = result.total
         self._done = True
+        self._judge_failures += _judge_failed(result)
         info = self._info(
             result.components,
+            result,
             episode_reward=result.total,
             final_answer=reply.answer,
             truncated_unanswered=truncated,
             outcome={
                 **self.outcome(self.scenario, reply.answer, result),
-                "judge_failures": self._judge_failures + self._judging.count,
+                "judge_failures": self._judge_failures,
             },
         )
         return observation, float(reward), not truncated, truncated, info
@@ -703,6 +708,11 @@ def successful_tool_calls(trace: Sequence[Mapping[str, Any]]) -> int:
     1
     """
     return sum(1 for entry in trace if entry.get("type") == "tool_call" and entry.get("ok"))
+
+
+def _judge_failed(result: RubricResult | None) -> int:
+    """1 when the LLM judge failed on the answer ``result`` scores (its criteria went unscored), else 0."""
+    return int(result is not None and "judge" in result.failed_scorers)
 
 
 def _transcript(messages: Sequence[Mapping[str, Any]]) -> str:

@@ -27,7 +27,7 @@ from affectgym.envs.core import AffectEnv, Continue, Trace, count_invalid_action
 from affectgym.rewards.classifier import EmotionClassifier, MemoisedClassifier
 from affectgym.rewards.factories import make_classifier, make_judge
 from affectgym.rewards.judge import EmpathyJudge
-from affectgym.rewards.rubric import Cap, Criterion, Reply, Rubric, RubricResult
+from affectgym.rewards.rubric import Cap, Criterion, Reply, Rubric, RubricResult, Unscored
 from affectgym.rewards.rules import names_emotion, states_feeling, strip_think
 
 log = logging.getLogger(__name__)
@@ -645,7 +645,7 @@ class DialogueEnv(AffectEnv):
             Criterion("open_question", open_question, DEFAULT_REWARD_WEIGHTS["open_question"]),
         ]
         if self.judge is not None:
-            criteria.append(Criterion("empathy", self._judged, self.judge_weight, batched=True))
+            criteria.append(Criterion("empathy", self._judged, self.judge_weight, batched=True, scorer="judge"))
         caps = [Cap("length_far_off", FAR_OFF_LENGTH_CAP, lambda c: c.get("length") == 0.0)]
         per_turn = Rubric(criteria, caps=caps).with_weights(self.reward_weights)
         episode = [
@@ -690,7 +690,9 @@ class DialogueEnv(AffectEnv):
             values.append(sum(credits) / 3)
         return values
 
-    def _judged(self, scenarios: Sequence[DialogueTurn], replies: Sequence[Reply], traces: Sequence[Trace]) -> list[float | None]:
+    def _judged(
+        self, scenarios: Sequence[DialogueTurn], replies: Sequence[Reply], traces: Sequence[Trace]
+    ) -> list[float | Unscored | None]:
         assert self.judge is not None
         return self.judge.score_batch(
             [f"{render_history(t.history)}\nHuman: {t.user_line}".strip() for t in scenarios],
@@ -807,6 +809,7 @@ class DialogueEnv(AffectEnv):
             },
             scenario=following,
             info={"turn_reward": result.total, "parse_error": reply.answer.error},
+            result=result,
         )
 
     def _arc(self, turn: DialogueTurn) -> tuple[DialogueTurn, ...]:

@@ -23,7 +23,7 @@ from affectgym.envs.core import AffectEnv, Trace
 from affectgym.rewards.classifier import EmotionClassifier, MemoisedClassifier
 from affectgym.rewards.factories import log_once, make_classifier, make_judge
 from affectgym.rewards.judge import JudgeConfig, JudgeVerdict
-from affectgym.rewards.rubric import Cap, Criterion, Reply, Rubric, RubricResult
+from affectgym.rewards.rubric import Cap, Criterion, Reply, Rubric, RubricResult, Unscored
 from affectgym.rewards.rules import (
     EMOTION_WORDS,
     addresses_judge,
@@ -469,9 +469,11 @@ class EmotionStyleEnv(AffectEnv):
             classifier_weight, judge_weight = 0.0, 1.0
         criteria = [
             Criterion("emotion_probability", self._emotion_probability, classifier_weight, batched=True),
-            Criterion("judge", self._judge_score, judge_weight, batched=True),
-            Criterion("judge_implicitness", functools.partial(self._judge_rating, rating="implicitness"), 0.0, batched=True),
-            Criterion("judge_response_only", functools.partial(self._judge_rating, rating="response_only"), 0.0, batched=True),
+            Criterion("judge", self._judge_score, judge_weight, batched=True, scorer="judge"),
+            Criterion("judge_implicitness", functools.partial(self._judge_rating, rating="implicitness"), 0.0,
+                      batched=True, scorer="judge"),
+            Criterion("judge_response_only", functools.partial(self._judge_rating, rating="response_only"), 0.0,
+                      batched=True, scorer="judge"),
             *(Criterion(name, functools.partial(rule_hit, rule=name), weight) for name, weight in RULE_WEIGHTS.items()),
             Criterion("instruction_overlap", overlap_with_instruction, 0.0),
         ]
@@ -527,8 +529,8 @@ class EmotionStyleEnv(AffectEnv):
 
     def verdicts(
         self, scenarios: Sequence[StyleScenario], replies: Sequence[str | None], *, retry_failed: bool = True
-    ) -> list[JudgeVerdict | None]:
-        """The judge's verdict on each reply (``None`` when unanswered or judging failed).
+    ) -> list[JudgeVerdict | Unscored | None]:
+        """The judge's verdict on each reply (``None`` when unanswered or no judge, an ``Unscored`` when judging failed).
 
         The judge memoises its outcomes, so the criteria that read the same verdict cost
         one judging.
@@ -549,14 +551,14 @@ class EmotionStyleEnv(AffectEnv):
 
     def _judge_score(
         self, scenarios: Sequence[StyleScenario], replies: Sequence[Reply], traces: Sequence[Trace]
-    ) -> list[float | None]:
-        return [None if v is None else v.score for v in self.verdicts(scenarios, [r.text for r in replies])]
+    ) -> list[float | Unscored | None]:
+        return [v if v is None or isinstance(v, Unscored) else v.score for v in self.verdicts(scenarios, [r.text for r in replies])]
 
     def _judge_rating(
         self, scenarios: Sequence[StyleScenario], replies: Sequence[Reply], traces: Sequence[Trace], *, rating: str
     ) -> list[float | None]:
         verdicts = self.verdicts(scenarios, [r.text for r in replies], retry_failed=False)
-        return [None if v is None else float(getattr(v, rating)) for v in verdicts]
+        return [v if v is None or isinstance(v, Unscored) else float(getattr(v, rating)) for v in verdicts]
 
     def outcome(self, scenario: StyleScenario, answer: Any, result: RubricResult) -> dict[str, Any]:
         """Target emotion, the classifier's top label, the target's probability, rule hits, judge

@@ -43,11 +43,13 @@ class SarcasmEnv(SpeechEmotionEnv):
     ``get_pitch_contour``; on clips without audio the audio tools say so plainly).
 
     ## Rewards
-    ``reward="multi"``: 0.50 confidence-weighted correctness + 0.25 prosody grounding (0 on
-    pivot clips when no audio tool was called, 0.4 on other clips) + 0.15 tool parsimony
-    (1 for 1-3 calls, 0.6 for 4-5, 0 for 6; at most 6 calls) + 0.10 format.
-    ``reward="single"`` (flattened single-shot training): 0.70 correctness + 0.15 reasoning
-    length (50-150 words) + 0.15 format. Weights are overridable with ``reward_weights``.
+    The rubric the env is composed with (:mod:`affectgym.envs.speech_rubrics`): ``"multi"``
+    (the default): 0.50 confidence-weighted correctness + 0.25 prosody grounding (0 on pivot
+    clips when no audio tool was called, 0.4 on other clips) + 0.15 tool parsimony (1 for
+    1-3 calls, 0.6 for 4-5, 0 for 6; at most 6 calls) + 0.10 format; ``"single"``
+    (flattened single-shot training): 0.70 correctness + 0.15 reasoning length (50-150
+    words) + 0.15 format; ``"label"`` (short answers); or any ``Rubric``. Weights are
+    overridable with ``reward_weights``.
 
     ## Starting State
     A clip of the split, drawn with ``np_random`` (or ``options={"scenario_id": id}``).
@@ -67,7 +69,7 @@ class SarcasmEnv(SpeechEmotionEnv):
     ``"fold-k"`` or ``"fold-k/train"`` (MUStARD's speaker-dependent fold k = 1..5, its test
     part by default; needs ``DIR/split_indices.json``), ``"speaker-independent"`` or
     ``"speaker-independent/train"`` (test on FRIENDS, train on the other shows).
-    Plus every argument of ``SpeechEmotionEnv`` (``reward``, ``reward_weights``,
+    Plus every argument of ``SpeechEmotionEnv`` (``task_format``, ``rubric``, ``reward_weights``,
     ``max_tool_calls``, ``prosody_backend``, ``norms``, ``on_bad_clip``, ``max_turns``, ...).
 
     ```python

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-import re
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -20,222 +20,22 @@ from affectgym.data.speech_sources import (
 )
 from affectgym.data.splits import select_split
 from affectgym.envs.core import AffectEnv, Trace, successful_tool_calls, tool
-from affectgym.envs.parsing import last_json_object, tagged_blocks
-from affectgym.rewards.rubric import Criterion, Reply, Rubric, RubricResult
+from affectgym.envs.label_format import LabelFormat, final_answer, parse_label_answer
+from affectgym.envs.speech_rubrics import (
+    AUDIO_TOOLS,
+    answer_format,
+    confidence_weighted_correctness,
+    parsimony_credit,
+    prosody_grounding,
+    reasoning_length,
+    signed_correctness,
+    speech_rubric,
+    tool_parsimony,
+)
+from affectgym.rewards.rubric import Rubric, RubricResult
 
-AUDIO_TOOLS = ("get_prosody_features", "get_pitch_contour")
-# <final>{"label", "confidence"}</final>; the label word alone; or, for two labels, yes/no to "is it <first label>?"
-ANSWER_FORMATS = ("json", "word", "yesno")
-FLAT_PROMPTS = ("full", "compact")  # every tool output, or the transcript and a one-line delivery summary
-REWARD_MODES = ("multi", "single", "label")
 NO_AUDIO = "No audio for this clip: {what} cannot be measured. Decide from the transcript alone."
-REASONING_WORDS_FULL_CREDIT = (50, 150)  # words of reasoning that earn full single-shot credit
-PARSIMONY_BY_CALLS = ((3, 1.0), (5, 0.6))  # (at most this many calls, credit); more calls earn 0
-UNGROUNDED_CREDIT = 0.4  # grounding credit without an audio tool, on clips whose words suffice
 log = logging.getLogger(__name__)
-
-
-# ----------------------------------------------------------------------------- answers
-def parse_label_answer(text: str | None, labels: Sequence[str]) -> tuple[dict[str, Any] | None, str | None]:
-    """Read ``{"label": ..., "confidence": ...}`` from ``<final>...</final>``, else from the message.
-
-    The answer is the last JSON object of the block (or of the message), by the rule of
-    :func:`~affectgym.envs.parsing.last_json_object`.
-
-    Returns:
-        ``(answer, None)`` with the label lower-cased and confidence a float in ``[0, 1]``,
-        or ``(None, what was wrong and what is accepted)``.
-
-    >>> parse_label_answer('Rising pitch. <final>{"label": "Sarcastic", "confidence": 0.8}</final>', ["sarcastic", "sincere"])
-    ({'label': 'sarcastic', 'confidence': 0.8}, None)
-    >>> parse_label_answer('{"label": "sincere", "confidence": 1.7}', ["sarcastic", "sincere"])[1]
-    'confidence must be a number between 0 and 1, got 1.7'
-    """
-    accepted = f'accepted: <final>{{"label": one of {list(labels)}, "confidence": 0.0-1.0}}</final>'
-    if not text:
-        return None, f"no final answer; {accepted}"
-    blocks = tagged_blocks(text, "final")
-    payload, _ = last_json_object(blocks[0][2] if blocks else text)
-    if payload is None:
-        return None, f"no JSON answer found; {accepted}"
-    label = payload.get("label")
-    if not isinstance(label, str) or label.strip().lower() not in labels:
-        return None, f"label must be one of {list(labels)}, got {label!r}"
-    confidence = payload.get("confidence")
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
-        return None, f"confidence must be a number between 0 and 1, got {confidence!r}"
-    return {"label": label.strip().lower(), "confidence": float(confidence)}, None
-
-
-def answer_words(labels: Sequence[str], answer: str = "word") -> dict[str, str]:
-    """The words a one-word answer may be, each with the label it means.
-
-    >>> answer_words(["sarcastic", "sincere"], "yesno")
-    {'sarcastic': 'sarcastic', 'sincere': 'sincere', 'yes': 'sarcastic', 'no': 'sincere'}
-    """
-    words = {label: label for label in labels}
-    if answer == "yesno":
-        first, second = labels
-        words.update({"yes": first, "no": second})
-    return words
-
-
-def parse_label_word(text: str | None, words: Mapping[str, str]) -> tuple[dict[str, Any] | None, str | None]:
-    """Read a one-word answer: the first of ``words`` (see :func:`answer_words`) the reply says, as a whole word.
-
-    A one-word answer commits fully, so its confidence is 1.0.
-
-    Returns:
-        ``(answer, None)`` with the label the word means, or ``(None, what is accepted)``.
-
-    >>> parse_label_word("Sarcastic.", answer_words(["sarcastic", "sincere"]))
-    ({'label': 'sarcastic', 'confidence': 1.0}, None)
-    >>> parse_label_word("No.", answer_words(["sarcastic", "sincere"], "yesno"))
-    ({'label': 'sincere', 'confidence': 1.0}, None)
-    >>> parse_label_word("insincere", answer_words(["sarcastic", "sincere"]))[1]
-    "no answer word found; accepted: one of ['sarcastic', 'sincere']"
-    """
-    if text:
-        pattern = r"\b(" + "|".join(re.escape(word) for word in words) + r")\b"
-        found = re.search(pattern, text, re.IGNORECASE)
-        if found:
-            return {"label": words[found.group(1).lower()], "confidence": 1.0}, None
-    return None, f"no answer word found; accepted: one of {list(words)}"
-
-
-def reasoning_words(reply: str | None) -> int:
-    """Words of reasoning in ``reply``: everything but the final answer block or JSON.
-
-    >>> reasoning_words('The pitch jumps on "great". <final>{"label": "sarcastic", "confidence": 0.9}</final>')
-    5
-    """
-    if not reply:
-        return 0
-    pieces, position = [], 0
-    for start, end, _ in tagged_blocks(reply, "final"):
-        pieces.append(reply[position:start])
-        position = end
-    text = " ".join([*pieces, reply[position:]])
-    payload_start = text.rfind("{")
-    if payload_start != -1 and last_json_object(text[payload_start:])[0] is not None:
-        text = text[:payload_start]
-    return len(text.split())
-
-
-def _audio_tool_called(trace: Sequence[Mapping[str, Any]]) -> bool:
-    return any(e.get("type") == "tool_call" and e.get("ok") and e.get("name") in AUDIO_TOOLS for e in trace)
-
-
-# ----------------------------------------------------------------------------- criteria
-def confidence_weighted_correctness(scenario: SpeechClip, reply: Reply, trace: Trace) -> float:
-    """0.5 + 0.5·confidence when right, 0.5 − 0.5·confidence when wrong, 0 when unreadable.
-
-    >>> clip = SpeechClip(id="c1", transcript="Oh great.", label="sarcastic")
-    >>> confidence_weighted_correctness(clip, Reply("...", {"label": "sarcastic", "confidence": 0.8}), [])
-    0.9
-    >>> round(confidence_weighted_correctness(clip, Reply("...", {"label": "sincere", "confidence": 0.8}), []), 6)
-    0.1
-    >>> confidence_weighted_correctness(clip, Reply("no idea"), [])
-    0.0
-    """
-    answer = reply.answer
-    if answer is None:
-        return 0.0
-    right = answer["label"] == scenario.label
-    return 0.5 + 0.5 * answer["confidence"] if right else 0.5 - 0.5 * answer["confidence"]
-
-
-def signed_correctness(scenario: SpeechClip, reply: Reply, trace: Trace) -> float:
-    """1 when the answer names the gold label, -1 when it names another, 0 when there is none.
-
-    A wrong answer scores below no answer, so guessing the label a policy happens to favour
-    is never rewarded on the clips where it is wrong (a 0 for wrong answers would let the
-    favourite answer gain on the clips where it is right and lose nothing elsewhere).
-
-    >>> clip = SpeechClip(id="c1", transcript="Oh great.", label="sarcastic")
-    >>> signed_correctness(clip, Reply("yes", {"label": "sarcastic", "confidence": 1.0}), [])
-    1.0
-    >>> signed_correctness(clip, Reply("no", {"label": "sincere", "confidence": 1.0}), [])
-    -1.0
-    >>> signed_correctness(clip, Reply("hmm"), [])
-    0.0
-    """
-    if reply.answer is None:
-        return 0.0
-    return 1.0 if reply.answer["label"] == scenario.label else -1.0
-
-
-def prosody_grounding(scenario: SpeechClip, reply: Reply, trace: Trace) -> float:
-    """1 if an audio tool was used; otherwise 0.4, or 0 on pivot clips (only the audio decides).
-
-    >>> clip = SpeechClip(id="c1", transcript="Oh great.", label="sarcastic", pivot=True)
-    >>> prosody_grounding(clip, Reply("answer"), [{"type": "tool_call", "name": "get_pitch_contour", "ok": True}])
-    1.0
-    >>> prosody_grounding(clip, Reply("answer"), [{"type": "tool_call", "name": "get_transcript", "ok": True}])
-    0.0
-    """
-    if reply.text is None:
-        return 0.0
-    if _audio_tool_called(trace):
-        return 1.0
-    return 0.0 if scenario.pivot else UNGROUNDED_CREDIT
-
-
-def parsimony_credit(n_calls: int) -> float:
-    """Credit for using few tools: 1.0 for up to 3 calls, 0.6 for 4-5, 0 for more.
-
-    >>> [parsimony_credit(n) for n in (0, 3, 4, 6)]
-    [1.0, 1.0, 0.6, 0.0]
-    """
-    for most, credit in PARSIMONY_BY_CALLS:
-        if n_calls <= most:
-            return credit
-    return 0.0
-
-
-def tool_parsimony(scenario: SpeechClip, reply: Reply, trace: Trace) -> float:
-    """:func:`parsimony_credit` of the episode's successful tool calls; 0 when unanswered.
-
-    >>> tool_parsimony(None, Reply("answer"), [{"type": "tool_call", "ok": True}] * 4)
-    0.6
-    """
-    return 0.0 if reply.text is None else parsimony_credit(successful_tool_calls(trace))
-
-
-def answer_format(scenario: SpeechClip, reply: Reply, trace: Trace) -> float:
-    """1 when the final answer parses (a known label and a confidence in [0, 1]).
-
-    >>> answer_format(None, Reply("...", {"label": "sincere", "confidence": 0.5}), [])
-    1.0
-    >>> answer_format(None, Reply('{"label": "maybe"}'), [])
-    0.0
-    """
-    return float(reply.answer is not None)
-
-
-def reasoning_length(scenario: SpeechClip, reply: Reply, trace: Trace) -> float:
-    """Full credit for 50-150 words of reasoning; linear below 50; fading to 0.5 at 300 words.
-
-    >>> [reasoning_length(None, Reply(" ".join(["w"] * n)), []) for n in (0, 25, 100, 300)]
-    [0.0, 0.5, 1.0, 0.5]
-    """
-    words = reasoning_words(reply.text)
-    low, high = REASONING_WORDS_FULL_CREDIT
-    if words < low:
-        return words / low
-    if words <= high:
-        return 1.0
-    return max(0.5, 1.0 - (words - high) / (2 * high))
-
-
-# ----------------------------------------------------------------------------- the env
-def final_answer(label: str, confidence: float) -> str:
-    """The final-answer text of the ``"json"`` answer format.
-
-    >>> final_answer("sincere", 0.75)
-    '<final>{"label": "sincere", "confidence": 0.75}</final>'
-    """
-    return f'<final>{{"label": "{label}", "confidence": {round(float(confidence), 4)}}}</final>'
 
 
 class SpeechEmotionEnv(AffectEnv):
@@ -255,9 +55,10 @@ class SpeechEmotionEnv(AffectEnv):
     ## Action Space
     Text (``TextSpace``): a tool call ``<tool_call>{"name": ..., "arguments": {}}</tool_call>``
     or a final answer ``<final>{"label": ..., "confidence": 0..1}</final>`` (the last JSON
-    object of the message is accepted too); with ``answer="word"``, the label word alone, and
-    with ``"yesno"``, yes or no (the first answer word the message names is read; its
-    confidence is 1). A message with tool calls and then an answer: the tools run, the
+    object of the message is accepted too), in the env's task format
+    (:class:`~affectgym.envs.label_format.LabelFormat`): with ``answer="word"``, the label
+    word alone, and with ``"yesno"``, yes or no (the first answer word the message names is
+    read; its confidence is 1). A message with tool calls and then an answer: the tools run, the
     answer is not read (it was written before their outputs), and the message costs the
     invalid-action penalty; answer in a message of its own.
 
@@ -271,13 +72,14 @@ class SpeechEmotionEnv(AffectEnv):
     At most ``max_tool_calls`` successful calls; further calls are rejected.
 
     ## Rewards
-    ``reward="multi"`` (interactive): 0.50 confidence-weighted correctness (0.5 ± 0.5·conf)
-    + 0.25 prosody grounding (1 with an audio tool; else 0.4, or 0 on pivot clips)
-    + 0.15 tool parsimony (1 for ≤ 3 calls, 0.6 for 4-5, else 0) + 0.10 format.
-    ``reward="single"`` (single-shot): 0.70 correctness + 0.15 reasoning length (full at
-    50-150 words) + 0.15 format. ``reward="label"`` (short answers): 0.70 signed correctness
-    (1 right, -1 wrong, 0 unanswered) + 0.30 format (an answer could be read): a right answer
-    earns 1.0, none 0, a wrong one -0.4. Invalid messages cost ``invalid_action_penalty`` each.
+    The env's rubric (:mod:`affectgym.envs.speech_rubrics`): ``"multi"`` (interactive, the
+    default): 0.50 confidence-weighted correctness (0.5 ± 0.5·conf) + 0.25 prosody grounding
+    (1 with an audio tool; else 0.4, or 0 on pivot clips) + 0.15 tool parsimony (1 for ≤ 3
+    calls, 0.6 for 4-5, else 0) + 0.10 format. ``"single"`` (single-shot): 0.70 correctness
+    + 0.15 reasoning length (full at 50-150 words) + 0.15 format. ``"label"`` (short
+    answers): 0.70 signed correctness (1 right, -1 wrong, 0 unanswered) + 0.30 format (an
+    answer could be read): a right answer earns 1.0, none 0, a wrong one -0.4. Or any
+    ``Rubric`` of these criteria. Invalid messages cost ``invalid_action_penalty`` each.
     Step rewards: an invalid message or a tool call that lowers parsimony is paid at its
     step; the final step carries the rest, so the steps sum to the rubric total.
 
@@ -295,10 +97,14 @@ class SpeechEmotionEnv(AffectEnv):
     group is: ``"transcript"``, the default when ``None``: every clip of one line, whatever
     the voice or delivery; ``"speaker"``; ``"clip"``: no grouping; or a JSON/CSV file mapping
     each clip, by path under ``data_dir`` or by id, to a group), ``eval_fraction`` (0.2),
-    ``reward`` ("multi" | "single" | "label"), ``answer`` ("json" | "word" | "yesno": yes or
-    no to "is it <first label>?", two labels only), ``flat_prompt`` ("full": every tool
-    output; "compact": the transcript and the one-line delivery summary, a ~130-token prompt
-    for CPU training), ``reward_weights`` (overrides by component name), ``max_tool_calls`` (6),
+    ``task_format`` (a :class:`~affectgym.envs.label_format.LabelFormat`, a name of
+    ``LABEL_FORMATS`` or its mapping, e.g. ``{"answer": "yesno", "flat_prompt": "compact"}``:
+    the answer "json" | "word" | "yesno", yes or no to "is it <first label>?", two labels
+    only; the flat prompt "full": every tool output, or "compact": the transcript and the
+    one-line delivery summary, a ~130-token prompt for CPU training), ``rubric`` (a
+    ``Rubric`` or a name of ``SPEECH_RUBRICS``: "multi" | "single" | "label"; the former
+    ``reward``, ``answer`` and ``flat_prompt`` arguments still work, with a FutureWarning
+    naming the new form), ``reward_weights`` (overrides by component name), ``max_tool_calls`` (6),
     ``prosody_backend`` ("praat" | "librosa"), ``norms`` ("corpus" | "speaker" | "default"),
     ``on_bad_clip`` ("skip" | "error": what to do, when the env is made, with a clip of
     ``data_dir`` whose file is missing, a dangling link, a folder, empty, not readable
@@ -327,9 +133,8 @@ class SpeechEmotionEnv(AffectEnv):
         split: str = "train",
         group_by: str | None = None,
         eval_fraction: float = 0.2,
-        reward: str = "multi",
-        answer: str = "json",
-        flat_prompt: str = "full",
+        task_format: LabelFormat | str | Mapping[str, Any] | None = None,
+        rubric: Rubric | str = "multi",
         reward_weights: Mapping[str, float] | None = None,
         max_tool_calls: int = 6,
         prosody_backend: str = "praat",
@@ -338,13 +143,11 @@ class SpeechEmotionEnv(AffectEnv):
         max_turns: int = 8,
         invalid_action_penalty: float = 0.05,
         render_mode: str | None = None,
+        **deprecated: Any,
     ):
-        if reward not in REWARD_MODES:
-            raise ValueError(f"reward must be one of {', '.join(REWARD_MODES)}, got {reward!r}")
-        if answer not in ANSWER_FORMATS:
-            raise ValueError(f"answer must be one of {', '.join(ANSWER_FORMATS)}, got {answer!r}")
-        if flat_prompt not in FLAT_PROMPTS:
-            raise ValueError(f"flat_prompt must be one of {', '.join(FLAT_PROMPTS)}, got {flat_prompt!r}")
+        task_format, rubric = _read_deprecated(deprecated, task_format, rubric)
+        self.task_format = LabelFormat.coerce(task_format)
+        self.speech_rubric = speech_rubric(rubric)
         if group_by is not None and not isinstance(group_by, str):
             raise ValueError(
                 f"group_by must be None, one of {', '.join(GROUP_KEYS)} or a path to a JSON/CSV mapping file, got {group_by!r}"
@@ -359,9 +162,6 @@ class SpeechEmotionEnv(AffectEnv):
         self.data_dir = data_dir
         self.group_by = group_by
         self.eval_fraction = eval_fraction
-        self.reward_mode = reward
-        self.answer_format = answer
-        self.flat_prompt_form = flat_prompt
         self.reward_weights = dict(reward_weights or {})
         self.prosody_backend = prosody_backend
         self.norms_mode = norms
@@ -380,8 +180,7 @@ class SpeechEmotionEnv(AffectEnv):
                 f"{where}: {len(self.all_clips)} usable clips with the labels {list(self.label_set)}; a labelling "
                 "task needs at least two labels (for a folder dataset, two or more DIR/<label>/ folders of clips)"
             )
-        if answer == "yesno" and len(self.label_set) != 2:
-            raise ValueError(f"answer='yesno' needs exactly two labels, this dataset has {list(self.label_set)}")
+        self.task_format.check_labels(self.label_set)
         self._norms_cache: dict[str | None, Any] = {}
         self._unmeasurable: set[str] = set()
         self._groups: dict[str, str] = {}
@@ -397,7 +196,7 @@ class SpeechEmotionEnv(AffectEnv):
         )
         # One message can make several tool calls, each lowering parsimony: at most its weight.
         low, high = self.reward_range
-        signed = abs(self.rubric.weights.get("correctness", 0.0)) if reward == "label" else 0.0
+        signed = sum(abs(c.weight) for c in self.rubric.criteria if c.fn is signed_correctness)
         self.reward_range = (low - abs(self.rubric.weights.get("parsimony", 0.0)) - signed, high)
 
     # ------------------------------------------------------------------ data
@@ -437,58 +236,33 @@ class SpeechEmotionEnv(AffectEnv):
             "- get_pitch_contour(): the pitch over time as a sparkline, with its trend\n"
             f"Call a tool as <tool_call>{{\"name\": \"get_transcript\", \"arguments\": {{}}}}</tool_call> "
             f"(at most {self.max_tool_calls} calls; the delivery often matters more than the words).\n"
-            + self._final_instruction(labels)
+            + self.task_format.final_instruction(self.label_set)
         )
-
-    def _final_instruction(self, labels: str) -> str:
-        """How the interactive prompt asks for the final answer, in the env's answer format."""
-        if self.answer_format == "json":
-            return (
-                f"When you are sure, answer with <final>{{\"label\": {labels.split(', ')[0]}, "
-                "\"confidence\": 0.0-1.0}</final>, your confidence being the probability that your label is right."
-            )
-        return "When you are sure, answer in a message of its own, with no tool call: " + self._answer_question()
 
     def flat_system_prompt(self, scenario: SpeechClip) -> str:
-        labels = ", ".join(f'"{label}"' for label in self.label_set)
-        measured = (
-            "a summary of the delivery compared with typical speech"
-            if self.flat_prompt_form == "compact"
-            else "measurements of the delivery (prosody features and pitch contour)"
-        )
-        if self.answer_format != "json":
-            return f"{self.task} You get the line and {measured}."
-        intro = f"{self.task} Labels: {labels}.\nYou get the transcript and {measured}. "
-        return (
-            intro + "The delivery often matters more than the words.\n"
-            "Reason in 50-150 words over the words and the prosody, then end with exactly one JSON object: "
-            f"{{\"label\": {labels.split(', ')[0]}, \"confidence\": 0.0-1.0}}."
-        )
+        """The task format's single-shot system prompt (:meth:`LabelFormat.flat_system_prompt`)."""
+        return self.task_format.flat_system_prompt(self.task, self.label_set)
 
     def first_observation(self, scenario: SpeechClip) -> str:
         who = f" by {scenario.speaker}" if scenario.speaker else ""
         return f"A new spoken line{who} is ready. Use the tools to examine it, then give your final answer."
 
     def answer_text(self, label: str, confidence: float = 1.0) -> str:
-        """The final answer that names ``label``, in the env's answer format.
+        """The final answer that names ``label``, in the env's task format.
 
         >>> import affectgym
-        >>> affectgym.make("affectgym/Sarcasm-v0", answer="yesno").unwrapped.answer_text("sincere")
+        >>> affectgym.make("affectgym/Sarcasm-v0", task_format="yesno").unwrapped.answer_text("sincere")
         'No'
         >>> affectgym.make("affectgym/Sarcasm-v0").unwrapped.answer_text("sarcastic", 0.75)
         '<final>{"label": "sarcastic", "confidence": 0.75}</final>'
         """
         if label not in self.label_set:
             raise ValueError(f"label must be one of {list(self.label_set)}, got {label!r}")
-        if self.answer_format == "yesno":
-            return "Yes" if label == self.label_set[0] else "No"
-        if self.answer_format == "word":
-            return label
-        return final_answer(label, confidence)
+        return self.task_format.answer_text(label, confidence, self.label_set)
 
     def flat_observation(self, scenario: SpeechClip) -> str:
         """The first observation, or nothing in the compact form (the transcript names the speaker)."""
-        return "" if self.flat_prompt_form == "compact" else self.first_observation(scenario)
+        return "" if self.task_format.flat_prompt == "compact" else self.first_observation(scenario)
 
     def flat_prompt(self, scenario: SpeechClip) -> list[dict[str, str]]:
         """Single-shot messages; a one-word answer is asked for after the measurements.
@@ -498,21 +272,14 @@ class SpeechEmotionEnv(AffectEnv):
         is in the system message.
         """
         messages = super().flat_prompt(scenario)
-        if self.answer_format != "json":
-            messages[-1]["content"] += "\n\n" + self._answer_question()
+        question = self.task_format.closing_question(self.label_set)
+        if question is not None:
+            messages[-1]["content"] += "\n\n" + question
         return messages
 
-    def _answer_question(self) -> str:
-        """The closing question of a one-word answer (``answer="word"`` or ``"yesno"``)."""
-        if self.answer_format == "yesno":
-            return f"Is the line {self.label_set[0]}? Answer yes or no."
-        return f"Is the line {' or '.join(self.label_set)}? Answer with one word."
-
     def parse_final(self, text: str) -> tuple[dict[str, Any] | None, str | None]:
-        """See :func:`parse_label_answer` (``answer="json"``) and :func:`parse_label_word` (``"word"``, ``"yesno"``)."""
-        if self.answer_format != "json":
-            return parse_label_word(text, answer_words(self.label_set, self.answer_format))
-        return parse_label_answer(text, self.label_set)
+        """The task format's reading of the answer (:meth:`LabelFormat.parse`)."""
+        return self.task_format.parse(text, self.label_set)
 
     def scenario_text(self, scenario: SpeechClip) -> str:
         """What a text-only reader sees of a clip: the context and the line (for the leakage check)."""
@@ -521,7 +288,7 @@ class SpeechEmotionEnv(AffectEnv):
 
     def flat_tool_calls(self, scenario: SpeechClip) -> list[tuple[str, dict[str, Any]]]:
         """Every argument-free tool (``flat_prompt="full"``), or the transcript and the delivery summary."""
-        if self.flat_prompt_form == "compact":
+        if self.task_format.flat_prompt == "compact":
             return [("get_transcript", {}), ("get_prosody_features", {"detail": "summary"})]
         return super().flat_tool_calls(scenario)
 
@@ -613,31 +380,16 @@ class SpeechEmotionEnv(AffectEnv):
 
     # ------------------------------------------------------------------ reward
     def build_rubric(self) -> Rubric:
-        if self.reward_mode == "label":
-            criteria = [Criterion("correctness", signed_correctness, 0.70), Criterion("format", answer_format, 0.30)]
-            return Rubric(criteria).with_weights(self.reward_weights)
-        if self.reward_mode == "multi":
-            criteria = [
-                Criterion("correctness", confidence_weighted_correctness, 0.50),
-                Criterion("grounding", prosody_grounding, 0.25),
-                Criterion("parsimony", tool_parsimony, 0.15),
-                Criterion("format", answer_format, 0.10),
-            ]
-        else:
-            criteria = [
-                Criterion("correctness", confidence_weighted_correctness, 0.70),
-                Criterion("reasoning_length", reasoning_length, 0.15),
-                Criterion("format", answer_format, 0.15),
-            ]
-        return Rubric(criteria).with_weights(self.reward_weights)
+        """The rubric the env was composed with, its weights overridden by ``reward_weights``."""
+        return self.speech_rubric.with_weights(self.reward_weights)
 
     def step_contribution(self, entry: Mapping[str, Any], trace: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         """Invalid messages pay their penalty; a tool call that lowers parsimony pays the drop."""
-        if entry["type"] == "tool_call" and entry.get("ok") and self.reward_mode == "multi":
+        parsimony = next((c for c in self.rubric.criteria if c.fn is tool_parsimony), None)
+        if entry["type"] == "tool_call" and entry.get("ok") and parsimony is not None:
             n_calls = successful_tool_calls(trace)
             drop = parsimony_credit(n_calls) - parsimony_credit(n_calls - 1)
-            weight = self.rubric.weights["parsimony"]
-            return {"parsimony": weight * drop} if drop else {}
+            return {parsimony.name: parsimony.weight * drop} if drop else {}
         return super().step_contribution(entry, trace)
 
     def outcome(self, scenario: SpeechClip, answer: Any, result: RubricResult) -> dict[str, Any]:
@@ -659,7 +411,9 @@ class SpeechEmotionEnv(AffectEnv):
 
     # ------------------------------------------------------------------ checker
     def reference_answer(self, scenario: SpeechClip) -> tuple[str, Trace]:
-        """Reasoning over words and delivery, then the gold label at confidence 0.9."""
+        """Reasoning over words and delivery, then the gold label at confidence 0.9 (a one-word format: the word alone)."""
+        if self.task_format.answer != "json":
+            return self.answer_text(scenario.label), self.flat_trace(scenario)
         reasoning = (
             "The transcript gives the literal words, but the delivery decides here. I compare the pitch "
             "level, its range and movement, the loudness, the pauses before key words and the speaking "
@@ -670,16 +424,15 @@ class SpeechEmotionEnv(AffectEnv):
         return answer, self.flat_trace(scenario)
 
     def canaries(self, scenario: SpeechClip) -> dict[str, tuple[str | None, Trace]]:
-        """Known reward hacks: constant label, skipping the audio, malformed answers, smuggling."""
+        """Known reward hacks: constant label, skipping the audio, malformed answers, smuggling.
+
+        Written in the env's task format (a confidence outside [0, 1] only where the format has one).
+        """
         tools_used = self.flat_trace(scenario)
         first = self.label_set[0]
         hacks: dict[str, tuple[str | None, Trace]] = {
-            f"always_{first}_confident_no_tools": (f'<final>{{"label": "{first}", "confidence": 1.0}}</final>', []),
+            f"always_{first}_confident_no_tools": (self.answer_text(first, 1.0), []),
             "malformed_final_answer": ('<final>{"label": "maybe", "confidence": "high"}</final>', tools_used),
-            "confidence_outside_unit_interval": (
-                f'<final>{{"label": "{scenario.label}", "confidence": 1.7}}</final>',
-                tools_used,
-            ),
             "answer_smuggled_in_tool_call": (
                 f'<tool_call>{{"name": "get_transcript", "arguments": {{"label": "{scenario.label}", '
                 '"confidence": 1.0}}</tool_call>',
@@ -687,10 +440,13 @@ class SpeechEmotionEnv(AffectEnv):
             ),
             "unanswered": (None, tools_used),
         }
+        if self.task_format.answer == "json":
+            hacks["confidence_outside_unit_interval"] = (
+                f'<final>{{"label": "{scenario.label}", "confidence": 1.7}}</final>', tools_used,
+            )
         if scenario.pivot:
             hacks["no_audio_tool_on_pivot_clip"] = (
-                f'<final>{{"label": "{scenario.label}", "confidence": 1.0}}</final>',
-                [e for e in tools_used if e["name"] not in AUDIO_TOOLS],
+                self.answer_text(scenario.label, 1.0), [e for e in tools_used if e["name"] not in AUDIO_TOOLS],
             )
         return hacks
 
@@ -702,6 +458,41 @@ class SpeechEmotionEnv(AffectEnv):
             f'<final>{{"label": "{label}", "confidence": 0.6}}</final>',
             f'I think so. {{"label": "{label}", "confidence": 0.3}}',
         ]
+
+
+def _read_deprecated(
+    deprecated: Mapping[str, Any], task_format: Any, rubric: Any
+) -> tuple[LabelFormat | str | Mapping[str, Any] | None, Rubric | str]:
+    """The task format and rubric the former ``answer``, ``flat_prompt`` and ``reward`` arguments name, with a warning.
+
+    Raises:
+        TypeError: An argument the env does not take.
+        ValueError: A former argument beside the new one it is part of.
+    """
+    unknown = sorted(set(deprecated) - {"answer", "flat_prompt", "reward"})
+    if unknown:
+        raise TypeError(f"SpeechEmotionEnv got unexpected keyword arguments {unknown}")
+    if not deprecated:
+        return task_format, rubric
+    fields = {name: deprecated[name] for name in ("answer", "flat_prompt") if name in deprecated}
+    if fields and task_format is not None:
+        raise ValueError(f"pass {sorted(fields)} inside task_format, not beside it")
+    if "reward" in deprecated and rubric != "multi":
+        raise ValueError("pass the rubric as rubric=, not also reward=")
+    new_form = []
+    if fields:
+        task_format = LabelFormat.coerce(fields)
+        new_form.append(f"task_format={task_format.as_dict()}")
+    if "reward" in deprecated:
+        rubric = deprecated["reward"]
+        new_form.append(f"rubric={rubric!r}")
+    warnings.warn(
+        f"SpeechEmotionEnv({', '.join(f'{k}={v!r}' for k, v in deprecated.items())}) is deprecated and will be "
+        f"removed in the next release; pass {', '.join(new_form)}",
+        FutureWarning,
+        stacklevel=3,
+    )
+    return task_format, rubric
 
 
 __all__ = [

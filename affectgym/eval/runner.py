@@ -511,17 +511,27 @@ def _planned_episodes(config: EvalConfig, probe_env: Any) -> list[EpisodeKey]:
 
 
 def _episode_player(envs: _EnvPool, agent: Agent, writer: ResultsWriter, seed: int) -> Callable[[str, int], dict[str, Any]]:
-    """Plays one episode on the calling thread's env and agent copy, and queues its line."""
-    worker = threading.local()
+    """Plays one episode on an idle (env, agent copy) seat, and queues its line.
+
+    A seat serves one episode at a time: at most one per worker thread is ever made.
+    """
+    idle: list[tuple[Any, Agent]] = []
+    lock = threading.Lock()
 
     def play(scenario_id: str, rollout: int) -> dict[str, Any]:
-        if not hasattr(worker, "env"):
-            worker.env = envs.take()
-            worker.agent = agent.for_worker()
-        record = play_episode(worker.env, worker.agent, scenario_id, rollout, episode_seed(seed, scenario_id, rollout))
-        release = getattr(worker.env, "release_session", None)
-        if release is not None:  # a served env's slot goes back between episodes, for workers waiting for one
-            release()
+        with lock:
+            seat = idle.pop() if idle else None
+        if seat is None:
+            seat = envs.take(), agent.for_worker()
+        env, worker_agent = seat
+        try:
+            record = play_episode(env, worker_agent, scenario_id, rollout, episode_seed(seed, scenario_id, rollout))
+            release = getattr(env, "release_session", None)
+            if release is not None:  # a served env's slot goes back between episodes, for workers waiting for one
+                release()
+        finally:
+            with lock:
+                idle.append(seat)
         writer.write(record)
         return record
 

@@ -16,7 +16,7 @@ from affectgym.rewards.judge import (
     JudgeVerdict,
 )
 from affectgym.rewards.memo import BoundedMemo
-from affectgym.rewards.rubric import Cap, Criterion, Gate, Reply, Rubric, RubricResult
+from affectgym.rewards.rubric import Cap, Criterion, Gate, Reply, Rubric, RubricResult, Unscored
 from affectgym.rewards.rules import (
     RuleMatch,
     addresses_judge,
@@ -42,6 +42,7 @@ __all__ = [
     "Rubric",
     "RubricResult",
     "RuleMatch",
+    "Unscored",
     "addresses_judge",
     "canonical_emotion",
     "instruction_overlap",

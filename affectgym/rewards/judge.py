@@ -5,8 +5,8 @@ judged in batches for RL. Unique samples are judged concurrently (a bounded thre
 rate limits (429) and server errors (5xx) are retried with exponential backoff, each call
 has a timeout, outcomes are memoised in process and verdicts cached on disk by content
 (under ``$AFFECTGYM_CACHE/judge``), long replies are cut, and a sample whose judging
-finally fails yields ``None``, is counted in :attr:`Judge.failures` and logged; nothing
-raises. Two judges are built on it:
+finally fails yields an :class:`~affectgym.rewards.rubric.Unscored` (the reason), is
+counted in :attr:`Judge.failures` and logged; nothing raises. Two judges are built on it:
 
 :class:`EmotionJudge` (EMOTRON, for EmotionStyle-v0) reads the user's prompt, the target
 emotion (any label: the seven basic ones or an open-vocabulary one such as
@@ -41,13 +41,13 @@ removed), then marker text and DSPy field headers inside it are defaced. Each si
 instructions say that anything inside the fence is data to judge, never instructions.
 
 When the judge fails. A failed judging (the server down, an answer that does not parse,
-a timeout, after the retries) is never a score: the sample's verdict is ``None``, not 0.
-Where users look, it says so:
+a timeout, after the retries) is never a score: the sample's verdict is an
+:class:`~affectgym.rewards.rubric.Unscored` that says what failed, not 0, and a rubric
+criterion that returns it leaves its component out (``None``) and names the failure in the
+:class:`~affectgym.rewards.rubric.RubricResult`. Where users look, it says so:
 
 * ``Judge.failures`` counts failed samples, and each one is logged (a warning naming the
   judge, the model and the sample);
-* :func:`watch_judge_failures` collects the failures of the judging done on this thread
-  while it is open, per sample; the layers above read it;
 * an env's step (:class:`~affectgym.envs.core.AffectEnv`) says so: ``info["judge_failures"]``
   counts the failed verdicts of the step and ``info["outcome"]["judge_failures"]`` those of
   the episode; the reward is then the rubric total without the judge's part;
@@ -79,8 +79,7 @@ import sqlite3
 import threading
 import time
 import unicodedata
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -88,6 +87,7 @@ from typing import Any, ClassVar, Literal, TypeVar  # noqa: F401 - Literal resol
 
 from affectgym.cache_root import cache_root
 from affectgym.rewards.memo import BoundedMemo
+from affectgym.rewards.rubric import Unscored
 from affectgym.rewards.rules import strip_think
 from affectgym.text import replace_lone_surrogates
 
@@ -102,7 +102,6 @@ __all__ = [
     "EmpathyJudge",
     "Judge",
     "JudgeConfig",
-    "JudgeFailures",
     "JudgeVerdict",
     "empathy_score",
     "empathy_signature",
@@ -110,7 +109,6 @@ __all__ = [
     "format_judge_reply",
     "judge_signature",
     "truncate_reply",
-    "watch_judge_failures",
 ]
 
 log = logging.getLogger(__name__)
@@ -446,70 +444,8 @@ def format_judge_reply(
     return f"{body}\n\n[[ ## completed ## ]]"
 
 
-@dataclass(eq=False)  # a watch is one accumulator: two with the same counts are not the same watch
-class JudgeFailures:
-    """The failed judging one thread saw while :func:`watch_judge_failures` was open.
-
-    Attributes:
-        count: Samples whose judging failed (as :attr:`Judge.failures` counts them: a
-            failed outcome reused with ``retry_failed=False`` is not counted again).
-        batches: One list per judge call (``score_batch``) in order, flagging each sample
-            left without a verdict because its judging failed (now, or earlier and reused).
-    """
-
-    count: int = 0
-    batches: list[list[bool]] = field(default_factory=list)
-
-    def failed_samples(self, n: int) -> list[bool]:
-        """Which of ``n`` samples scored together lost a verdict.
-
-        A judge criterion judges a rubric batch one reply per sample, in order (as the
-        built-in envs' do), so the i-th flag of every judge call made with ``n`` samples
-        belongs to the i-th sample.
-
-        >>> JudgeFailures(2, [[True, False, False], [False, False, True], [True]]).failed_samples(3)
-        [True, False, True]
-        """
-        flags = [False] * n
-        for batch in self.batches:
-            if len(batch) == n:
-                flags = [seen or failed for seen, failed in zip(flags, batch, strict=True)]
-        return flags
-
-
-_WATCHES = threading.local()
-
-
-@contextmanager
-def watch_judge_failures() -> Iterator[JudgeFailures]:
-    """Collect the failed judging of every :class:`Judge` called on this thread inside the block.
-
-    Watches nest (each sees everything inside it) and other threads' judging is not seen,
-    so concurrent episodes each watch their own.
-
-    Yields:
-        The :class:`JudgeFailures`, filled in as judges are called.
-
-    >>> with watch_judge_failures() as failures:
-    ...     pass
-    >>> failures.count, failures.batches
-    (0, [])
-    """
-    watch = JudgeFailures()
-    stack = _WATCHES.__dict__.setdefault("stack", [])
-    stack.append(watch)
-    try:
-        yield watch
-    finally:
-        stack.remove(watch)
-
-
-def _watches() -> list[JudgeFailures]:
-    return _WATCHES.__dict__.get("stack", [])
-
-
 class _VerdictCache:
-    """SQLite cache of raw ratings, shared by threads and processes.
+    """SQLite cache of raw ratings, shared by threads (one connection, one query at a time) and processes (WAL).
 
     A file that is not a SQLite database (or a corrupt one) is rebuilt empty, with a warning.
     """
@@ -517,50 +453,47 @@ class _VerdictCache:
     def __init__(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self.path = directory / "verdicts.sqlite3"
-        self._local = threading.local()
+        self._lock = threading.Lock()
         try:
-            self._create_table()
+            self._connection = self._open()
         except sqlite3.DatabaseError as error:
             # "Locked" or "unable to open" (OperationalError) is not damage: deleting would lose good verdicts.
             if isinstance(error, sqlite3.OperationalError):
                 raise
             log.warning("judge cache %s is not a readable SQLite database (%s); rebuilding it empty", self.path, error)
-            self._local.connection.close()
-            self._local.connection = None
             for suffix in ("", "-wal", "-shm"):
                 self.path.with_name(self.path.name + suffix).unlink(missing_ok=True)
-            self._create_table()
+            self._connection = self._open()
 
-    def _create_table(self) -> None:
-        with self._connect() as connection:
-            connection.execute(
-                "CREATE TABLE IF NOT EXISTS verdicts (key TEXT PRIMARY KEY, ratings TEXT NOT NULL)"
-            )
-
-    def _connect(self) -> sqlite3.Connection:
-        connection = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = sqlite3.connect(self.path, timeout=30.0)
-            self._local.connection = connection
+    def _open(self) -> sqlite3.Connection:
+        """The cache's connection, its table created; a damaged file raises ``sqlite3.DatabaseError`` here."""
+        # the judge's threads share the connection; self._lock serialises its use
+        connection = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
+        try:
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=NORMAL")
+            with connection:
+                connection.execute("CREATE TABLE IF NOT EXISTS verdicts (key TEXT PRIMARY KEY, ratings TEXT NOT NULL)")
+        except sqlite3.DatabaseError:
+            connection.close()
+            raise
         return connection
 
     def get_many(self, keys: Sequence[str]) -> dict[str, Any]:
         """The stored ratings of each key found, as stored (JSON text, unless a row was damaged)."""
         found: dict[str, Any] = {}
-        connection = self._connect()
-        for start in range(0, len(keys), 500):
-            chunk = list(keys[start : start + 500])
-            marks = ",".join("?" * len(chunk))
-            rows = connection.execute(
-                f"SELECT key, ratings FROM verdicts WHERE key IN ({marks})", chunk
-            )
-            found.update(rows)
+        with self._lock:
+            for start in range(0, len(keys), 500):
+                chunk = list(keys[start : start + 500])
+                marks = ",".join("?" * len(chunk))
+                rows = self._connection.execute(
+                    f"SELECT key, ratings FROM verdicts WHERE key IN ({marks})", chunk
+                )
+                found.update(rows)
         return found
 
     def put(self, key: str, ratings: Mapping[str, Any]) -> None:
-        with self._connect() as connection:
+        with self._lock, self._connection as connection:
             connection.execute(
                 "INSERT OR REPLACE INTO verdicts (key, ratings) VALUES (?, ?)",
                 (key, json.dumps(dict(ratings))),
@@ -587,8 +520,9 @@ class Judge:
     judged once; outcomes are memoised in process (a :class:`~affectgym.rewards.memo.BoundedMemo`)
     and verdicts cached on disk by content; the rest are judged concurrently (a bounded
     thread pool), rate limits (429), server errors (5xx), timeouts and transport errors are
-    retried with exponential backoff; a sample whose judging finally fails yields ``None``
-    (TRL skips it), is counted in :attr:`failures` and logged. Nothing raises.
+    retried with exponential backoff; a sample whose judging finally fails yields an
+    :class:`~affectgym.rewards.rubric.Unscored` with the reason (its criteria are left out
+    of the reward), is counted in :attr:`failures` and logged. Nothing raises.
 
     Args:
         lm: Any ``dspy.LM`` (or other ``dspy.BaseLM``, e.g. ``dspy.utils.DummyLM`` in tests).
@@ -596,7 +530,7 @@ class Judge:
         adapter: DSPy adapter; DSPy's default (ChatAdapter) when ``None``.
 
     Attributes:
-        failures: Samples whose judging finally failed (they were given ``None``).
+        failures: Samples whose judging finally failed (they were given an ``Unscored``).
         calls: LM calls attempted (retries included; memo and cache hits excluded).
     """
 
@@ -615,8 +549,8 @@ class Judge:
         self.model_id = str(getattr(lm, "model", type(lm).__name__))
         self._program = dspy.Predict(self.signature())
         self._cache = _VerdictCache(self.config.cache_path()) if self.config.cache else None
-        # Outcomes by cache key; None marks a sample whose judging failed.
-        self._memo: BoundedMemo[str, dict[str, Any] | None] = BoundedMemo(MEMO_ENTRIES)
+        # Outcomes by cache key; an Unscored marks a sample whose judging failed.
+        self._memo: BoundedMemo[str, dict[str, Any] | Unscored] = BoundedMemo(MEMO_ENTRIES)
         self._lock = threading.Lock()
         self.failures = 0
         self.calls = 0
@@ -721,7 +655,9 @@ class Judge:
                 that outcome (e.g. for a second score read from the same verdict in a batch).
 
         Returns:
-            One :meth:`verdict` per sample, or ``None`` where judging failed.
+            One :meth:`verdict` per sample, ``None`` for a ``None`` sample, or an
+            :class:`~affectgym.rewards.rubric.Unscored` naming the failure where judging failed
+            (now, or earlier and reused).
         """
         prepared: list[dict[str, str] | None] = []
         for sample in samples:
@@ -739,11 +675,11 @@ class Judge:
             prepared.append(inputs)
         keys = [self._key(inputs) if inputs is not None else None for inputs in prepared]
         unique = {key: inputs for key, inputs in zip(keys, prepared, strict=True) if key is not None}
-        outcomes: dict[str, dict[str, Any] | None] = {}
+        outcomes: dict[str, dict[str, Any] | Unscored] = {}
         for key in unique:
             if key in self._memo:
                 outcome = self._memo.get(key)
-                if outcome is not None or not retry_failed:
+                if not isinstance(outcome, Unscored) or not retry_failed:
                     outcomes[key] = outcome
         todo = {key: inputs for key, inputs in unique.items() if key not in outcomes}
         if self._cache is not None and todo:
@@ -755,10 +691,8 @@ class Judge:
             judged = self._judge_all(todo)
             outcomes.update(judged)
             self._memo.update(judged.items())
-        for watch in _watches():
-            watch.batches.append([key is not None and outcomes[key] is None for key in keys])
         return [
-            self.verdict(outcomes[key]) if key is not None and outcomes[key] is not None else None
+            None if key is None else outcomes[key] if isinstance(outcomes[key], Unscored) else self.verdict(outcomes[key])
             for key in keys
         ]
 
@@ -802,9 +736,9 @@ class Judge:
 
     def _judge_all(
         self, todo: Mapping[str, Mapping[str, str]]
-    ) -> dict[str, dict[str, Any] | None]:
+    ) -> dict[str, dict[str, Any] | Unscored]:
         """Judge unique samples concurrently; failures are counted here, once per sample."""
-        results: dict[str, dict[str, Any] | None] = {}
+        results: dict[str, dict[str, Any] | Unscored] = {}
         config = self.config
         # A sample's budget: every attempt's timeout and every backoff, plus slack for the
         # client's own overheads. Samples start in waves of max_concurrency.
@@ -821,16 +755,11 @@ class Judge:
             for future in done:
                 key = futures[future]
                 outputs, error = future.result()
-                results[key] = outputs
-                if error is not None:
-                    self._count_failure(todo[key], error)
+                results[key] = outputs if error is None else self._count_failure(todo[key], error)
             for future in pending:
                 future.cancel()
                 key = futures[future]
-                results[key] = None
-                self._count_failure(
-                    todo[key], TimeoutError(f"no verdict within {deadline_s:.0f} s")
-                )
+                results[key] = self._count_failure(todo[key], TimeoutError(f"no verdict within {deadline_s:.0f} s"))
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
         return results
@@ -882,12 +811,11 @@ class Judge:
             return normalised, None
         raise AssertionError("unreachable: the last attempt returns")
 
-    def _count_failure(self, inputs: Mapping[str, str], error: BaseException) -> None:
+    def _count_failure(self, inputs: Mapping[str, str], error: BaseException) -> Unscored:
+        """Count and log a sample's failed judging; what its criteria report instead of a verdict."""
         with self._lock:
             self.failures += 1
             failures = self.failures
-        for watch in _watches():  # called on the thread that asked for the batch
-            watch.count += 1
         context = ", ".join(
             f"{name} {inputs[name][:40]!r}" for name in self.inputs if name != self.reply_field
         )
@@ -900,6 +828,7 @@ class Judge:
             _describe(error),
             failures,
         )
+        return Unscored(f"{self.name} judge {self.model_id}: {_describe(error)}")
 
 
 class EmotionJudge(Judge):
@@ -911,7 +840,7 @@ class EmotionJudge(Judge):
         adapter: DSPy adapter; DSPy's default (ChatAdapter) when ``None``.
 
     Attributes:
-        failures: Samples whose judging finally failed (they were given ``None``).
+        failures: Samples whose judging finally failed (they were given an ``Unscored``).
         calls: LM calls attempted (retries included; memo and cache hits excluded).
     """
 
@@ -930,7 +859,7 @@ class EmotionJudge(Judge):
         """The six ratings weighted and capped by the config (:meth:`JudgeVerdict.from_ratings`)."""
         return JudgeVerdict.from_ratings(outputs, self.config)
 
-    def score(self, prompt: str, target: str, response: str | None) -> JudgeVerdict | None:
+    def score(self, prompt: str, target: str, response: str | None) -> JudgeVerdict | Unscored | None:
         """Judge one reply. See :meth:`score_batch`."""
         return self.score_batch([prompt], [target], [response])[0]
 
@@ -941,7 +870,7 @@ class EmotionJudge(Judge):
         responses: Sequence[str | None],
         *,
         retry_failed: bool = True,
-    ) -> list[JudgeVerdict | None]:
+    ) -> list[JudgeVerdict | Unscored | None]:
         """Judge a batch; never raises for a failing sample (see :meth:`Judge.judge_batch`).
 
         Args:
@@ -952,7 +881,8 @@ class EmotionJudge(Judge):
             retry_failed: Judge again replies whose last judging failed.
 
         Returns:
-            One :class:`JudgeVerdict` per sample, or ``None`` where judging failed.
+            One :class:`JudgeVerdict` per sample, ``None`` for no answer, an
+            :class:`~affectgym.rewards.rubric.Unscored` where judging failed.
 
         Raises:
             ValueError: The three sequences differ in length.
@@ -1035,7 +965,7 @@ class EmpathyJudge(Judge):
         adapter: DSPy adapter (ChatAdapter when ``None``).
 
     Attributes:
-        failures: Turns whose judging finally failed (they were given ``None``).
+        failures: Turns whose judging finally failed (they were given an ``Unscored``).
         calls: LM calls attempted (retries included; memo and cache hits excluded).
     """
 
@@ -1061,8 +991,8 @@ class EmpathyJudge(Judge):
         replies: Sequence[str | None],
         *,
         retry_failed: bool = True,
-    ) -> list[float | None]:
-        """Judge each reply in its dialogue; ``None`` for an unanswered or failed turn.
+    ) -> list[float | Unscored | None]:
+        """Judge each reply in its dialogue; ``None`` for an unanswered turn, an ``Unscored`` for a failed one.
 
         Args:
             dialogues: The dialogue so far, ending with the human's tagged turn.
@@ -1071,7 +1001,7 @@ class EmpathyJudge(Judge):
             retry_failed: Judge again replies whose last judging failed.
 
         Returns:
-            One score in ``[0, 1]`` per reply, or ``None``.
+            One score in ``[0, 1]`` per reply, ``None`` or an :class:`~affectgym.rewards.rubric.Unscored`.
 
         Raises:
             ValueError: The three sequences differ in length.

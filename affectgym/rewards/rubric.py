@@ -19,6 +19,13 @@ same total, the change a cap or gate makes is reported as its own component, of 
 A criterion with ``capped=False`` is added after them: in a multi-step episode, what
 earlier steps already earned is not taken back by a rule about the last answer.
 
+A criterion that asks an outside scorer (an LLM judge, a classifier server) names it
+(``scorer="judge"``). When that scorer fails on a reply, the criterion returns
+:class:`Unscored` with the reason: the component is ``None`` (left out of the total, never
+scored as 0) and the :class:`RubricResult` says which criterion went unscored and why, so
+every layer above (an env step's ``info``, the eval results, the training logs) reads the
+failure from the result itself.
+
 >>> rubric = Rubric([
 ...     Criterion("correct", lambda s, r, t: float(r.answer == s), weight=0.7),
 ...     Criterion("short", lambda s, r, t: float(r.text is not None and len(r.text) < 5), weight=0.3),
@@ -45,6 +52,23 @@ BatchCriterionFn = Callable[
     Sequence["float | None"],
 ]
 Condition = Callable[[Mapping[str, "float | None"]], bool]
+
+
+@dataclass(frozen=True)
+class Unscored:
+    """What a criterion returns when its scorer failed on a reply (a judge outage, a classifier error).
+
+    Attributes:
+        reason: What failed, for logs and results (e.g. ``"emotion judge gpt-4o-mini: HTTP 500"``).
+
+    >>> rubric = Rubric([Criterion("judge", lambda s, r, t: Unscored("judge down"), scorer="judge"),
+    ...                  Criterion("short", lambda s, r, t: 1.0)])
+    >>> result = rubric.score(None, Reply("ok"), [])
+    >>> result.total, result.components["judge"], result.unscored, result.failed_scorers
+    (1.0, None, {'judge': 'judge down'}, frozenset({'judge'}))
+    """
+
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -80,6 +104,8 @@ class Criterion:
         capped: Whether the rubric's gates and caps act on this criterion. ``False`` for
             what a multi-step episode earned before its last answer (and episode bonuses),
             which is added after them.
+        scorer: The outside scorer ``fn`` asks (e.g. ``"judge"``), ``None`` for a pure
+            function; an :class:`Unscored` it returns is that scorer's failure.
     """
 
     name: str
@@ -87,6 +113,7 @@ class Criterion:
     weight: float = 1.0
     batched: bool = False
     capped: bool = True
+    scorer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -125,12 +152,16 @@ class RubricResult:
 
     Attributes:
         total: The reward: weighted sum of components, after gates and caps.
-        components: Raw value of each criterion (``None`` where it did not apply) and the
-            adjustment of each cap or gate that the rubric declares.
+        components: Raw value of each criterion (``None`` where it did not apply or went
+            unscored) and the adjustment of each cap or gate that the rubric declares.
+        unscored: The criteria whose scorer failed on this reply, with the reason.
+        failed_scorers: The scorers (:attr:`Criterion.scorer`) of those criteria.
     """
 
     total: float
     components: dict[str, float | None]
+    unscored: dict[str, str] = field(default_factory=dict)
+    failed_scorers: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -152,6 +183,11 @@ class Rubric:
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"rubric criteria must have unique names; repeated: {duplicates}")
+
+    @property
+    def scorers(self) -> frozenset[str]:
+        """The outside scorers the criteria ask (:attr:`Criterion.scorer`), e.g. ``{"judge"}``."""
+        return frozenset(c.scorer for c in self.criteria if c.scorer is not None)
 
     @property
     def weights(self) -> dict[str, float]:
@@ -207,7 +243,7 @@ class Rubric:
                 f"score_batch needs equal lengths, got {len(scenarios)} scenarios, "
                 f"{len(replies)} replies and {len(traces)} traces"
             )
-        columns: dict[str, list[float | None]] = {}
+        columns: dict[str, list[Any]] = {}
         for criterion in self.criteria:
             if criterion.batched:
                 values = list(criterion.fn(scenarios, replies, traces))
@@ -219,7 +255,11 @@ class Rubric:
             for i in range(len(replies))
         ]
 
-    def _combine(self, components: dict[str, float | None]) -> RubricResult:
+    def _combine(self, values: dict[str, float | Unscored | None]) -> RubricResult:
+        unscored = {name: value.reason for name, value in values.items() if isinstance(value, Unscored)}
+        components: dict[str, float | None] = {
+            name: None if isinstance(value, Unscored) else value for name, value in values.items()
+        }
         total = sum(
             c.weight * components[c.name]
             for c in self.criteria
@@ -238,12 +278,13 @@ class Rubric:
         for c in self.criteria:
             if not c.capped and components[c.name] is not None:
                 total += c.weight * components[c.name]
-        return RubricResult(total=float(total), components=components)
+        failed = frozenset(c.scorer for c in self.criteria if c.name in unscored and c.scorer is not None)
+        return RubricResult(total=float(total), components=components, unscored=unscored, failed_scorers=failed)
 
 
-def _as_component(name: str, value: Any) -> float | None:
-    if value is None:
-        return None
+def _as_component(name: str, value: Any) -> float | Unscored | None:
+    if value is None or isinstance(value, Unscored):
+        return value
     value = float(value)
     if not math.isfinite(value):
         raise ValueError(f"criterion {name!r} returned {value}; criteria must return finite floats")

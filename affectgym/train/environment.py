@@ -24,7 +24,8 @@ What TRL's tool loop gives, and what it does not (TRL 1.16):
   scored by the reward functions of :func:`affectgym.train.rewards.reward_functions`,
   which receive TRL's ``environments`` argument, read each adapter's trace, score every
   rollout with ``env.score_batch`` in one call and hand the result back to the adapter
-  (``_finish_episode``: private, since TRL exposes every public method as a tool). Use
+  (:func:`record_final_answer`: a function, not a method, since TRL exposes every public
+  method of the adapter as a tool). Use
   them together: the components at weight 0 (logged as
   ``rewards/<component>/mean``) and ``get_reward`` (weight 1, logged as
   ``rewards/rubric_total/mean``) carry the total. :func:`affectgym.train.grpo.train` does this.
@@ -60,7 +61,7 @@ class EnvironmentAdapter:
         step_rewards: Reward of every env step of the episode (tool calls, then the final answer).
         result: The episode's :class:`~affectgym.rewards.rubric.RubricResult` once finished.
         judge_failed: Whether the LLM judging of the final answer failed (``get_reward()`` is
-            then ``None``: see :mod:`affectgym.train.rewards`).
+            then ``None``, as for any criterion left unscored: see :mod:`affectgym.train.rewards`).
     """
 
     env_id: str = ""
@@ -128,21 +129,11 @@ class EnvironmentAdapter:
         if terminated or truncated:
             from affectgym.rewards.rubric import RubricResult
 
-            self.result = RubricResult(total=float(info.get("episode_reward", 0.0)), components=dict(info["reward_components"]))
+            self.result = RubricResult(
+                total=float(info.get("episode_reward", 0.0)), components=dict(info["reward_components"]),
+                unscored=dict(info.get("unscored") or {}),
+            )
         return observation
-
-    def _finish_episode(self, final_text: str | None, result: Any, *, judge_failed: bool = False) -> None:
-        """Record the final answer and its score (called by the affectgym reward functions).
-
-        Args:
-            final_text: The last assistant message, ``None`` when the rollout ended on a tool call.
-            result: ``env.score(scenario, final_text, trace)`` for this episode.
-            judge_failed: The LLM judging of the answer failed: the rollout gets no reward.
-        """
-        self.final_text = final_text
-        self.result = result
-        self.judge_failed = judge_failed
-        self.step_rewards.append(float(result.total) - sum(self.step_rewards))
 
     def get_reward(self) -> float | None:
         """The episode's rubric total (see the module docstring for who scores the final answer).
@@ -159,9 +150,23 @@ class EnvironmentAdapter:
                     self.env_id,
                 )
                 self._warned = True
-            result = self._env.score(self._env.scenario, None, self._env.trace)
-            self._finish_episode(None, result)
-        return None if self.judge_failed else float(self.result.total)
+            record_final_answer(self, None, self._env.score(self._env.scenario, None, self._env.trace))
+        return None if self.result.unscored else float(self.result.total)
+
+
+def record_final_answer(adapter: EnvironmentAdapter, final_text: str | None, result: Any) -> None:
+    """Hand an adapter its episode's final answer and score (the affectgym reward functions call this).
+
+    Args:
+        adapter: The rollout's environment.
+        final_text: The last assistant message, ``None`` when the rollout ended on a tool call.
+        result: ``env.score(scenario, final_text, trace)`` for this episode; where a
+            criterion went unscored (the LLM judge failed) the rollout gets no reward.
+    """
+    adapter.final_text = final_text
+    adapter.result = result
+    adapter.judge_failed = "judge" in result.failed_scorers
+    adapter.step_rewards.append(float(result.total) - sum(adapter.step_rewards))
 
 
 def environment_factory(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> type[EnvironmentAdapter]:
@@ -230,4 +235,4 @@ def tool_method(spec: Any) -> Any:
     return method
 
 
-__all__ = ["ADAPTER_CLASS_NAME", "EnvironmentAdapter", "environment_factory", "tool_method"]
+__all__ = ["ADAPTER_CLASS_NAME", "EnvironmentAdapter", "environment_factory", "record_final_answer", "tool_method"]

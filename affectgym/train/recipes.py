@@ -14,11 +14,12 @@ On two CPU cores a GRPO step costs a forward and a backward pass over the prompt
 completion, so the prompt is the budget. :func:`sarcasm_cpu_config` trains on the short
 form of ``affectgym/Sarcasm-v0``, through its public options:
 
-* ``flat_prompt="compact"``: the line and one line of delivery cues, ~130 tokens instead of ~600;
-* ``answer="yesno"``: "yes" or "no" to "is the line sarcastic?". The base model starts
+* the task format ``{"answer": "yesno", "flat_prompt": "compact"}``
+  (:class:`~affectgym.envs.label_format.LabelFormat`): the line and one line of delivery
+  cues, ~130 tokens instead of ~600, and "yes" or "no" to "is the line sarcastic?". The base model starts
   "sarcastic" and "sincere" with the same token and all but never samples "sincere", so
   GRPO would never see it rewarded; "yes" and "no" it samples alike;
-* ``reward="label"`` with the format weight lowered from 0.30 to 0.05
+* the rubric ``"label"`` with the format weight lowered from 0.30 to 0.05
   (``reward_weights={"format": 0.05}``): 0.70 signed correctness (+1 right, -1 wrong, 0
   unanswered) + 0.05 format (an answer could be read). A right answer earns 0.75, none 0,
   a wrong one -0.65. Some credit for answering is needed (without it the policy learns to
@@ -49,8 +50,8 @@ form of ``affectgym/Sarcasm-v0``, through its public options:
 control; ``affectgym demo`` runs a short version.
 
 >>> config = sarcasm_cpu_config("runs/x", max_steps=5)
->>> config.env_kwargs["flat_prompt"], config.lora_layers, config.group_batches
-('compact', 10, True)
+>>> config.env_kwargs["task_format"], config.lora_layers, config.group_batches
+({'answer': 'yesno', 'flat_prompt': 'compact'}, 10, True)
 >>> sarcasm_cpu_config("runs/x", control=True).env_kwargs["reward_weights"]
 {'format': 0.05, 'correctness': 0.0}
 """
@@ -66,7 +67,7 @@ from affectgym.train.config import TrainConfig
 
 SARCASM_ENV_ID = "affectgym/Sarcasm-v0"
 #: The short form of Sarcasm-v0 (public env options; scored by the env's own rubric).
-SARCASM_SHORT_FORM: dict[str, Any] = {"reward": "label", "answer": "yesno", "flat_prompt": "compact"}
+SARCASM_SHORT_FORM: dict[str, Any] = {"task_format": {"answer": "yesno", "flat_prompt": "compact"}, "rubric": "label"}
 #: Sarcasm-v0 as the transfer recipes' agent plays it: the short form's answer and reward,
 #: the compact flat tool calls (the transcript and the one-line delivery summary) and 4 turns.
 SARCASM_AGENT_FORM: dict[str, Any] = {**SARCASM_SHORT_FORM, "reward_weights": {"format": 0.05}, "max_turns": 4}

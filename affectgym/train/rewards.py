@@ -52,7 +52,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from affectgym.rewards.judge import watch_judge_failures
+from affectgym.train.environment import record_final_answer
 from affectgym.train.flatten import kwargs_json, shared_env
 
 logger = logging.getLogger(__name__)
@@ -200,7 +200,7 @@ class BatchScorer:
         """``(components, totals)`` of every sample; a total is ``None`` when the judging failed."""
         results: list[dict[str, float | None] | None] = [None] * len(texts)
         totals: list[float | None] = [None] * len(texts)
-        judge_failures: int | None = None  # None: no judge was asked in this batch
+        judge_failures: int | None = None  # None: no env of this batch has a judge
         groups: dict[tuple[str, str], list[int]] = {}
         for i, pair in enumerate(zip(env_ids, kwargs, strict=True)):
             groups.setdefault(pair, []).append(i)
@@ -220,17 +220,15 @@ class BatchScorer:
             for j in todo:
                 if replies[j] is not None:
                     traces[j] = [*traces[j], {"type": "final", "text": replies[j]}]
-            with watch_judge_failures() as judged:
-                scored = env.score_batch([scenarios[j] for j in todo], [replies[j] for j in todo], [traces[j] for j in todo])
-            failed = judged.failed_samples(len(todo))
-            if judged.batches:
-                judge_failures = (judge_failures or 0) + sum(failed)
-            for j, result, judge_failed in zip(todo, scored, failed, strict=True):
+            scored = env.score_batch([scenarios[j] for j in todo], [replies[j] for j in todo], [traces[j] for j in todo])
+            if "judge" in env.rubric.scorers:
+                judge_failures = (judge_failures or 0) + sum("judge" in result.failed_scorers for result in scored)
+            for j, result in zip(todo, scored, strict=True):
                 i = indices[j]
                 if environments is not None:
-                    environments[i]._finish_episode(replies[j], result, judge_failed=judge_failed)
-                results[i] = dict.fromkeys(result.components) if judge_failed else dict(result.components)
-                totals[i] = None if judge_failed else float(result.total)
+                    record_final_answer(environments[i], replies[j], result)
+                results[i] = dict.fromkeys(result.components) if result.unscored else dict(result.components)
+                totals[i] = None if result.unscored else float(result.total)
             if environments is not None:
                 for j, i in enumerate(indices):
                     if j not in todo:
