@@ -158,3 +158,23 @@ def test_heldout_curve_of_a_rerun_into_the_same_folder_starts_afresh(tmp_path):
         for step in (1, 2):
             callback.on_step_end(None, SimpleNamespace(global_step=step, max_steps=2), None)
     assert [(row["step"], row["call"]) for row in map(json.loads, path.read_text().splitlines())] == [(0, 1), (1, 2), (2, 3)]
+
+
+@pytest.mark.parametrize("mode", ["flat", "multiturn"])
+def test_a_one_step_run_builds_its_training_env_once_and_one_per_rollout_slot(tiny_model, tmp_path, mode, monkeypatch):
+    built: list[str] = []
+    original = toy_env.ToyMoodEnv.__init__
+
+    def counting(self, *args, **kwargs):
+        built.append(kwargs.get("split", "train"))
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(toy_env.ToyMoodEnv, "__init__", counting)
+    from affectgym.train.flatten import _cached_env
+
+    _cached_env.cache_clear()  # the process's shared env is built by this run
+    config = tiny_config(tiny_model, TOY_ID, mode, tmp_path / mode, max_steps=1, max_completion_length=8, eval_episodes=2)
+    train(config)
+    rollout_slots = config.batch_size if mode == "multiturn" else 0  # TRL's environment_factory: one env per rollout
+    assert built.count("train") == 1 + rollout_slots, "the scoring env is shared by the dataset, the rewards and the tools"
+    assert built.count("eval") == 2 * config.eval_episodes, "base and trained: one env per concurrent episode"

@@ -42,7 +42,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from affectgym.train.flatten import kwargs_json, make_env
+from affectgym.train.flatten import kwargs_json, make_env, shared_env
 
 logger = logging.getLogger(__name__)
 
@@ -181,7 +181,7 @@ def environment_factory(env_id: str, env_kwargs: Mapping[str, Any] | None = None
         and ``get_reward()``. Pass the class itself: ``GRPOTrainer(environment_factory=cls)``.
     """
     kwargs = {"split": "train", **dict(env_kwargs or {})}
-    probe = make_env(env_id, kwargs)
+    probe = shared_env(env_id, kwargs)  # the process's scoring env: its tools, without building another
     namespace: dict[str, Any] = {
         "env_id": env_id,
         "env_kwargs": kwargs_json(kwargs),
