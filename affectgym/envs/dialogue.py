@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -15,7 +14,6 @@ from affectgym.data.dialogues import (
     HUB_DATASET,
     Dialogue,
     DialogueTurn,
-    TaggedSegment,
     load_dialogue_file,
     load_embedded_dialogues,
     load_hub_dialogues,
@@ -24,19 +22,37 @@ from affectgym.data.dialogues import (
     split_tagged,
 )
 from affectgym.envs.core import AffectEnv, Continue, Trace, count_invalid_actions
+from affectgym.envs.dialogue_criteria import (
+    FAR_OFF_LENGTH_CAP,
+    REPLY_WORDS_FULL_CREDIT,
+    earlier_turns,
+    length_credit,
+    open_question,
+    render_history,
+    reply_length,
+    reply_turn,
+    shows_not_tells,
+    structure,
+    tag_correctness,
+)
+from affectgym.envs.dialogue_parsing import (
+    FORMAT_HINT,
+    ChatbotReply,
+    ChatbotTurn,
+    chatbot_reply,
+    count_words,
+    parse_chatbot_turn,
+    question_kind,
+    read_chatbot_reply,
+    tells_emotion,
+)
 from affectgym.rewards.classifier import EmotionClassifier, MemoisedClassifier
 from affectgym.rewards.factories import make_classifier, make_judge
 from affectgym.rewards.judge import EmpathyJudge
 from affectgym.rewards.rubric import Cap, Criterion, Reply, Rubric, RubricResult, Unscored
-from affectgym.rewards.rules import names_emotion, states_feeling, strip_think
 
 log = logging.getLogger(__name__)
 
-REPLY_WORDS_FULL_CREDIT = (20, 25)  # words in the three sentences together that earn full length credit
-LENGTH_SLACK_WORDS = 15  # length credit falls linearly to 0 this many words outside that range
-FAR_OFF_LENGTH_CAP = 0.5  # highest turn reward while the length credit is 0 (e.g. a 200-word reply)
-YES_NO_QUESTION_CREDIT = 0.3  # open-question credit of a yes/no question (0 for no question at all)
-MALFORMED_STRUCTURE_CREDIT = 0.5  # structure credit of a reply that does not parse, times its share of valid segments
 EMOTION_CACHE_SIZE = 100_000  # classified sentences remembered per env
 
 DEFAULT_REWARD_WEIGHTS: Mapping[str, float] = {
@@ -48,328 +64,6 @@ DEFAULT_REWARD_WEIGHTS: Mapping[str, float] = {
     "open_question": 0.20,
 }
 """Weights of the per-turn rubric (they sum to 1); the judge's ``empathy`` is added on top."""
-
-FORMAT_HINT = "(USER_EMOTION) empathy sentence. (REQUESTED_EMOTION) emotional sentence. (NEUTRAL) open question?"
-_WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
-
-
-# ----------------------------------------------------------------------------- parsing
-@dataclasses.dataclass(frozen=True)
-class ChatbotTurn:
-    """A parsed chatbot reply.
-
-    Attributes:
-        tags: The three tags, as dialogue labels (``"HAPPINESS"``...).
-        sentences: The three sentences, without their tags.
-    """
-
-    tags: tuple[str, str, str]
-    sentences: tuple[str, str, str]
-
-    @property
-    def words(self) -> int:
-        """Words in the three sentences together (tags not counted)."""
-        return sum(count_words(s) for s in self.sentences)
-
-
-def count_words(text: str) -> int:
-    """Words (runs of letters or digits, with inner apostrophes or hyphens) in ``text``.
-
-    >>> count_words("Oh no... that's a well-known spot, isn't it?")
-    8
-    """
-    return len(_WORD.findall(text))
-
-
-@dataclasses.dataclass(frozen=True)
-class ChatbotReply:
-    """A chatbot reply read once: its tagged segments, and the turn they form when well formed.
-
-    This is the answer the env's criteria receive (``reply.answer``); those that also
-    score malformed replies (structure, length, question) read its segments.
-
-    Attributes:
-        lead: Visible text before the first tag (``<think>`` blocks removed).
-        segments: The tagged segments (see :func:`~affectgym.data.dialogues.split_tagged`).
-        turn: The three tagged sentences; ``None`` when the reply is malformed.
-        error: What is wrong and what is accepted; ``None`` when the reply is well formed.
-    """
-
-    lead: str
-    segments: tuple[TaggedSegment, ...]
-    turn: ChatbotTurn | None
-    error: str | None
-
-
-def read_chatbot_reply(text: str | None) -> ChatbotReply:
-    """Read a chatbot reply once (see :func:`parse_chatbot_turn` for the accepted form).
-
-    >>> reply = read_chatbot_reply("(ANGER) Ugh. (FEAR) Yikes.")
-    >>> [s.label for s in reply.segments], reply.turn, reply.error[:21]
-    (['ANGER', 'FEAR'], None, 'found 2 tagged senten')
-    """
-    accepted = f"accepted: {FORMAT_HINT}"
-    visible = strip_think(text) if text else ""
-    lead, segments = split_tagged(visible)
-    turn, error = _turn_of(visible, lead, segments, accepted)
-    return ChatbotReply(lead, tuple(segments), turn, error)
-
-
-def _turn_of(
-    visible: str, lead: str, segments: Sequence[TaggedSegment], accepted: str
-) -> tuple[ChatbotTurn | None, str | None]:
-    if not visible.strip():
-        return None, f"the reply is empty; {accepted}"
-    if not segments:
-        return None, f"no emotion tags found; write three tagged sentences, {accepted}"
-    if lead:
-        return None, f"text before the first tag ({lead[:40]!r}); start with the first tag, {accepted}"
-    for segment in segments:
-        if segment.label is None:
-            return None, f"unknown tag ({segment.raw_tag}); tags are {', '.join(DIALOGUE_LABELS)}"
-    if len(segments) != 3:
-        return None, f"found {len(segments)} tagged sentences; exactly three are accepted: {FORMAT_HINT}"
-    sentences = []
-    for number, segment in enumerate(segments, start=1):
-        sentence = " ".join(segment.text.split())
-        if not count_words(sentence):
-            return None, f"sentence {number} after ({segment.label}) is empty; each tag must be followed by a sentence"
-        sentences.append(sentence)
-    tags = tuple(s.label for s in segments)
-    return ChatbotTurn(tags, tuple(sentences)), None  # type: ignore[arg-type]
-
-
-def parse_chatbot_turn(text: str | None) -> tuple[ChatbotTurn | None, str | None]:
-    """Read a chatbot reply ``(TAG) sentence. (TAG) sentence. (TAG) sentence``.
-
-    Robust to lower-case tags, square or full-width brackets, extra whitespace and line
-    breaks, missing periods, Unicode punctuation (NFKC: ``？`` is ``?``), a leading
-    ``Chatbot:`` and ``<think>`` blocks. Tags are the seven labels (synonyms such as ``JOY``
-    are read as ``HAPPINESS``).
-
-    Args:
-        text: The reply.
-
-    Returns:
-        ``(turn, None)``, or ``(None, what was wrong and what is accepted)``.
-
-    >>> parse_chatbot_turn("(sadness)  Oh no  [Happiness] you tried  (NEUTRAL) what now？")[0]
-    ChatbotTurn(tags=('SADNESS', 'HAPPINESS', 'NEUTRAL'), sentences=('Oh no', 'you tried', 'what now?'))
-    >>> parse_chatbot_turn("(SADNESS) Oh no. (HAPPINESS) Still, well done.")[1]
-    'found 2 tagged sentences; exactly three are accepted: (USER_EMOTION) empathy sentence. (REQUESTED_EMOTION) emotional sentence. (NEUTRAL) open question?'
-    >>> parse_chatbot_turn("(SADNESS). (HAPPINESS). (NEUTRAL)?")[1]
-    'sentence 1 after (SADNESS) is empty; each tag must be followed by a sentence'
-    >>> parse_chatbot_turn("(SAD-ISH) Hm. (HAPPINESS) Yes. (NEUTRAL) Why?")[1]
-    'unknown tag (SAD-ISH); tags are ANGER, FEAR, SADNESS, DISGUST, HAPPINESS, SURPRISE, NEUTRAL'
-    """
-    reply = read_chatbot_reply(text)
-    return reply.turn, reply.error
-
-
-def chatbot_reply(text: str | None) -> Reply:
-    """``text`` as the env's criteria receive it: ``Reply(text, read_chatbot_reply(text))``.
-
-    ``None`` (an unanswered turn) gives ``Reply(None)``.
-
-    >>> chatbot_reply("(FEAR) Oof. (HAPPINESS) Go on. (NEUTRAL) What next?").answer.turn.tags
-    ('FEAR', 'HAPPINESS', 'NEUTRAL')
-    """
-    return Reply(None) if text is None else Reply(text, read_chatbot_reply(text))
-
-
-_WH_WORDS = frozenset("what which who whom whose where when why how whatever whereabouts".split())
-_AUXILIARIES = frozenset(
-    "do does did is are was were am can could will would shall should have has had may might must "
-    "dont doesnt didnt isnt arent wasnt werent cant couldnt wont wouldnt shant shouldnt havent hasnt "
-    "hadnt mightnt mustnt aint".split()
-)
-_TELLING_VERBS = frozenset("tell share describe explain say walk talk elaborate".split())
-_OPEN_IMPERATIVES = frozenset("tell describe share explain elaborate imagine".split())
-_FILLERS = frozenset("so and but well okay ok oh then now hey also anyway honestly or just um hmm ah alright right".split())
-# A run of punctuation is matched from its first character only (from inside a run, each
-# retry would rescan the rest of it: quadratic on "......").
-_CLAUSE_BREAK = re.compile(r"(?<![.!?;:])[.!?;:]+\s+|\s[-–—]+\s")
-
-
-def _question_words(chunk: str) -> list[str]:
-    words = [w.lower().replace("’", "'").replace("'", "") for w in _WORD.findall(chunk)]
-    while words and words[0] in _FILLERS:
-        words.pop(0)
-    return words
-
-
-def question_kind(sentence: str) -> str:
-    """Classify a follow-up sentence as ``"open"``, ``"yes_no"`` or ``"not_a_question"``.
-
-    The rules, applied to the last clause before the final ``?`` (after NFKC, so ``？`` counts):
-
-    1. No final ``?`` (closing quotes and brackets aside): ``not_a_question``.
-    2. The clause is cut at commas; from the last piece backwards, the first piece whose
-       first word (after fillers such as "so", "and", "well") is a wh-word (what, which,
-       who, where, when, why, how; so "what if" and "how about" too) or an open imperative
-       (tell, describe, share, explain, imagine) makes it ``open``.
-    3. A piece opening with an auxiliary verb (do, did, is, are, can, will, would, have,
-       don't...) makes it ``yes_no``, unless it asks to be told something (a telling verb
-       and a later wh-word: "Can you tell me what happened?"), which is ``open``.
-    4. A question with neither ("You went there?", "Anything else?") invites a yes or a no:
-       ``yes_no``.
-
-    >>> [question_kind(q) for q in ("What happened next?", "How did it go?", "What if you asked her?")]
-    ['open', 'open', 'open']
-    >>> [question_kind(q) for q in ("Do you want to talk about it?", "Is it serious?", "Don't you think so?")]
-    ['yes_no', 'yes_no', 'yes_no']
-    >>> question_kind("Can you tell me what happened?"), question_kind("Would you like to share how it went?")
-    ('open', 'open')
-    >>> question_kind("If you could go anywhere, where would you go?"), question_kind("What do you think, is it worth it?")
-    ('open', 'yes_no')
-    >>> question_kind("So, tell me about the trip?"), question_kind("You went there?"), question_kind("Do you know why?")
-    ('open', 'yes_no', 'yes_no')
-    >>> question_kind("Where have you searched so far？"), question_kind("How are you holding up?”"), question_kind("Tell me more.")
-    ('open', 'open', 'not_a_question')
-    """
-    text = normalise_text(sentence).strip().rstrip("\"'”’»)] ")
-    if not text.endswith("?"):
-        return "not_a_question"
-    body = text.rstrip("?! ")
-    clause = _CLAUSE_BREAK.split(body)[-1]
-    pieces = [_question_words(piece) for piece in clause.split(",")]
-    if not any(pieces):
-        return "not_a_question"
-    for words in reversed(pieces):
-        if not words:
-            continue
-        first = words[0]
-        if first in _WH_WORDS or first in _OPEN_IMPERATIVES:
-            return "open"
-        if first in _AUXILIARIES:
-            asks_to_tell = any(w in _TELLING_VERBS for w in words[1:]) and any(w in _WH_WORDS for w in words[2:])
-            return "open" if asks_to_tell else "yes_no"
-    return "yes_no"
-
-
-def tells_emotion(sentence: str, tag: str) -> bool:
-    """Whether a sentence states a feeling ("I feel happy") or names its own emotion ("so sad").
-
-    >>> tells_emotion("I feel so happy for you!", "HAPPINESS"), tells_emotion("What a wonderful surprise!", "HAPPINESS")
-    (True, False)
-    >>> tells_emotion("That must be heartbreaking.", "SADNESS"), tells_emotion("That must weigh on you.", "SADNESS")
-    (False, False)
-    """
-    return states_feeling(sentence).hit or names_emotion(sentence, EMOTION_OF_LABEL[tag]).hit
-
-
-# ----------------------------------------------------------------------------- criteria
-def structure(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
-    """1 for exactly three tagged, non-empty sentences; else 0.5 × the share of valid tagged sentences.
-
-    >>> structure(None, chatbot_reply("(ANGER) Ugh. (FEAR) Yikes. (NEUTRAL) What now?"), [])
-    1.0
-    >>> round(structure(None, chatbot_reply("(ANGER) Ugh. (FEAR) Yikes."), []), 3), structure(None, chatbot_reply("Hello there?"), [])
-    (0.333, 0.0)
-    """
-    read = reply.answer
-    if read is None:
-        return 0.0
-    if read.turn is not None:
-        return 1.0
-    valid = sum(1 for s in read.segments if s.label is not None and count_words(s.text))
-    return MALFORMED_STRUCTURE_CREDIT * min(valid, 3) / 3
-
-
-def tag_correctness(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
-    """Share of slots carrying their required tag (user's emotion, requested emotion, NEUTRAL); 0 unless the reply parses.
-
-    >>> turn = DialogueTurn("d/t0", "d", 0, 1, "SADNESS", "It broke.", "HAPPINESS")
-    >>> round(tag_correctness(turn, chatbot_reply("(sadness) Oh no. (SURPRISE) Wow. (NEUTRAL) What now?"), []), 3)
-    0.667
-    """
-    parsed = _turn(reply)
-    if parsed is None:
-        return 0.0
-    return sum(a == b for a, b in zip(parsed.tags, scenario.required_tags, strict=True)) / 3
-
-
-def length_credit(words: int) -> float:
-    """1 for 20-25 words; falling linearly to 0 at 15 words outside that range.
-
-    >>> [length_credit(n) for n in (5, 14, 20, 25, 31, 40, 200)]
-    [0.0, 0.6, 1.0, 1.0, 0.6, 0.0, 0.0]
-    """
-    low, high = REPLY_WORDS_FULL_CREDIT
-    distance = low - words if words < low else max(0, words - high)
-    return max(0.0, round(1.0 - distance / LENGTH_SLACK_WORDS, 12))
-
-
-def reply_length(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
-    """:func:`length_credit` of the reply's words, tags excluded; 0 when unanswered.
-
-    >>> reply_length(None, chatbot_reply("(SADNESS) That sounds heavy. (HAPPINESS) You still finished it, and that counts. (NEUTRAL) What helped you most along the way?"), [])
-    0.8
-    """
-    read = reply.answer
-    if not reply.text or read is None:
-        return 0.0
-    if read.turn is not None:
-        return length_credit(read.turn.words)
-    return length_credit(count_words(read.lead) + sum(count_words(s.text) for s in read.segments))
-
-
-def open_question(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
-    """1 for an open question, 0.3 for a yes/no one, 0 for none (see :func:`question_kind`).
-
-    The question is the third sentence when the reply parses, else the reply's end.
-
-    >>> open_question(None, chatbot_reply("(FEAR) Oof. (HAPPINESS) You can do it. (NEUTRAL) Do you feel ready?"), [])
-    0.3
-    """
-    read = reply.answer
-    if not reply.text or read is None:
-        return 0.0
-    if read.turn is not None:
-        question = read.turn.sentences[2]
-    else:
-        question = " ".join([read.lead, *(s.text for s in read.segments)])
-    kind = question_kind(question)
-    return {"open": 1.0, "yes_no": YES_NO_QUESTION_CREDIT}.get(kind, 0.0)
-
-
-def shows_not_tells(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
-    """Share of the three sentences that neither state a feeling nor name their slot's emotion; 0 unless it parses.
-
-    >>> turn = DialogueTurn("d/t0", "d", 0, 1, "SADNESS", "It broke.", "HAPPINESS")
-    >>> round(shows_not_tells(turn, chatbot_reply("(SADNESS) You must be so sad. (HAPPINESS) I feel happy. (NEUTRAL) What now?"), []), 3)
-    0.333
-    """
-    parsed = _turn(reply)
-    if parsed is None:
-        return 0.0
-    shown = [not tells_emotion(s, tag) for s, tag in zip(parsed.sentences, scenario.required_tags, strict=True)]
-    return sum(shown) / 3
-
-
-def earlier_turns(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
-    """What the episode's earlier turns earned: the sum of their ``reply`` entries' rewards.
-
-    Not capped by the last turn's rules; 0 for a turn scored on its own (an empty trace).
-
-    >>> earlier_turns(None, Reply(None), [{"type": "reply", "reward": 0.5}, {"type": "invalid"}, {"type": "reply", "reward": 0.25}])
-    0.75
-    """
-    return float(sum(entry["reward"] for entry in trace if entry.get("type") == "reply"))
-
-
-def _turn(reply: Reply) -> ChatbotTurn | None:
-    return reply.answer.turn if reply.answer is not None else None
-
-
-def render_history(history: Sequence[tuple[str, str]]) -> str:
-    """The dialogue so far as ``Human: ...`` / ``Chatbot: ...`` lines.
-
-    >>> print(render_history([("(FEAR) Exams soon.", "(FEAR) Oof. (HAPPINESS) You got this. (NEUTRAL) Which one?")]))
-    Human: (FEAR) Exams soon.
-    Chatbot: (FEAR) Oof. (HAPPINESS) You got this. (NEUTRAL) Which one?
-    """
-    return "\n".join(f"Human: {user}\nChatbot: {bot}" for user, bot in history)
 
 
 # ----------------------------------------------------------------------------- canary material
@@ -673,7 +367,7 @@ class DialogueEnv(AffectEnv):
         earns 0; a reply that does not parse earns 0. Sentences are classified once per env
         (cached by text), the whole batch in one classifier call.
         """
-        parsed = [_turn(r) for r in replies]
+        parsed = [reply_turn(r) for r in replies]
         found = iter(self._emotions.scores([s for p in parsed if p is not None for s in p.sentences]))
         values = []
         for scenario, turn in zip(scenarios, parsed, strict=True):

@@ -1,0 +1,136 @@
+"""The per-turn criteria of EmpatheticDialogue-v0: structure, tags, length, the open question, shown not told."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from affectgym.data.dialogues import DialogueTurn
+from affectgym.envs.core import Trace
+from affectgym.envs.dialogue_parsing import (
+    ChatbotTurn,
+    chatbot_reply,  # noqa: F401 - the doctests' replies
+    count_words,
+    question_kind,
+    tells_emotion,
+)
+from affectgym.rewards.rubric import Reply
+
+REPLY_WORDS_FULL_CREDIT = (20, 25)  # words in the three sentences together that earn full length credit
+LENGTH_SLACK_WORDS = 15  # length credit falls linearly to 0 this many words outside that range
+FAR_OFF_LENGTH_CAP = 0.5  # highest turn reward while the length credit is 0 (e.g. a 200-word reply)
+YES_NO_QUESTION_CREDIT = 0.3  # open-question credit of a yes/no question (0 for no question at all)
+MALFORMED_STRUCTURE_CREDIT = 0.5  # structure credit of a reply that does not parse, times its share of valid segments
+
+
+def structure(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
+    """1 for exactly three tagged, non-empty sentences; else 0.5 × the share of valid tagged sentences.
+
+    >>> structure(None, chatbot_reply("(ANGER) Ugh. (FEAR) Yikes. (NEUTRAL) What now?"), [])
+    1.0
+    >>> round(structure(None, chatbot_reply("(ANGER) Ugh. (FEAR) Yikes."), []), 3), structure(None, chatbot_reply("Hello there?"), [])
+    (0.333, 0.0)
+    """
+    read = reply.answer
+    if read is None:
+        return 0.0
+    if read.turn is not None:
+        return 1.0
+    valid = sum(1 for s in read.segments if s.label is not None and count_words(s.text))
+    return MALFORMED_STRUCTURE_CREDIT * min(valid, 3) / 3
+
+
+def tag_correctness(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
+    """Share of slots carrying their required tag (user's emotion, requested emotion, NEUTRAL); 0 unless the reply parses.
+
+    >>> turn = DialogueTurn("d/t0", "d", 0, 1, "SADNESS", "It broke.", "HAPPINESS")
+    >>> round(tag_correctness(turn, chatbot_reply("(sadness) Oh no. (SURPRISE) Wow. (NEUTRAL) What now?"), []), 3)
+    0.667
+    """
+    parsed = reply_turn(reply)
+    if parsed is None:
+        return 0.0
+    return sum(a == b for a, b in zip(parsed.tags, scenario.required_tags, strict=True)) / 3
+
+
+def length_credit(words: int) -> float:
+    """1 for 20-25 words; falling linearly to 0 at 15 words outside that range.
+
+    >>> [length_credit(n) for n in (5, 14, 20, 25, 31, 40, 200)]
+    [0.0, 0.6, 1.0, 1.0, 0.6, 0.0, 0.0]
+    """
+    low, high = REPLY_WORDS_FULL_CREDIT
+    distance = low - words if words < low else max(0, words - high)
+    return max(0.0, round(1.0 - distance / LENGTH_SLACK_WORDS, 12))
+
+
+def reply_length(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
+    """:func:`length_credit` of the reply's words, tags excluded; 0 when unanswered.
+
+    >>> reply_length(None, chatbot_reply("(SADNESS) That sounds heavy. (HAPPINESS) You still finished it, and that counts. (NEUTRAL) What helped you most along the way?"), [])
+    0.8
+    """
+    read = reply.answer
+    if not reply.text or read is None:
+        return 0.0
+    if read.turn is not None:
+        return length_credit(read.turn.words)
+    return length_credit(count_words(read.lead) + sum(count_words(s.text) for s in read.segments))
+
+
+def open_question(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
+    """1 for an open question, 0.3 for a yes/no one, 0 for none (see :func:`question_kind`).
+
+    The question is the third sentence when the reply parses, else the reply's end.
+
+    >>> open_question(None, chatbot_reply("(FEAR) Oof. (HAPPINESS) You can do it. (NEUTRAL) Do you feel ready?"), [])
+    0.3
+    """
+    read = reply.answer
+    if not reply.text or read is None:
+        return 0.0
+    if read.turn is not None:
+        question = read.turn.sentences[2]
+    else:
+        question = " ".join([read.lead, *(s.text for s in read.segments)])
+    kind = question_kind(question)
+    return {"open": 1.0, "yes_no": YES_NO_QUESTION_CREDIT}.get(kind, 0.0)
+
+
+def shows_not_tells(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
+    """Share of the three sentences that neither state a feeling nor name their slot's emotion; 0 unless it parses.
+
+    >>> turn = DialogueTurn("d/t0", "d", 0, 1, "SADNESS", "It broke.", "HAPPINESS")
+    >>> round(shows_not_tells(turn, chatbot_reply("(SADNESS) You must be so sad. (HAPPINESS) I feel happy. (NEUTRAL) What now?"), []), 3)
+    0.333
+    """
+    parsed = reply_turn(reply)
+    if parsed is None:
+        return 0.0
+    shown = [not tells_emotion(s, tag) for s, tag in zip(parsed.sentences, scenario.required_tags, strict=True)]
+    return sum(shown) / 3
+
+
+def earlier_turns(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
+    """What the episode's earlier turns earned: the sum of their ``reply`` entries' rewards.
+
+    Not capped by the last turn's rules; 0 for a turn scored on its own (an empty trace).
+
+    >>> earlier_turns(None, Reply(None), [{"type": "reply", "reward": 0.5}, {"type": "invalid"}, {"type": "reply", "reward": 0.25}])
+    0.75
+    """
+    return float(sum(entry["reward"] for entry in trace if entry.get("type") == "reply"))
+
+
+def reply_turn(reply: Reply) -> ChatbotTurn | None:
+    """The parsed turn of a reply, ``None`` when it did not parse or there was none."""
+    return reply.answer.turn if reply.answer is not None else None
+
+
+def render_history(history: Sequence[tuple[str, str]]) -> str:
+    """The dialogue so far as ``Human: ...`` / ``Chatbot: ...`` lines.
+
+    >>> print(render_history([("(FEAR) Exams soon.", "(FEAR) Oof. (HAPPINESS) You got this. (NEUTRAL) Which one?")]))
+    Human: (FEAR) Exams soon.
+    Chatbot: (FEAR) Oof. (HAPPINESS) You got this. (NEUTRAL) Which one?
+    """
+    return "\n".join(f"Human: {user}\nChatbot: {bot}" for user, bot in history)
