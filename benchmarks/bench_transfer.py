@@ -34,7 +34,7 @@ to ``benchmarks/results/transfer.json`` and the figure to ``docs/img/transfer.pn
 
 Usage (one seed after another; two processes, one core each, fill one results file)::
 
-    python benchmarks/bench_transfer.py                       # seeds 0 1 2, every arm
+    python benchmarks/bench_transfer.py                       # seeds 0 1 2, every arm but the refresher
     taskset -c 0 python benchmarks/bench_transfer.py --seeds 0 --threads 1 &
     taskset -c 1 python benchmarks/bench_transfer.py --seeds 1 2 --arms sft sft+flat-grpo --threads 1 &
     python benchmarks/bench_transfer.py --report-only
@@ -71,6 +71,10 @@ WORK = ROOT / "runs" / "bench_transfer"
 ARMS = ("base", "sft", "sft+flat-grpo", "sft+anchored-flat-grpo", "sft+flat-grpo+protocol", "sft+multiturn-grpo")
 #: The arms whose GRPO run measures the flat held-out accuracy itself (``heldout.jsonl``).
 FLAT_GRPO_ARMS = ("sft+flat-grpo", "sft+anchored-flat-grpo")
+#: The arms a plain run trains: all but the protocol refresher (a diagnostic the anchor
+#: replaced; ``--arms sft+flat-grpo+protocol`` adds it). Measured per stage on one core each,
+#: these take ~6.1 core-hours for three seeds (docs/benchmarks.md has each stage's share).
+DEFAULT_ARMS = tuple(arm for arm in ARMS if arm != "sft+flat-grpo+protocol")
 METRICS = ("accuracy", "answered_rate", "pivot_accuracy", "tool_use_rate", "mean_tool_calls", "clean_answer_rate",
            "reward", "flat_accuracy")
 #: Warm-start and GRPO steps of the benchmark.
@@ -351,7 +355,7 @@ def report() -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
+    parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(DEFAULT_ARMS))
     parser.add_argument("--sft-steps", type=int, default=SFT_STEPS)
     parser.add_argument("--grpo-steps", type=int, default=GRPO_STEPS)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (1 when two runs share the machine)")
