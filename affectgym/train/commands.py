@@ -1,12 +1,13 @@
 """The ``affectgym train`` subcommand.
 
-``affectgym train ENV_ID [--algo grpo|ppo|sac] ...``: every option comes from a field of
+``affectgym train ENV_ID [--algo grpo|sft|dpo|ppo|sac] ...``: every option comes from a field of
 :class:`~affectgym.train.config.TrainConfig`, one configuration for every algorithm;
 ``--recipe NAME`` starts from a named recipe (``--list-recipes``), ``--config FILE.yaml``
 reads options from a file and ``--print-config`` writes one (and trains nothing); an
 ``--output-dir`` that holds an earlier run is refused unless ``--overwrite`` (or ``--resume``, to
 continue it). ``--algo grpo`` (the default) trains a language model on a text env with TRL
-(:func:`affectgym.train.grpo.train`); ``--algo ppo|sac`` trains a policy on a numeric env
+(:func:`affectgym.train.grpo.train`), ``--algo sft`` and ``--algo dpo`` too
+(:func:`affectgym.train.sft.train_sft`, :func:`affectgym.train.dpo.train_dpo`); ``--algo ppo|sac`` trains a policy on a numeric env
 (EmotionState-v0) with Stable-Baselines3 (:func:`affectgym.train.sb3.train_from_config`).
 Before anything is loaded, the env's kind is checked against the algorithm
 (:func:`check_algo_supports`). Every run writes its ``config.yaml`` to ``--output-dir``.
@@ -28,7 +29,7 @@ from affectgym.train.config import (
 )
 
 #: The env kind (:func:`affectgym.envs.spaces.env_kind`) each algorithm trains on.
-ALGO_ENV_KINDS = {"grpo": "text", "sft": "text", "ppo": "numeric", "sac": "numeric"}
+ALGO_ENV_KINDS = {"grpo": "text", "sft": "text", "dpo": "text", "ppo": "numeric", "sac": "numeric"}
 #: The env PPO/SAC train when no env id is given.
 DEFAULT_NUMERIC_ENV = "affectgym/EmotionState-v0"
 
@@ -37,12 +38,13 @@ def register(subparsers: Any) -> None:
     """Add ``train`` to the ``affectgym`` command."""
     parser = subparsers.add_parser(
         "train",
-        help="train a policy on an environment (GRPO with TRL; PPO/SAC with Stable-Baselines3)",
+        help="train a policy on an environment (GRPO, SFT or DPO with TRL; PPO/SAC with Stable-Baselines3)",
         description=(
             "--algo grpo (default): GRPO of a language model on a text env with TRL, flat (single-shot prompts, "
             "every tool output pre-rendered) or multiturn (the model calls the env's tools); writes config.yaml, "
             "log_history.json, reward curves, the LoRA adapter and a held-out base-vs-trained evaluation to "
-            "--output-dir. --algo ppo|sac: Stable-Baselines3 on a numeric env (default affectgym/EmotionState-v0); "
+            "--output-dir. --algo sft: a supervised warm start on demonstrations; --algo dpo: rounds of DPO on pairs "
+            "of the policy's own replies ranked by the env's reward. --algo ppo|sac: Stable-Baselines3 on a numeric env (default affectgym/EmotionState-v0); "
             "writes config.yaml, model.zip, learning_curve.png and summary.json. Options of the other algorithm "
             "are refused. Several GPUs: accelerate launch -m affectgym.cli train ..."
         ),
@@ -88,7 +90,7 @@ def run_train(args: argparse.Namespace) -> int:
         return 0
     config = config_from_args(args)
     if not config.env_id:
-        if config.algo in ("grpo", "sft"):
+        if ALGO_ENV_KINDS[config.algo] == "text":
             raise ValueError("no environment id given; e.g. affectgym train affectgym/Sarcasm-v0 --model smollm2-135m")
         config = dataclasses.replace(config, env_id=DEFAULT_NUMERIC_ENV)
     check_algo_supports(config)
@@ -107,11 +109,15 @@ def run_train(args: argparse.Namespace) -> int:
         from affectgym.train.sft import train_sft
 
         summary = train_sft(config, progress=True, overwrite=args.overwrite, resume=args.resume)
+    elif config.algo == "dpo":
+        from affectgym.train.dpo import train_dpo
+
+        summary = train_dpo(config, progress=True, overwrite=args.overwrite, resume=args.resume)
     else:
         from affectgym.train.sb3 import train_from_config
 
         if args.resume:
-            raise ValueError(f"--resume continues GRPO and SFT runs; --algo {config.algo} runs start anew (--overwrite)")
+            raise ValueError(f"--resume continues GRPO, SFT and DPO runs; --algo {config.algo} runs start anew (--overwrite)")
         summary = train_from_config(config, overwrite=args.overwrite).as_dict()
     print(json.dumps(summary, indent=2))
     return 0

@@ -37,16 +37,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-ALGOS = ("grpo", "sft", "ppo", "sac")
+ALGOS = ("grpo", "sft", "dpo", "ppo", "sac")
 GRPO = ("grpo",)
 SFT = ("sft",)
-LM = ("grpo", "sft")  # the algorithms that train a language model
+DPO = ("dpo",)
+SAMPLING = ("grpo", "dpo")  # the algorithms that sample replies from the policy
+LM = ("grpo", "sft", "dpo")  # the algorithms that train a language model
+DEMOS = ("grpo", "sft")  # the algorithms that read demonstrated episodes
 SB3 = ("ppo", "sac")
 #: Argument-group titles of ``affectgym train --help``, by the algorithms a field applies to.
 ALGO_GROUPS = {
-    LM: "language models (--algo grpo|sft, text envs)",
+    LM: "language models (--algo grpo|sft|dpo, text envs)",
+    DEMOS: "demonstrations (--algo sft, and --algo grpo's anchor)",
+    SAMPLING: "sampling from the policy (--algo grpo|dpo)",
     GRPO: "GRPO (--algo grpo)",
     SFT: "supervised warm start (--algo sft)",
+    DPO: "preference optimisation from the env's reward (--algo dpo)",
     SB3: "Stable-Baselines3 (--algo ppo|sac, numeric envs)",
 }
 #: ``lr_scheduler`` choices and the ``transformers`` schedule each names (every one warms up first).
@@ -67,6 +73,18 @@ def _lm(text: str, **extra: Any) -> dict[str, Any]:
 
 def _sft(text: str, **extra: Any) -> dict[str, Any]:
     return _help(text, algos=SFT, **extra)
+
+
+def _demos(text: str, **extra: Any) -> dict[str, Any]:
+    return _help(text, algos=DEMOS, **extra)
+
+
+def _dpo(text: str, **extra: Any) -> dict[str, Any]:
+    return _help(text, algos=DPO, **extra)
+
+
+def _sampling(text: str, **extra: Any) -> dict[str, Any]:
+    return _help(text, algos=SAMPLING, **extra)
 
 
 @dataclass
@@ -92,12 +110,29 @@ class TrainConfig:
             "multiturn: the policy calls the env's tools through TRL's environment_factory"
         ),
     )
-    algo: Literal["grpo", "sft", "ppo", "sac"] = field(
+    algo: Literal["grpo", "sft", "dpo", "ppo", "sac"] = field(
         default="grpo",
         metadata=_help(
             "grpo (TRL, text envs); sft (TRL's SFTTrainer on demonstrations: eval results files or the env's "
-            "references); ppo or sac (Stable-Baselines3, numeric envs such as EmotionState-v0)"
+            "references); dpo (TRL's DPOTrainer on pairs of the policy's own replies ranked by the env's reward); "
+            "ppo or sac (Stable-Baselines3, numeric envs such as EmotionState-v0)"
         ),
+    )
+    rounds: int = field(
+        default=1, metadata=_dpo("rounds of sampling pairs from the current policy, then training on them (online DPO)")
+    )
+    samples_per_prompt: int = field(
+        default=4, metadata=_dpo("replies sampled per train prompt each round; the best and the worst make a pair")
+    )
+    pair_margin: float = field(
+        default=0.1, metadata=_dpo("keep a pair only when the env scores its chosen reply at least this much higher")
+    )
+    pairs: list[str] = field(
+        default_factory=list,
+        metadata=_dpo("offline pairs: a JSONL file of {prompt, chosen, rejected} rows (repeatable); no sampling"),
+    )
+    dpo_beta: float = field(
+        default=0.1, metadata=_dpo("DPO's beta: how far the policy may move from the round's reference policy")
     )
     prompt_form: Literal["flat", "chat"] = field(
         default="flat",
@@ -109,7 +144,7 @@ class TrainConfig:
     )
     demos: list[str] = field(
         default_factory=list,
-        metadata=_lm(
+        metadata=_demos(
             "an affectgym eval results folder (or results.jsonl) of train-split episodes; repeat for several. "
             "SFT learns them; GRPO anchors to them (--anchor-coef)"
         ),
@@ -118,14 +153,14 @@ class TrainConfig:
         default=False, metadata=_sft("learn the env's reference replies (env.reference_answer) on its train split")
     )
     min_reward: float | None = field(
-        default=None, metadata=_lm("keep only demonstrated episodes with at least this reward")
+        default=None, metadata=_demos("keep only demonstrated episodes with at least this reward")
     )
     correct_only: bool = field(
-        default=False, metadata=_lm("keep only demonstrated episodes whose outcome is correct")
+        default=False, metadata=_demos("keep only demonstrated episodes whose outcome is correct")
     )
     tool_turns_only: bool = field(
         default=False,
-        metadata=_lm(
+        metadata=_demos(
             "learn only the turns that call tools: each demonstrated episode ends after its last tool result, so "
             "its final answer is not trained (a protocol refresher, or a GRPO anchor that leaves the answer alone)"
         ),
@@ -159,7 +194,7 @@ class TrainConfig:
         default="group",
         metadata=_grpo("advantage scaling: by each group's reward std (group), the batch's (batch) or none"),
     )
-    max_completion_length: int = field(default=128, metadata=_grpo("most tokens generated per completion"))
+    max_completion_length: int = field(default=128, metadata=_sampling("most tokens generated per completion"))
     eval_max_new_tokens: int | None = field(
         default=None,
         metadata=_lm(
@@ -167,7 +202,7 @@ class TrainConfig:
             "affectgym eval -t N); default --max-completion-length (GRPO) or 256 (SFT)"
         ),
     )
-    temperature: float = field(default=1.0, metadata=_grpo("sampling temperature of the rollouts"))
+    temperature: float = field(default=1.0, metadata=_sampling("sampling temperature of the rollouts"))
     beta: float = field(default=0.0, metadata=_grpo("KL coefficient (0 = no reference model)"))
     entropy_coef: float = field(
         default=0.0, metadata=_grpo("weight of TRL's mean per-token entropy bonus in the loss (0 = none)")
@@ -187,7 +222,7 @@ class TrainConfig:
         default=None,
         metadata=_help(
             "where config.yaml, logs, figures and the model (GRPO, SFT: the adapter) go",
-            by_algo={"grpo": "runs/train", "sft": "runs/sft", "ppo": "runs/sb3", "sac": "runs/sb3"},
+            by_algo={"grpo": "runs/train", "sft": "runs/sft", "dpo": "runs/dpo", "ppo": "runs/sb3", "sac": "runs/sb3"},
         ),
     )
     eval_episodes: int | None = field(
@@ -195,7 +230,7 @@ class TrainConfig:
         metadata=_help(
             "evaluation episodes at the end: GRPO/SFT base vs trained on held-out scenarios, played multi-step "
             "through the eval runner (0 skips it); PPO/SAC trained vs random policy on fixed seeds",
-            by_algo={"grpo": 32, "sft": 32, "ppo": 20, "sac": 20},
+            by_algo={"grpo": 32, "sft": 32, "dpo": 32, "ppo": 20, "sac": 20},
         ),
     )
     eval_every_steps: int = field(
@@ -210,7 +245,9 @@ class TrainConfig:
     gradient_checkpointing: bool | None = field(
         default=None, metadata=_lm("gradient checkpointing; default: on with a GPU")
     )
-    n_train: int | None = field(default=None, metadata=_grpo("training rows (scenarios repeated or sampled); default one pass"))
+    n_train: int | None = field(
+        default=None, metadata=_sampling("training rows (scenarios repeated or sampled); default one pass")
+    )
     balance: bool = field(default=True, metadata=_grpo("class-balanced interleaving of the rows"))
     group_batches: bool = field(
         default=False,
@@ -289,6 +326,17 @@ class TrainConfig:
             )
         if self.anchor_rows < 1:
             problems.append(f"anchor_rows must be a positive integer, got {self.anchor_rows!r}")
+        if self.rounds < 1 or self.samples_per_prompt < 2:
+            problems.append(
+                f"rounds must be >= 1 and samples_per_prompt >= 2 (a pair needs two replies), got {self.rounds!r} "
+                f"and {self.samples_per_prompt!r}"
+            )
+        if not 0 <= self.pair_margin < math.inf or not 0 < self.dpo_beta < math.inf:
+            problems.append(
+                f"pair_margin must be a finite number >= 0 and dpo_beta one > 0, got {self.pair_margin!r} and {self.dpo_beta!r}"
+            )
+        if self.pairs and self.rounds != 1:
+            problems.append(f"offline --pairs train one round (nothing is sampled); drop --rounds {self.rounds}")
         if self.algo == "sft" and not (self.demos or self.references):
             problems.append("--algo sft needs demonstrations: --demos RUN_DIR (an affectgym eval folder; repeatable) and/or --references")
         if self.algo in SB3:

@@ -1,0 +1,349 @@
+"""Preference optimisation from the env's own reward (``affectgym train --algo dpo``), with TRL's ``DPOTrainer``.
+
+Online (iterative) DPO in rounds. Each round:
+
+1. the current policy samples ``samples_per_prompt`` replies to every train prompt (the
+   env's flat prompts, at ``temperature``, at most ``max_completion_length`` tokens, ending
+   at the end of the turn as an agent's message does);
+2. the env scores them all with ``env.score_batch``, its one reward path (classifier,
+   judge, rules, rubric), on the flat trace;
+3. each prompt gives one pair, its best reply as ``chosen`` and its worst as ``rejected``,
+   when the env scores the best at least ``pair_margin`` higher (:func:`preference_pairs`;
+   a reply left unscored, e.g. by a judge outage, is never in a pair);
+4. ``DPOTrainer`` trains the policy's LoRA adapter on the pairs for ``max_steps`` steps,
+   against the round's starting policy as the reference (a fresh adapter's reference is the
+   base model; an adapter's, a frozen copy of it, as TRL does for a ``PeftModel``).
+
+The next round samples from the updated adapter. Offline pairs (``pairs``: JSONL files of
+``{"prompt", "chosen", "rejected"}`` rows, the prompt a list of chat messages or a text)
+train one round with no sampling.
+
+A run writes ``config.yaml``, ``pairs/round-<r>.jsonl`` (every pair: scenario, prompt,
+chosen and rejected replies with their scores and components), ``rounds/<r>/`` (each
+round's adapter and log history), ``adapter/`` (the last round's), ``log_history.json``
+(every round's rows, with ``round``), ``figures/dpo_loss.png``, ``summary.json`` and, with
+``eval_episodes``, ``eval/`` (base vs trained, played multi-step through the eval runner).
+``resume`` skips the rounds whose adapter is saved and trains a round whose pairs are
+written without sampling them again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from affectgym.train.config import LR_SCHEDULERS, TrainConfig, config_to_yaml
+
+#: Prompts sampled at once (each with ``samples_per_prompt`` replies).
+SAMPLE_BATCH_PROMPTS = 8
+
+
+class PairsError(ValueError):
+    """An offline pairs file cannot be used: missing, not JSONL, or a row without its fields."""
+
+
+def preference_pairs(env: Any, scenarios: Sequence[Any], prompts: Sequence[list[dict[str, str]]],
+                     replies: Sequence[Sequence[str]], margin: float) -> list[dict[str, Any]]:
+    """One pair per scenario whose replies the env tells apart by at least ``margin``.
+
+    Args:
+        env: The (unwrapped) env that scores, with ``score_batch`` and ``flat_trace``.
+        scenarios: The train scenarios, one per prompt.
+        prompts: Each scenario's prompt (chat messages).
+        replies: Each scenario's sampled replies.
+        margin: Least score difference between the chosen and the rejected reply.
+
+    Returns:
+        Rows of ``scenario_id``, ``prompt``, ``chosen``, ``rejected``, ``chosen_score``,
+        ``rejected_score``, ``chosen_components`` and ``rejected_components``: the best and the
+        worst scored reply of the scenario (the first of equals), replies left unscored excluded.
+    """
+    flat = [(i, reply) for i, group in enumerate(replies) for reply in group]
+    traces = [env.flat_trace(scenario) for scenario in scenarios]
+    results = env.score_batch([scenarios[i] for i, _ in flat], [reply for _, reply in flat], [traces[i] for i, _ in flat])
+    scored: list[list[tuple[float, str, dict[str, Any]]]] = [[] for _ in scenarios]
+    for (i, reply), result in zip(flat, results, strict=True):
+        if not result.unscored:
+            scored[i].append((float(result.total), reply, dict(result.components)))
+    pairs = []
+    for scenario, prompt, candidates in zip(scenarios, prompts, scored, strict=True):
+        if len(candidates) < 2:
+            continue
+        best = max(candidates, key=lambda candidate: candidate[0])
+        worst = min(candidates, key=lambda candidate: candidate[0])
+        if best[0] - worst[0] >= margin and best[0] > worst[0]:
+            pairs.append({
+                "scenario_id": scenario.id, "prompt": prompt, "chosen": best[1], "rejected": worst[1],
+                "chosen_score": best[0], "rejected_score": worst[0],
+                "chosen_components": best[2], "rejected_components": worst[2],
+            })
+    return pairs
+
+
+def read_pairs(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """The rows of offline pairs files.
+
+    Raises:
+        PairsError: A file is missing, a line is not a JSON object, or a row lacks a text
+            ``chosen`` or ``rejected`` or a ``prompt`` (chat messages or a text).
+    """
+    rows: list[dict[str, Any]] = []
+    for path in map(Path, paths):
+        if not path.is_file():
+            raise PairsError(f"--pairs {str(path)!r}: no such file; pass JSONL rows of {{prompt, chosen, rejected}}")
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise PairsError(f"{path}:{number}: not JSON ({error.msg})") from None
+            problem = _pair_problem(row)
+            if problem:
+                raise PairsError(f"{path}:{number}: {problem}; a row is {{\"prompt\": [messages] or text, "
+                                 "\"chosen\": text, \"rejected\": text}")
+            prompt = row["prompt"] if isinstance(row["prompt"], list) else [{"role": "user", "content": row["prompt"]}]
+            rows.append({**row, "prompt": prompt})
+    if not rows:
+        raise PairsError(f"--pairs {[str(p) for p in paths]}: no pair in the files")
+    return rows
+
+
+def _pair_problem(row: Any) -> str | None:
+    if not isinstance(row, dict):
+        return f"a {type(row).__name__}, not an object"
+    missing = [key for key in ("prompt", "chosen", "rejected") if key not in row]
+    if missing:
+        return f"missing {missing}"
+    if not isinstance(row["chosen"], str) or not isinstance(row["rejected"], str):
+        return "chosen and rejected must be texts"
+    prompt = row["prompt"]
+    if isinstance(prompt, str):
+        return None
+    if not isinstance(prompt, list) or not all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in prompt):
+        return "prompt must be a text or a list of {role, content} messages"
+    return None
+
+
+def sample_replies(model: Any, tokenizer: Any, prompts: Sequence[list[dict[str, str]]], *, samples: int,
+                   max_new_tokens: int, temperature: float) -> list[list[str]]:
+    """``samples`` sampled replies to each chat prompt, decoded as an agent's message (ending at its turn's end)."""
+    import torch
+
+    from affectgym.agents.transformers_agent import generation_config
+
+    decoding = generation_config(model, tokenizer, max_new_tokens=max_new_tokens, temperature=temperature)
+    decoding.num_return_sequences = samples
+    texts = [tokenizer.apply_chat_template(list(p), tokenize=False, add_generation_prompt=True) for p in prompts]
+    was_training = model.training
+    model.eval()
+    side, tokenizer.padding_side = tokenizer.padding_side, "left"
+    replies: list[list[str]] = []
+    try:
+        for start in range(0, len(texts), SAMPLE_BATCH_PROMPTS):
+            batch = tokenizer(texts[start:start + SAMPLE_BATCH_PROMPTS], return_tensors="pt", padding=True,
+                              add_special_tokens=False).to(model.device)
+            with torch.no_grad():
+                output = model.generate(**batch, generation_config=decoding)
+            decoded = tokenizer.batch_decode(output[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)
+            replies += [[text.strip() for text in decoded[i:i + samples]] for i in range(0, len(decoded), samples)]
+    finally:
+        tokenizer.padding_side = side
+        model.train(was_training)
+    return replies
+
+
+def dpo_config(config: TrainConfig, output_dir: Path, *, gpu: bool) -> Any:
+    """The ``trl.DPOConfig`` of a round: CPU-safe without a GPU."""
+    from trl import DPOConfig
+
+    from affectgym.train.grpo import activation_checkpointing_option, checkpoint_saving_options
+
+    bf16 = gpu if config.bf16 is None else bool(config.bf16)
+    if bf16 and not gpu:
+        raise ValueError("bf16 training needs a GPU here; drop --bf16 (CPU runs use fp32)")
+    return DPOConfig(
+        output_dir=str(output_dir / "trainer"),
+        max_steps=config.max_steps,
+        per_device_train_batch_size=config.batch_size,
+        gradient_accumulation_steps=config.gradient_accumulation_steps,
+        learning_rate=config.learning_rate,
+        warmup_steps=config.warmup_steps,
+        lr_scheduler_type=LR_SCHEDULERS[config.lr_scheduler],
+        beta=config.dpo_beta,
+        max_length=None,
+        logging_steps=config.logging_steps,
+        **checkpoint_saving_options(config),
+        report_to=config.report_to,
+        seed=config.seed,
+        data_seed=config.seed,
+        bf16=bf16,
+        use_cpu=not gpu,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+        **activation_checkpointing_option(DPOConfig, gpu if config.gradient_checkpointing is None else bool(config.gradient_checkpointing)),
+    )
+
+
+def train_dpo(config: TrainConfig, *, gpu: bool | None = None, progress: bool = False,
+              overwrite: bool = False, resume: bool = False) -> dict[str, Any]:
+    """Run the rounds of ``config`` and write their outputs (see the module docstring).
+
+    Args:
+        config: The run's options (``algo="dpo"``).
+        gpu: Whether to use a GPU; default: when torch sees one.
+        progress: Show a progress bar with the loss and the reward margin.
+        overwrite: Replace an earlier run in ``config.output_dir`` (otherwise it is refused).
+        resume: Continue the run in ``config.output_dir`` (same config) at its first unfinished round.
+
+    Returns:
+        A summary: the pairs of every round, paths, wall time, first and last loss, and the
+        held-out evaluation when ``eval_episodes > 0``.
+    """
+    from transformers import set_seed
+
+    from affectgym.train.grpo import check_policy, finish_run, has_gpu
+    from affectgym.train.run_dir import claim_output_dir
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    output_dir = claim_output_dir(config.output_dir, overwrite=overwrite,
+                                  resume_config=config_to_yaml(config) if resume else None)
+    check_policy(config)
+    offline = read_pairs(config.pairs) if config.pairs else None
+    gpu = has_gpu() if gpu is None else gpu
+    (output_dir / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")
+    set_seed(config.seed)
+    start_s = time.perf_counter()
+    rounds: list[dict[str, Any]] = []
+    history: list[dict[str, Any]] = []
+    adapter = config.init_adapter
+    for number in range(config.rounds):
+        round_dir = output_dir / "rounds" / str(number)
+        if not (round_dir / "log_history.json").is_file():
+            pairs_file = output_dir / "pairs" / f"round-{number}.jsonl"
+            pairs = offline if offline is not None else _round_pairs(config, adapter, pairs_file, gpu=gpu, seed=config.seed + number)
+            _train_round(dataclasses.replace(config, init_adapter=adapter), pairs, round_dir, gpu=gpu,
+                         progress=progress, title=f"DPO round {number + 1}/{config.rounds} on {len(pairs)} pairs")
+        round_history = json.loads((round_dir / "log_history.json").read_text(encoding="utf-8"))
+        history += [{**row, "round": number} for row in round_history]
+        rounds.append({"round": number, "pairs": _count_lines(output_dir / "pairs" / f"round-{number}.jsonl")
+                       if offline is None else len(offline)})
+        adapter = str(round_dir / "adapter")
+    _publish(Path(adapter), output_dir / "adapter")
+    (output_dir / "log_history.json").write_text(json.dumps(history, indent=2), encoding="utf-8")
+    summary = dpo_summary(config, output_dir, history, rounds, train_s=time.perf_counter() - start_s)
+    return finish_run(config, output_dir, summary, gpu=gpu, resume=resume)
+
+
+def _round_pairs(config: TrainConfig, adapter: str | None, pairs_file: Path, *, gpu: bool, seed: int) -> list[dict[str, Any]]:
+    """The round's pairs: read back when written, else sampled from the policy and scored by the env."""
+    from transformers import set_seed
+
+    from affectgym.train.flatten import shared_env
+    from affectgym.train.grpo import load_policy
+
+    if pairs_file.is_file():
+        return [json.loads(line) for line in pairs_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    env = shared_env(config.env_id, {**config.env_kwargs, "split": "train"})
+    scenarios = list(env.scenarios)
+    if config.n_train is not None:
+        scenarios = [scenarios[i % len(scenarios)] for i in range(config.n_train)]
+    prompts = [env.flat_prompt(scenario) for scenario in scenarios]
+    model, tokenizer, _ = load_policy(config, gpu=gpu)
+    if adapter is not None:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, adapter)
+    set_seed(seed)
+    replies = sample_replies(model, tokenizer, prompts, samples=config.samples_per_prompt,
+                             max_new_tokens=config.max_completion_length, temperature=config.temperature)
+    del model
+    pairs = preference_pairs(env, scenarios, prompts, replies, config.pair_margin)
+    if not pairs:
+        raise ValueError(
+            f"no pair: on none of {len(scenarios)} prompts did the env score {config.samples_per_prompt} sampled replies "
+            f"at least {config.pair_margin} apart; raise --samples-per-prompt or --temperature, or lower --pair-margin"
+        )
+    pairs_file.parent.mkdir(parents=True, exist_ok=True)
+    pairs_file.write_text("".join(json.dumps(pair, ensure_ascii=False) + "\n" for pair in pairs), encoding="utf-8")
+    return pairs
+
+
+def _train_round(config: TrainConfig, pairs: list[dict[str, Any]], round_dir: Path, *, gpu: bool, progress: bool,
+                 title: str) -> None:
+    """Train the round's adapter on its pairs and save it with its log history (written last: the round is done)."""
+    import datasets
+    from trl import DPOTrainer
+
+    from affectgym.train.grpo import load_policy, trainable_policy
+    from affectgym.train.progress import show_progress
+
+    model, tokenizer, _ = load_policy(config, gpu=gpu)
+    model, lora = trainable_policy(config, model)
+    dataset = datasets.Dataset.from_list(pair_rows(pairs))
+    trainer = DPOTrainer(model=model, args=dpo_config(config, round_dir, gpu=gpu), train_dataset=dataset,
+                         processing_class=tokenizer, peft_config=lora)
+    if progress:
+        show_progress(trainer, title, ("loss", "rewards/margins"))
+    trainer.train()
+    trainer.save_model(str(round_dir / "adapter"))
+    tokenizer.save_pretrained(str(round_dir / "adapter"))
+    (round_dir / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=2), encoding="utf-8")
+
+
+def _publish(source: Path, target: Path) -> None:
+    """Copy the last round's adapter to the run's ``adapter/`` (what ``affectgym eval --adapter`` loads)."""
+    import shutil
+
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(source, target)
+
+
+def _count_lines(path: Path) -> int:
+    return sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip()) if path.is_file() else 0
+
+
+def dpo_summary(config: TrainConfig, output_dir: Path, history: list[dict[str, Any]], rounds: list[dict[str, Any]], *,
+                train_s: float) -> dict[str, Any]:
+    """The summary of a trained DPO run, before its held-out evaluation; draws ``figures/dpo_loss.png``."""
+    from affectgym.train.plots import plot_loss_curve
+
+    losses = [row["loss"] for row in history if isinstance(row.get("loss"), int | float) and math.isfinite(row["loss"])]
+    steps = [row for row in history if "loss" in row]
+    figure = plot_loss_curve([{**row, "step": i + 1} for i, row in enumerate(steps)], output_dir / "figures" / "dpo_loss.png",
+                             title=f"DPO on {config.env_id}, {config.model}, {len(rounds)} round(s)")
+    return {
+        "env_id": config.env_id, "model": config.model, "algo": "dpo", "seed": config.seed, "rounds": rounds,
+        "steps": len(steps), "train_s": round(train_s, 2),
+        "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
+        "output_dir": str(output_dir), "adapter_dir": str(output_dir / "adapter"),
+        "log_history": str(output_dir / "log_history.json"), "figures": [str(figure)] if figure else [],
+    }
+
+
+def pair_rows(pairs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The ``DPOTrainer`` rows of pairs: the prompt's messages, and each reply as the assistant's message."""
+    return [
+        {"prompt": list(pair["prompt"]), "chosen": [{"role": "assistant", "content": pair["chosen"]}],
+         "rejected": [{"role": "assistant", "content": pair["rejected"]}]}
+        for pair in pairs
+    ]
+
+
+__all__ = [
+    "PairsError",
+    "dpo_config",
+    "dpo_summary",
+    "pair_rows",
+    "preference_pairs",
+    "read_pairs",
+    "sample_replies",
+    "train_dpo",
+]
