@@ -118,10 +118,10 @@ def test_the_abort_message_counts_the_failed_episodes_that_are_on_disk(tmp_path)
     assert "APIConnectionError" in line and "--resume" in line
 
 
-def test_ppo_on_a_text_env_fails_at_once_naming_grpo_and_sft():
+def test_ppo_on_a_text_env_fails_at_once_naming_the_language_model_algorithms():
     line = error_line(affectgym_cli("train", "affectgym/Sarcasm-v0", "--algo", "ppo", "--timesteps", "64"))
     assert "--algo ppo trains on numeric envs" in line and "affectgym/Sarcasm-v0 is text" in line
-    assert line.endswith("use --algo grpo or sft (rerun with --debug for the traceback)")
+    assert line.endswith("use --algo grpo, sft or dpo (rerun with --debug for the traceback)")
 
 
 def test_grpo_on_the_numeric_env_fails_at_once_naming_ppo_and_sac():
@@ -175,7 +175,7 @@ def test_print_config_with_algo_ppo_prints_timesteps_and_n_envs_and_trains_nothi
 
 def test_grpo_options_with_algo_ppo_are_refused_by_name(tmp_path):
     line = error_line(affectgym_cli("train", "affectgym/EmotionState-v0", "--algo", "ppo", "--max-steps", "3", "--model", "x"))
-    assert "--model ('x'), --max-steps (3) apply only to --algo grpo/sft, not to --algo ppo" in line
+    assert "--model ('x'), --max-steps (3) apply only to --algo dpo/grpo/sft, not to --algo ppo" in line
     path = tmp_path / "mixed.yaml"
     path.write_text("env_id: affectgym/Sarcasm-v0\ntimesteps: 5000\n")
     line = error_line(affectgym_cli("train", "--config", str(path), "--print-config"))

@@ -77,7 +77,8 @@ def check_algo_supports(config: TrainConfig) -> None:
     raise ValueError(
         f"--algo {config.algo} trains on {ALGO_ENV_KINDS[config.algo]} envs ({words[ALGO_ENV_KINDS[config.algo]]}) "
         f"and {config.env_id} is {kind} ({words.get(kind, 'neither text nor Box spaces')}); "
-        + (f"use --algo {' or '.join(able)}" if able else "no algorithm of affectgym train trains it")
+        + (f"use --algo {', '.join(able[:-1]) + ' or ' if len(able) > 1 else ''}{able[-1]}" if able
+           else "no algorithm of affectgym train trains it")
     )
 
 

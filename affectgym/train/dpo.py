@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from affectgym.train.config import LR_SCHEDULERS, TrainConfig, config_to_yaml
+from affectgym.train.config import TrainConfig, config_to_yaml
 
 #: Prompts sampled at once (each with ``samples_per_prompt`` replies).
 SAMPLE_BATCH_PROMPTS = 8
@@ -160,35 +160,12 @@ def sample_replies(model: Any, tokenizer: Any, prompts: Sequence[list[dict[str, 
 
 
 def dpo_config(config: TrainConfig, output_dir: Path, *, gpu: bool) -> Any:
-    """The ``trl.DPOConfig`` of a round: CPU-safe without a GPU."""
+    """The ``trl.DPOConfig`` of a round (its checkpoints under ``output_dir/trainer``): CPU-safe without a GPU."""
     from trl import DPOConfig
 
-    from affectgym.train.grpo import activation_checkpointing_option, checkpoint_saving_options
+    from affectgym.train.sft import trainer_arguments
 
-    bf16 = gpu if config.bf16 is None else bool(config.bf16)
-    if bf16 and not gpu:
-        raise ValueError("bf16 training needs a GPU here; drop --bf16 (CPU runs use fp32)")
-    return DPOConfig(
-        output_dir=str(output_dir / "trainer"),
-        max_steps=config.max_steps,
-        per_device_train_batch_size=config.batch_size,
-        gradient_accumulation_steps=config.gradient_accumulation_steps,
-        learning_rate=config.learning_rate,
-        warmup_steps=config.warmup_steps,
-        lr_scheduler_type=LR_SCHEDULERS[config.lr_scheduler],
-        beta=config.dpo_beta,
-        max_length=None,
-        logging_steps=config.logging_steps,
-        **checkpoint_saving_options(config),
-        report_to=config.report_to,
-        seed=config.seed,
-        data_seed=config.seed,
-        bf16=bf16,
-        use_cpu=not gpu,
-        dataloader_num_workers=0,
-        disable_tqdm=True,
-        **activation_checkpointing_option(DPOConfig, gpu if config.gradient_checkpointing is None else bool(config.gradient_checkpointing)),
-    )
+    return trainer_arguments(DPOConfig, config, output_dir, gpu=gpu, beta=config.dpo_beta)
 
 
 def train_dpo(config: TrainConfig, *, gpu: bool | None = None, progress: bool = False,

@@ -210,24 +210,30 @@ def demonstrations(config: TrainConfig) -> tuple[list[dict[str, Any]], dict[str,
     return rows, counts
 
 
-def sft_config(config: TrainConfig, *, gpu: bool) -> Any:
-    """The ``trl.SFTConfig`` of a run: assistant-only loss, CPU-safe without a GPU."""
-    from trl import SFTConfig
+def trainer_arguments(arguments_class: type, config: TrainConfig, output_dir: Path, *, gpu: bool, **specific: Any) -> Any:
+    """``arguments_class`` (``trl.SFTConfig``, ``trl.DPOConfig``) with the run's shared settings, CPU-safe without a GPU.
 
+    Args:
+        arguments_class: The trainer's config class.
+        config: The run's options: steps, batch, schedule, checkpoints, seed, precision.
+        output_dir: The run's folder; the trainer writes its checkpoints under ``trainer/``.
+        gpu: Whether a GPU trains.
+        **specific: The trainer's own settings (e.g. DPO's ``beta``).
+    """
     from affectgym.train.grpo import activation_checkpointing_option, checkpoint_saving_options
 
     bf16 = gpu if config.bf16 is None else bool(config.bf16)
     if bf16 and not gpu:
         raise ValueError("bf16 training needs a GPU here; drop --bf16 (CPU runs use fp32)")
-    return SFTConfig(
-        output_dir=str(Path(config.output_dir) / "trainer"),
+    checkpointing = gpu if config.gradient_checkpointing is None else bool(config.gradient_checkpointing)
+    return arguments_class(
+        output_dir=str(output_dir / "trainer"),
         max_steps=config.max_steps,
         per_device_train_batch_size=config.batch_size,
         gradient_accumulation_steps=config.gradient_accumulation_steps,
         learning_rate=config.learning_rate,
         warmup_steps=config.warmup_steps,
         lr_scheduler_type=LR_SCHEDULERS[config.lr_scheduler],
-        assistant_only_loss=True,
         max_length=None,
         logging_steps=config.logging_steps,
         **checkpoint_saving_options(config),
@@ -238,8 +244,16 @@ def sft_config(config: TrainConfig, *, gpu: bool) -> Any:
         use_cpu=not gpu,
         dataloader_num_workers=0,
         disable_tqdm=True,
-        **activation_checkpointing_option(SFTConfig, gpu if config.gradient_checkpointing is None else bool(config.gradient_checkpointing)),
+        **activation_checkpointing_option(arguments_class, checkpointing),
+        **specific,
     )
+
+
+def sft_config(config: TrainConfig, *, gpu: bool) -> Any:
+    """The ``trl.SFTConfig`` of a run: assistant-only loss, CPU-safe without a GPU."""
+    from trl import SFTConfig
+
+    return trainer_arguments(SFTConfig, config, Path(config.output_dir), gpu=gpu, assistant_only_loss=True)
 
 
 def train_sft(config: TrainConfig, *, gpu: bool | None = None, progress: bool = False,
@@ -343,5 +357,6 @@ __all__ = [
     "sft_summary",
     "through_last",
     "train_sft",
+    "trainer_arguments",
     "training_chat_template",
 ]
