@@ -194,10 +194,11 @@ class SpeechEmotionEnv(AffectEnv):
             invalid_action_penalty=invalid_action_penalty,
             render_mode=render_mode,
         )
-        # One message can make several tool calls, each lowering parsimony: at most its weight.
+        # One message can make several tool calls, each lowering parsimony: at most its weight;
+        # a wrong signed answer costs at most its weight (the criteria found by function, whatever their names).
         low, high = self.reward_range
-        signed = sum(abs(c.weight) for c in self.rubric.criteria if c.fn is signed_correctness)
-        self.reward_range = (low - abs(self.rubric.weights.get("parsimony", 0.0)) - signed, high)
+        below_zero = sum(abs(c.weight) for c in self.rubric.criteria if c.fn in (signed_correctness, tool_parsimony))
+        self.reward_range = (low - below_zero, high)
 
     # ------------------------------------------------------------------ data
     def _load_clips(self) -> list[SpeechClip]:
