@@ -203,10 +203,9 @@ def train_dpo(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
     for number in range(config.rounds):
         round_dir = output_dir / "rounds" / str(number)
         if not (round_dir / "log_history.json").is_file():
-            pairs_file = output_dir / "pairs" / f"round-{number}.jsonl"
-            pairs = offline if offline is not None else _round_pairs(config, adapter, pairs_file, gpu=gpu, seed=config.seed + number)
-            _train_round(dataclasses.replace(config, init_adapter=adapter), pairs, round_dir, gpu=gpu,
-                         progress=progress, title=f"DPO round {number + 1}/{config.rounds} on {len(pairs)} pairs")
+            _run_round(dataclasses.replace(config, init_adapter=adapter), offline,
+                       output_dir / "pairs" / f"round-{number}.jsonl", round_dir, gpu=gpu, progress=progress,
+                       seed=config.seed + number, title=f"DPO round {number + 1}/{config.rounds}")
         round_history = json.loads((round_dir / "log_history.json").read_text(encoding="utf-8"))
         history += [{**row, "round": number} for row in round_history]
         rounds.append({"round": number, "pairs": _count_lines(output_dir / "pairs" / f"round-{number}.jsonl")
@@ -218,12 +217,38 @@ def train_dpo(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
     return finish_run(config, output_dir, summary, gpu=gpu, resume=resume)
 
 
-def _round_pairs(config: TrainConfig, adapter: str | None, pairs_file: Path, *, gpu: bool, seed: int) -> list[dict[str, Any]]:
-    """The round's pairs: read back when written, else sampled from the policy and scored by the env."""
+def _run_round(config: TrainConfig, offline: list[dict[str, Any]] | None, pairs_file: Path, round_dir: Path, *,
+               gpu: bool, progress: bool, seed: int, title: str) -> None:
+    """One round on one load of its starting policy: its pairs, then its training; saves the adapter and log history.
+
+    The log history is written last: it marks the round as done.
+    """
+    import datasets
+    from trl import DPOTrainer
+
+    from affectgym.train.grpo import load_policy, trainable_policy
+    from affectgym.train.progress import show_progress
+
+    model, tokenizer, _ = load_policy(config, gpu=gpu)
+    # the round's starting policy: the base model with a fresh LoRA config, or the adapter it continues
+    model, lora = trainable_policy(config, model)
+    pairs = offline if offline is not None else _round_pairs(config, model, tokenizer, pairs_file, seed=seed)
+    trainer = DPOTrainer(model=model, args=dpo_config(config, round_dir, gpu=gpu),
+                         train_dataset=datasets.Dataset.from_list(pair_rows(pairs)), processing_class=tokenizer,
+                         peft_config=lora)
+    if progress:
+        show_progress(trainer, f"{title} on {len(pairs)} pairs", ("loss", "rewards/margins"))
+    trainer.train()
+    trainer.save_model(str(round_dir / "adapter"))
+    tokenizer.save_pretrained(str(round_dir / "adapter"))
+    (round_dir / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=2), encoding="utf-8")
+
+
+def _round_pairs(config: TrainConfig, model: Any, tokenizer: Any, pairs_file: Path, *, seed: int) -> list[dict[str, Any]]:
+    """The round's pairs: read back when written, else sampled from ``model`` and scored by the env."""
     from transformers import set_seed
 
     from affectgym.train.flatten import shared_env
-    from affectgym.train.grpo import load_policy
 
     if pairs_file.is_file():
         return [json.loads(line) for line in pairs_file.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -232,15 +257,9 @@ def _round_pairs(config: TrainConfig, adapter: str | None, pairs_file: Path, *, 
     if config.n_train is not None:
         scenarios = [scenarios[i % len(scenarios)] for i in range(config.n_train)]
     prompts = [env.flat_prompt(scenario) for scenario in scenarios]
-    model, tokenizer, _ = load_policy(config, gpu=gpu)
-    if adapter is not None:
-        from peft import PeftModel
-
-        model = PeftModel.from_pretrained(model, adapter)
     set_seed(seed)
     replies = sample_replies(model, tokenizer, prompts, samples=config.samples_per_prompt,
                              max_new_tokens=config.max_completion_length, temperature=config.temperature)
-    del model
     pairs = preference_pairs(env, scenarios, prompts, replies, config.pair_margin)
     if not pairs:
         raise ValueError(
@@ -250,28 +269,6 @@ def _round_pairs(config: TrainConfig, adapter: str | None, pairs_file: Path, *, 
     pairs_file.parent.mkdir(parents=True, exist_ok=True)
     pairs_file.write_text("".join(json.dumps(pair, ensure_ascii=False) + "\n" for pair in pairs), encoding="utf-8")
     return pairs
-
-
-def _train_round(config: TrainConfig, pairs: list[dict[str, Any]], round_dir: Path, *, gpu: bool, progress: bool,
-                 title: str) -> None:
-    """Train the round's adapter on its pairs and save it with its log history (written last: the round is done)."""
-    import datasets
-    from trl import DPOTrainer
-
-    from affectgym.train.grpo import load_policy, trainable_policy
-    from affectgym.train.progress import show_progress
-
-    model, tokenizer, _ = load_policy(config, gpu=gpu)
-    model, lora = trainable_policy(config, model)
-    dataset = datasets.Dataset.from_list(pair_rows(pairs))
-    trainer = DPOTrainer(model=model, args=dpo_config(config, round_dir, gpu=gpu), train_dataset=dataset,
-                         processing_class=tokenizer, peft_config=lora)
-    if progress:
-        show_progress(trainer, title, ("loss", "rewards/margins"))
-    trainer.train()
-    trainer.save_model(str(round_dir / "adapter"))
-    tokenizer.save_pretrained(str(round_dir / "adapter"))
-    (round_dir / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=2), encoding="utf-8")
 
 
 def _publish(source: Path, target: Path) -> None:
