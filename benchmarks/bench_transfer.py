@@ -50,6 +50,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stages import append_jsonl, done, read_jsonl, rerun_options
+
 from affectgym.train.recipes import (
     AGENT_MAX_NEW_TOKENS,
     SARCASM_AGENT_FORM,
@@ -81,32 +83,6 @@ METRICS = ("accuracy", "answered_rate", "pivot_accuracy", "tool_use_rate", "mean
 SFT_STEPS = 20
 GRPO_STEPS = 60
 ANSWER_WORDS = ("yes", "no")
-
-
-def read_rows() -> list[dict[str, Any]]:
-    """Every finished (arm, seed) of the results file."""
-    if not RUNS_FILE.is_file():
-        return []
-    return [json.loads(line) for line in RUNS_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def append_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Append rows, one JSON line each (flushed at once: a kill loses no finished row)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-
-
-def done(path: Path) -> bool:
-    """Whether a stage's folder holds its summary (the last file each stage writes)."""
-    return (path / "summary.json").is_file()
-
-
-def rerun_options(path: Path) -> dict[str, bool]:
-    """An unfinished training stage continues from its last checkpoint; one never started starts afresh."""
-    started = (path / "config.yaml").is_file()
-    return {"resume": started, "overwrite": not started}
 
 
 def demos_stage(seed: int) -> Path:
@@ -344,7 +320,7 @@ def plot(summary: dict[str, Any], path: Path) -> None:
 
 def report() -> dict[str, Any]:
     """Summarise the results file, write the summary and the figure, print the table."""
-    summary = summarise(read_rows())
+    summary = summarise(read_jsonl(RUNS_FILE))
     SUMMARY_FILE.write_text(json.dumps(summary, indent=2), encoding="utf-8")
     if summary["arms"]:
         plot(summary, FIGURE)
@@ -367,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
 
             torch.set_num_threads(args.threads)
             os.environ["OMP_NUM_THREADS"] = str(args.threads)
-        finished = {(r["arm"], r["seed"]) for r in read_rows()}
+        finished = {(r["arm"], r["seed"]) for r in read_jsonl(RUNS_FILE)}
         for seed in args.seeds:
             for arm in args.arms:
                 if arm == "base" and seed != min(args.seeds):

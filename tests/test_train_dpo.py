@@ -125,3 +125,17 @@ def test_one_round_of_dpo_on_a_real_env_ranks_its_pairs_by_the_env_score(tiny_mo
         scenario = env.get_scenario(row["scenario_id"])
         assert row["chosen_score"] == pytest.approx(env.score(scenario, row["chosen"], env.flat_trace(scenario)).total)
         assert row["chosen_score"] > row["rejected_score"]
+
+
+def test_the_dialogue_recipes_chain_sft_on_the_references_then_dpo_from_its_adapter(tiny_model, tmp_path):
+    from affectgym.train.recipes import dialogue_dpo_config, dialogue_reference_sft_config
+    from affectgym.train.sft import train_sft
+
+    sft = train_sft(dialogue_reference_sft_config(tmp_path / "sft", model=str(tiny_model), max_steps=1, lora_r=4,
+                                                  lora_layers=1))
+    assert sft["demonstrations"]["references"] > 0
+    config = dialogue_dpo_config(tmp_path / "dpo", sft["adapter_dir"], model=str(tiny_model), rounds=1, max_steps=1,
+                                 n_train=4, max_completion_length=16, temperature=1.5, pair_margin=0.0)
+    summary = train_dpo(config)
+    assert summary["rounds"][0]["pairs"] > 0
+    assert (tmp_path / "dpo" / "adapter" / "adapter_model.safetensors").is_file()

@@ -267,6 +267,64 @@ def sarcasm_multiturn_grpo_config(output_dir: str | Path, init_adapter: str | No
     return TrainConfig(**options)
 
 
+DIALOGUE_ENV_ID = "affectgym/EmpatheticDialogue-v0"
+#: Tokens of a dialogue reply, sampled or decoded: a three-sentence turn of 20-25 words and
+#: its tags is ~45 tokens, so 80 leaves room for a longer reply and cuts off babbling early.
+DIALOGUE_MAX_NEW_TOKENS = 80
+
+
+def dialogue_reference_sft_config(output_dir: str | Path, *, seed: int = 0, max_steps: int = 30,
+                                  model: str = "smollm2-135m", **overrides: Any) -> TrainConfig:
+    """Supervised fine-tuning on the train split's reference replies (the RLAIF adapters' first stage).
+
+    Every train turn's reference reply, its dialogue's history before it (``--references``),
+    4 turns a step at 5e-4 (linear decay); LoRA r=16 on the last 10 layers.
+
+    Args:
+        output_dir: Where the run writes.
+        seed: Seed of data order and LoRA initialisation.
+        max_steps: Optimizer steps (107 train turns: 30 steps are ~1.1 passes).
+        model: Policy model.
+        **overrides: Any other :class:`~affectgym.train.config.TrainConfig` field.
+    """
+    options: dict[str, Any] = {
+        "env_id": DIALOGUE_ENV_ID, "algo": "sft", "model": model, "references": True, "max_steps": max_steps,
+        "batch_size": 4, "learning_rate": 5e-4, **_TRANSFER_LORA, "eval_episodes": 0,
+        "eval_max_new_tokens": DIALOGUE_MAX_NEW_TOKENS, "seed": seed, "output_dir": str(output_dir),
+    }
+    options.update(overrides)
+    return TrainConfig(**options)
+
+
+def dialogue_dpo_config(output_dir: str | Path, init_adapter: str | None, *, seed: int = 0, rounds: int = 2,
+                        max_steps: int = 12, model: str = "smollm2-135m", **overrides: Any) -> TrainConfig:
+    """Online DPO from the env's per-turn rubric, from the reference SFT adapter.
+
+    Each round samples 4 replies to 32 train turns at temperature 1.0 (at most
+    :data:`DIALOGUE_MAX_NEW_TOKENS` tokens), pairs the best and the worst scored by the env
+    when they are at least 0.1 apart, and trains ``max_steps`` steps of 4 pairs at 1e-4
+    (beta 0.1) against the round's starting policy.
+
+    Args:
+        output_dir: Where the run writes.
+        init_adapter: The SFT run's ``adapter/`` (``None``: a fresh adapter on the base model).
+        seed: Seed of sampling, data order and (without ``init_adapter``) LoRA initialisation.
+        rounds: Rounds of sampling and training.
+        max_steps: Optimizer steps per round.
+        model: Policy model.
+        **overrides: Any other :class:`~affectgym.train.config.TrainConfig` field.
+    """
+    options: dict[str, Any] = {
+        "env_id": DIALOGUE_ENV_ID, "algo": "dpo", "model": model, "init_adapter": init_adapter, "rounds": rounds,
+        "samples_per_prompt": 4, "pair_margin": 0.1, "dpo_beta": 0.1, "n_train": 32, "max_steps": max_steps,
+        "batch_size": 4, "learning_rate": 1e-4, "max_completion_length": DIALOGUE_MAX_NEW_TOKENS, "temperature": 1.0,
+        **_TRANSFER_LORA, "eval_episodes": 0, "eval_max_new_tokens": DIALOGUE_MAX_NEW_TOKENS, "seed": seed,
+        "output_dir": str(output_dir),
+    }
+    options.update(overrides)
+    return TrainConfig(**options)
+
+
 #: The recipes of ``affectgym train --recipe NAME``: name -> (function, what it trains).
 RECIPES: dict[str, tuple[Callable[..., TrainConfig], str]] = {
     "sarcasm-cpu": (sarcasm_cpu_config,
@@ -281,6 +339,10 @@ RECIPES: dict[str, tuple[Callable[..., TrainConfig], str]] = {
                                    "a few supervised steps on the demonstrations' tool-call turns, after GRPO"),
     "sarcasm-multiturn-grpo": (sarcasm_multiturn_grpo_config,
                                "multi-turn GRPO: the policy's own tool calls in the rollout (environment_factory)"),
+    "dialogue-reference-sft": (dialogue_reference_sft_config,
+                               "EmpatheticDialogue-v0: supervised fine-tuning on the train split's reference replies"),
+    "dialogue-dpo": (dialogue_dpo_config,
+                     "EmpatheticDialogue-v0: online DPO on the policy's own replies ranked by the env's rubric"),
 }
 
 
@@ -329,11 +391,15 @@ def recipe_listing() -> str:
 
 __all__ = [
     "AGENT_MAX_NEW_TOKENS",
+    "DIALOGUE_ENV_ID",
+    "DIALOGUE_MAX_NEW_TOKENS",
     "MULTITURN_COMPLETION_TOKENS",
     "RECIPES",
     "SARCASM_AGENT_FORM",
     "SARCASM_ENV_ID",
     "SARCASM_SHORT_FORM",
+    "dialogue_dpo_config",
+    "dialogue_reference_sft_config",
     "sarcasm_anchored_chat_grpo_config",
     "sarcasm_chat_grpo_config",
     "sarcasm_cpu_config",
