@@ -24,10 +24,12 @@ from affectgym.envs.emotion_style import (
     EmotionStyleEnv,
     reference_reply,
     rule_hit,
+    shuffled_target,
 )
 from affectgym.rewards import factories
 from affectgym.rewards.classifier import EmotionClassifier
 from affectgym.rewards.factories import make_classifier
+from affectgym.rewards.rubric import Criterion, Rubric
 
 ENV_ID = "affectgym/EmotionStyle-v0"
 ENTRY_POINT = "affectgym.envs.emotion_style:EmotionStyleEnv"
@@ -245,6 +247,28 @@ def test_a_batch_is_classified_in_one_call() -> None:
     assert calls == [16] and len(results) == 16
     env.score_batch(scenarios, replies, [[] for _ in scenarios])
     assert calls == [16], "scores are memoised by text"
+
+
+def test_the_shuffled_target_control_scores_the_classifier_for_another_emotion_and_the_rules_for_the_shown_one() -> None:
+    control = EmotionStyleEnv(classifier=constant_classifier(label="anger"), rubric="shuffled-target")
+    honest = EmotionStyleEnv(classifier=constant_classifier(label="anger"))
+    scenario = honest.get_scenario("es001:anger")
+    other = shuffled_target(scenario)
+    assert other.emotion in BASIC_LABELS and other.emotion != "anger" and other.instruction == scenario.instruction
+    reply = "Job interviews. Every single time."
+    assert honest.score(scenario, reply, []).components["emotion_probability"] == 1.0
+    assert control.score(scenario, reply, []).components["emotion_probability"] == 0.0
+    assert control.score(scenario, reply, []).total == honest.score(other, reply, []).total
+    assert control.score(scenario, "I am so angry about job interviews.", []).components["names_emotion"] == 1.0
+    assert {shuffled_target(s).emotion for s in honest.scenarios if s.emotion == "joy"} == set(BASIC_LABELS) - {"joy"}
+
+
+def test_emotion_style_takes_a_rubric_of_ones_own_and_refuses_an_unknown_name() -> None:
+    short = Rubric([Criterion("short", lambda scenario, reply, trace: float(len(reply.text or "") < 20))])
+    env = EmotionStyleEnv(classifier=constant_classifier(), rubric=short)
+    assert env.score(env.scenarios[0], "Tides. Moon.", []).total == 1.0 and env.reward_range == (-0.05, 1.0)
+    with pytest.raises(ValueError, match=r"rubric must be one of \['default', 'shuffled-target'\] or a Rubric"):
+        EmotionStyleEnv(classifier=constant_classifier(), rubric="shuffled")
 
 
 def test_a_broken_core_rule_caps_the_total_without_a_judge() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -88,6 +89,15 @@ CORE_RULES: tuple[str, ...] = (
 )
 """Rules whose breach caps the total (implicitness and response-only, as in EMOTRON)."""
 
+STYLE_RUBRICS: tuple[str, ...] = ("default", "shuffled-target")
+"""The env's named rubrics. ``"default"`` rewards the emotion the prompt asks for.
+``"shuffled-target"`` computes the classifier's and the judge's terms for another emotion
+than the one shown (:func:`shuffled_target`) and the rules for the one shown: the control of
+a learning benchmark, which gains only what a generic emotive style or a longer reply gains."""
+
+TARGET_CRITERIA: tuple[str, ...] = ("emotion_probability", "judge", "judge_implicitness", "judge_response_only")
+"""The criteria that read the target emotion as a scorer's label (the rules read it as words to avoid)."""
+
 DEFAULT_SYSTEM_MESSAGE = "You are a helpful assistant."
 
 
@@ -134,6 +144,22 @@ def style_prompt(scenario: StyleScenario) -> str:
 
 
 # ----------------------------------------------------------------------------- rules
+def shuffled_target(scenario: StyleScenario) -> StyleScenario:
+    """The scenario with another of the seven emotions as its target, always the same one for its id.
+
+    Open-vocabulary targets are kept (the judge alone scores them).
+
+    >>> s = StyleScenario("es001:joy", "es001", "Explain tides.", "joy", "tides")
+    >>> shuffled_target(s).emotion != "joy", shuffled_target(s) == shuffled_target(s)
+    (True, True)
+    """
+    label = canonical_emotion(scenario.emotion)
+    if label is None:
+        return scenario
+    others = [emotion for emotion in BASIC_LABELS if emotion != label]
+    return dataclasses.replace(scenario, emotion=others[stable_hash(scenario.id, salt="shuffled-target") % len(others)])
+
+
 @functools.lru_cache(maxsize=2048)
 def _rule_hits(reply: str | None, target: str, instruction: str) -> tuple[frozenset[str], float]:
     """Names of the rules ``reply`` breaks and its lexical overlap with the instruction."""
@@ -302,8 +328,10 @@ class EmotionStyleEnv(AffectEnv):
     ``preface_fraction`` (1/3), ``classifier`` ("auto" | "transformers" | "nade" | model id or
     path | EmotionClassifier | callable), ``classifier_device``, ``classifier_options``,
     ``judge`` (None | EmotionJudge | dspy LM), ``judge_url``, ``judge_model``,
-    ``judge_api_key_env``, ``judge_config``, ``reward_weights``, ``cap`` (0.60; None turns it
-    off), ``system_message``, ``max_turns`` (1), ``invalid_action_penalty`` (0.05),
+    ``judge_api_key_env``, ``judge_config``, ``reward_weights``, ``rubric`` ("default" |
+    "shuffled-target", the control that scores another emotion than the one shown, see
+    :data:`STYLE_RUBRICS` | a :class:`~affectgym.rewards.rubric.Rubric` of one's own),
+    ``cap`` (0.60; None turns it off), ``system_message``, ``max_turns`` (1), ``invalid_action_penalty`` (0.05),
     ``render_mode``.
 
     ```python
@@ -338,6 +366,7 @@ class EmotionStyleEnv(AffectEnv):
         judge_api_key_env: str | None = None,
         judge_config: JudgeConfig | None = None,
         reward_weights: Mapping[str, float] | None = None,
+        rubric: str | Rubric = "default",
         cap: float | None = CORE_RULE_CAP,
         system_message: str = DEFAULT_SYSTEM_MESSAGE,
         max_turns: int = 1,
@@ -352,6 +381,8 @@ class EmotionStyleEnv(AffectEnv):
             raise ValueError(f"emotions_per_instruction must be None or >= 1, got {emotions_per_instruction!r}")
         if cap is not None and not 0.0 <= cap:
             raise ValueError(f"cap must be None or a number >= 0, got {cap!r}")
+        if not isinstance(rubric, Rubric) and rubric not in STYLE_RUBRICS:
+            raise ValueError(f"rubric must be one of {list(STYLE_RUBRICS)} or a Rubric, got {rubric!r}")
         self.labels = _resolve_labels(labels)
         self.open_labels = tuple(label for label in self.labels if canonical_emotion(label) is None)
         self.judge = make_judge(
@@ -373,6 +404,7 @@ class EmotionStyleEnv(AffectEnv):
         self.emotions_per_instruction = emotions_per_instruction
         self.preface_fraction = float(preface_fraction)
         self.reward_weights = dict(reward_weights or {})
+        self.style_rubric = rubric
         self.cap = cap
         self.system_message = system_message
         self.uses_classifier = any(canonical_emotion(label) is not None for label in self.labels)
@@ -460,7 +492,20 @@ class EmotionStyleEnv(AffectEnv):
 
     # ------------------------------------------------------------------ scoring
     def build_rubric(self) -> Rubric:
-        """Classifier + judge + rule penalties + overlap metric, capped on core rules (see the class docstring)."""
+        """The rubric the env was composed with (see :data:`STYLE_RUBRICS`), weights overridden by ``reward_weights``.
+
+        The default: classifier + judge + rule penalties + overlap metric, capped on core
+        rules (see the class docstring).
+        """
+        if isinstance(self.style_rubric, Rubric):
+            return self.style_rubric.with_weights(self.reward_weights)
+        rubric = self._default_rubric()
+        if self.style_rubric == "shuffled-target":
+            rubric = dataclasses.replace(rubric, criteria=tuple(
+                c.seeing(shuffled_target) if c.name in TARGET_CRITERIA else c for c in rubric.criteria))
+        return rubric.with_weights(self.reward_weights)
+
+    def _default_rubric(self) -> Rubric:
         if self.judge is None:
             classifier_weight, judge_weight = 1.0, 0.0
         elif self.uses_classifier:
@@ -485,7 +530,7 @@ class EmotionStyleEnv(AffectEnv):
             log_once("no-judge", "EmotionStyle: no judge configured; the rubric drops the 'judge' criterion", logger=log)
             for name in ("judge", "judge_implicitness", "judge_response_only"):
                 rubric = rubric.without(name)
-        return rubric.with_weights(self.reward_weights)
+        return rubric
 
     def _rubric_range(self) -> tuple[float, float]:
         """Reachable step rewards: every component is in [0, 1] (the judge in [0, its weights' sum])."""

@@ -115,6 +115,24 @@ class Criterion:
     capped: bool = True
     scorer: str | None = None
 
+    def seeing(self, transform: Callable[[Any], Any]) -> Criterion:
+        """A copy that scores ``transform(scenario)`` in place of each scenario (same name and weight).
+
+        E.g. a control that rewards the emotion of another target than the one shown.
+
+        >>> right = Criterion("right", lambda s, r, t: float(r.text == s))
+        >>> right.seeing(str.upper).fn("yes", Reply("YES"), []), right.fn("yes", Reply("YES"), [])
+        (1.0, 0.0)
+        """
+        fn = self.fn
+        if self.batched:
+            def seen(scenarios: Sequence[Any], replies: Sequence[Reply], traces: Sequence[Any]) -> Any:
+                return fn([transform(s) for s in scenarios], replies, traces)
+        else:
+            def seen(scenario: Any, reply: Reply, trace: Any) -> Any:
+                return fn(transform(scenario), reply, trace)
+        return replace(self, fn=seen)
+
 
 @dataclass(frozen=True)
 class Cap:
