@@ -446,3 +446,23 @@ def test_check_env_passes_offline_with_the_default_fuzz() -> None:
     pytest.importorskip("nade")
     report = check_env(EmotionStyleEnv(classifier="nade"))
     assert report.fuzzed_actions >= 2_000 and report.canaries_checked >= 400 and not report.problems
+
+
+def test_an_eval_reports_target_accuracy_rule_rates_length_and_valence_agreement_by_a_lexicon_outside_the_reward(
+        tmp_path: Path) -> None:
+    pytest.importorskip("nade")
+    from affectgym.eval.results import read_results
+    from affectgym.eval.runner import EvalConfig, run_eval
+
+    out = tmp_path / "eval"
+    run_eval(EvalConfig(env_id=ENV_ID, agent="baseline", out=out, n=14, split="eval", env_kwargs={"classifier": "nade"},
+                        progress=False))
+    style = json.loads((out / "summary.json").read_text())["style"]
+    records, _ = read_results(out / "results.jsonl")
+    outcomes = [r["outcome"] for r in records]
+    assert style["episodes"] == 14
+    assert style["target_accuracy"] == pytest.approx(sum(o["classifier_top"] == o["target"] for o in outcomes) / 14)
+    assert style["rule_names_emotion"] == pytest.approx(sum("names_emotion" in o["rule_hits"] for o in outcomes) / 14)
+    valenced = [o for o in outcomes if o["target"] in ("joy", "anger", "disgust", "fear", "sadness")]
+    assert style["valence_episodes"] == len(valenced) > 0 and 0.0 <= style["valence_agreement"] <= 1.0
+    assert style["words"] > 0

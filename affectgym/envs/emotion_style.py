@@ -622,8 +622,9 @@ class EmotionStyleEnv(AffectEnv):
             "reward_breakdown": reward_breakdown(components, self.rubric.weights),
         }
 
-    #: The mean reward per requested emotion (the outcome's ``target``).
-    outcome_summaries = ("reward_by_target",)
+    #: The mean reward per requested emotion (the outcome's ``target``), and target accuracy,
+    #: rule-violation rates, length and valence agreement (:mod:`affectgym.eval.style_metrics`).
+    outcome_summaries = ("reward_by_target", "style")
     #: The LLM-free agent ``affectgym eval --agent baseline`` plays: a templated reply from an emotion lexicon.
     recommended_baseline = "style-lexicon"
 

@@ -12,7 +12,9 @@ which summaries fit them in its ``outcome_summaries`` class attribute
 * ``"reward_by_target"``: the mean reward per value of the outcome's ``target`` (the
   requested emotion);
 * ``"dialogue"``: :func:`~affectgym.eval.dialogue_metrics.dialogue_summary` of outcomes
-  holding ``dialogue_turns`` (BLEU-4, ROUGE, tag accuracy per slot).
+  holding ``dialogue_turns`` (BLEU-4, ROUGE, tag accuracy per slot);
+* ``"style"``: :func:`~affectgym.eval.style_metrics.style_summary` of replies in a requested
+  emotion (target accuracy, rule-violation rates, length, valence agreement by VADER).
 
 Each is written under its own name. A plug-in adds a summary with
 :func:`register_outcome_summary` and lists its name in its env's ``outcome_summaries``;
@@ -68,10 +70,18 @@ _BASE_KEYS = frozenset(
 )
 
 
+def style_turn_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """:func:`~affectgym.eval.style_metrics.style_summary` of the records."""
+    from affectgym.eval.style_metrics import style_summary
+
+    return style_summary(records)
+
+
 _SUMMARIES: dict[str, OutcomeSummary] = {
     "classification": classification_summary,
     "reward_by_target": reward_by_target,
     "dialogue": dialogue_turn_summary,
+    "style": style_turn_summary,
 }
 
 
@@ -199,7 +209,7 @@ def _success(record: Mapping[str, Any], threshold: float = 0.5) -> bool:
 
 
 #: Row labels of the outcome summaries printed as one row per entry (``classification`` has its own layout).
-_ROW_PREFIXES = {"reward_by_target": "reward | target=", "dialogue": "dialogue "}
+_ROW_PREFIXES = {"reward_by_target": "reward | target=", "dialogue": "dialogue ", "style": "style "}
 
 
 def print_summary(summary: Mapping[str, Any], console: Any = None, title: str = "evaluation") -> None:
@@ -287,5 +297,6 @@ __all__ = [
     "print_summary",
     "register_outcome_summary",
     "reward_by_target",
+    "style_turn_summary",
     "summarize",
 ]
