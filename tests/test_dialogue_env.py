@@ -167,6 +167,21 @@ def test_unknown_reward_weight_is_rejected_and_weights_override():
     assert env.rubric.weights["length"] == 0.0
 
 
+def test_a_per_turn_rubric_of_ones_own_scores_every_turn_and_keeps_the_episode_terms():
+    from affectgym.envs.dialogue_criteria import open_question
+    from affectgym.rewards.rubric import Criterion, Rubric
+
+    asks = Rubric([Criterion("open_question", open_question)])
+    env = DialogueEnv(split="all", classifier=constant_classifier, rubric=asks, completion_bonus=0.5)
+    assert [c.name for c in env.rubric.criteria] == ["open_question", "earlier_turns", "invalid_actions",
+                                                     "completion_bonus", "truncation_penalty"]
+    env.reset(seed=0)
+    _, reward, *_ = env.step("(NEUTRAL) Fine. (NEUTRAL) Sure. (NEUTRAL) What happened next?")
+    assert reward == 1.0
+    with pytest.raises(ValueError, match="rubric must be None .* or a Rubric"):
+        DialogueEnv(classifier=constant_classifier, rubric="short")
+
+
 @pytest.mark.filterwarnings("ignore:Implementing custom LMs:DeprecationWarning")
 def test_the_empathy_judge_adds_a_component_and_never_raises():
     dspy = pytest.importorskip("dspy")

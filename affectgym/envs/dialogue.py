@@ -193,7 +193,9 @@ class DialogueEnv(AffectEnv):
     agent fits, and ``affectgym eval --user-simulator SPEC`` passes the agent ``SPEC``
     names), ``classifier`` ("nade" | "transformers" | "auto" | a model id or path | an
     :class:`~affectgym.rewards.classifier.EmotionClassifier` | a callable; see
-    :func:`~affectgym.rewards.factories.make_classifier`), ``reward_weights``, ``judge`` (a
+    :func:`~affectgym.rewards.factories.make_classifier`), ``reward_weights``, ``rubric`` (the
+    per-turn :class:`~affectgym.rewards.rubric.Rubric`; default :meth:`default_turn_rubric`; the
+    episode's terms are added to any), ``judge`` (a
     ``dspy.LM`` or :class:`~affectgym.rewards.judge.EmpathyJudge`; off by default),
     ``judge_weight`` (0.2), ``completion_bonus`` (0.0), ``truncation_penalty`` (0.0),
     ``max_turns`` (8), ``invalid_action_penalty`` (0.05), ``render_mode``.
@@ -224,6 +226,7 @@ class DialogueEnv(AffectEnv):
         user_simulator: UserSimulator | None = None,
         classifier: str | EmotionClassifier | Callable[..., Any] = "nade",
         reward_weights: Mapping[str, float] | None = None,
+        rubric: Rubric | None = None,
         judge: Any = None,
         judge_weight: float = 0.2,
         completion_bonus: float = 0.0,
@@ -240,7 +243,10 @@ class DialogueEnv(AffectEnv):
         self.data_file = data_file
         self.hub_name = hub_name
         self.eval_fraction = eval_fraction
+        if rubric is not None and not isinstance(rubric, Rubric):
+            raise ValueError(f"rubric must be None (the default per-turn rubric) or a Rubric, got {rubric!r}")
         self.reward_weights = dict(reward_weights or {})
+        self.turn_rubric = rubric
         self.judge = make_judge(judge, judge_class=EmpathyJudge)
         self.judge_weight = float(judge_weight)
         self.completion_bonus = float(completion_bonus)
@@ -330,6 +336,21 @@ class DialogueEnv(AffectEnv):
 
     # ------------------------------------------------------------------ reward
     def build_rubric(self) -> Rubric:
+        """The per-turn rubric (the one passed in, else :meth:`default_turn_rubric`), weights overridden by
+        ``reward_weights``, then the episode's terms: earlier turns, invalid actions, completion and truncation."""
+        per_turn = (self.turn_rubric if self.turn_rubric is not None else self.default_turn_rubric())
+        per_turn = per_turn.with_weights(self.reward_weights)
+        episode = [
+            Criterion("earlier_turns", earlier_turns, 1.0, capped=False),
+            Criterion("invalid_actions", count_invalid_actions, -self.invalid_action_penalty, capped=False),
+            Criterion("completion_bonus", self._completion_bonus, 1.0, capped=False),
+            Criterion("truncation_penalty", self._truncation_penalty, 1.0, capped=False),
+        ]
+        return dataclasses.replace(per_turn, criteria=(*per_turn.criteria, *episode))
+
+    def default_turn_rubric(self) -> Rubric:
+        """Structure, tags, expressed emotion, shows-not-tells, length, open question (and empathy with a
+        judge), capped while the length is far off (see Rewards)."""
         criteria = [
             Criterion("structure", structure, DEFAULT_REWARD_WEIGHTS["structure"]),
             Criterion("tags", tag_correctness, DEFAULT_REWARD_WEIGHTS["tags"]),
@@ -341,14 +362,7 @@ class DialogueEnv(AffectEnv):
         if self.judge is not None:
             criteria.append(Criterion("empathy", self._judged, self.judge_weight, batched=True, scorer="judge"))
         caps = [Cap("length_far_off", FAR_OFF_LENGTH_CAP, lambda c: c.get("length") == 0.0)]
-        per_turn = Rubric(criteria, caps=caps).with_weights(self.reward_weights)
-        episode = [
-            Criterion("earlier_turns", earlier_turns, 1.0, capped=False),
-            Criterion("invalid_actions", count_invalid_actions, -self.invalid_action_penalty, capped=False),
-            Criterion("completion_bonus", self._completion_bonus, 1.0, capped=False),
-            Criterion("truncation_penalty", self._truncation_penalty, 1.0, capped=False),
-        ]
-        return dataclasses.replace(per_turn, criteria=(*per_turn.criteria, *episode))
+        return Rubric(criteria, caps=caps)
 
     def _completion_bonus(self, turn: DialogueTurn, reply: Reply, trace: Trace) -> float:
         """``completion_bonus`` for a reply to the dialogue's last turn (as the step's info reports it), else 0."""

@@ -1,0 +1,226 @@
+"""Does EMOTRON-style GRPO in affectgym teach? Trained vs base vs a shuffled-target control, held out.
+
+The embedded SmolLM2-135M-Instruct is trained with flat GRPO on ``affectgym/EmotionStyle-v0``'s
+train instructions (:func:`affectgym.train.recipes.emotion_style_grpo_config`: the offline
+classifier's P(target) and the rule penalties, no judge). Three arms:
+
+* ``base``: the untrained model (greedy: the same on every seed, so played once);
+* ``control``: the same budget on the ``"shuffled-target"`` rubric: the classifier scores
+  another emotion than the one the prompt shows, the rules still the shown one. What it
+  gains (a generic emotive style, a length) cannot pass for following the requested emotion;
+* ``trained``: the env's own reward.
+
+Every arm answers the same held-out scenarios (:data:`EVAL_SCENARIOS` of the eval split's
+instructions, none seen in training) through the eval runner, greedily, at most
+:data:`~affectgym.train.recipes.STYLE_MAX_NEW_TOKENS` tokens, scored by the default rubric.
+Per arm (:mod:`affectgym.eval.style_metrics`): the classifier's P(target), target accuracy
+(its top emotion is the target), the rate of every rule violation, words per reply, the
+reward, and valence agreement by VADER, which no reward reads; mean ± 95% CI over seeds,
+and the paired difference trained - control.
+
+Results are written as they come: ``benchmarks/results/emotion_style_learning_runs.jsonl``
+(one line per arm and seed; a rerun skips what is there and resumes an unfinished run from
+its checkpoint), every held-out reply of every arm to
+``benchmarks/results/emotion_style_samples.jsonl``, the summary to
+``benchmarks/results/emotion_style_learning.json``.
+
+Usage (two processes, one core each, fill one results file)::
+
+    taskset -c 0 python benchmarks/bench_style_learning.py --seeds 0 2 --threads 1 &
+    taskset -c 1 python benchmarks/bench_style_learning.py --seeds 1 --threads 1 &
+    python benchmarks/bench_style_learning.py --report-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from stages import append_jsonl, done, read_jsonl, rerun_options
+
+from affectgym.envs.emotion_style import RULE_WEIGHTS
+from affectgym.train.recipes import (
+    EMOTION_STYLE_ENV_ID,
+    STYLE_MAX_NEW_TOKENS,
+    emotion_style_grpo_config,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+RUNS_FILE = RESULTS / "emotion_style_learning_runs.jsonl"
+SAMPLES_FILE = RESULTS / "emotion_style_samples.jsonl"
+SUMMARY_FILE = RESULTS / "emotion_style_learning.json"
+WORK = ROOT / "runs" / "bench_style"
+ARMS = ("base", "control", "trained")
+#: Held-out scenarios every arm answers: the first of the eval split in the runner's order for seed 0.
+EVAL_SCENARIOS = 112
+EVAL_ENV_KWARGS = {"classifier": "nade"}
+METRICS = ("target_accuracy", "target_probability", "valence_agreement", "any_rule",
+           *(f"rule_{rule}" for rule in RULE_WEIGHTS), "words", "reward")
+GRPO_STEPS = 80
+
+
+def train_stage(arm: str, seed: int, steps: int) -> tuple[Path, dict[str, Any]]:
+    """The arm's GRPO adapter and its training summary."""
+    from affectgym.train.grpo import train
+
+    out = WORK / f"s{seed}" / arm
+    if not done(out):
+        config = emotion_style_grpo_config(out, seed=seed, max_steps=steps, control=arm == "control")
+        train(config, progress=True, **rerun_options(out))
+    return out / "adapter", json.loads((out / "summary.json").read_text(encoding="utf-8"))
+
+
+def play(arm: str, seed: int, adapter: Path | None) -> dict[str, Any]:
+    """The arm's held-out replies through the eval runner: its metrics and every reply."""
+    from affectgym.eval.results import read_results
+    from affectgym.eval.runner import EvalConfig, run_eval
+
+    out = WORK / ("eval-base" if adapter is None else f"s{seed}/eval-{arm}")
+    agent_kwargs: dict[str, Any] = {"max_new_tokens": STYLE_MAX_NEW_TOKENS, "temperature": 0.0, "max_batch_size": 16}
+    if adapter is not None:
+        agent_kwargs["adapter"] = str(adapter)
+    if not done(out):
+        run_eval(EvalConfig(env_id=EMOTION_STYLE_ENV_ID, agent="hf:smollm2-135m", out=out, n=EVAL_SCENARIOS,
+                            split="eval", seed=0, env_kwargs=dict(EVAL_ENV_KWARGS), agent_kwargs=agent_kwargs,
+                            concurrency=16, progress=False, max_fail_fraction=1.0, resume=out.exists()))
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    records, _ = read_results(out / "results.jsonl")
+    samples = [
+        {"arm": arm, "seed": seed, "scenario_id": r["scenario_id"],
+         "prompt": next((m["content"] for m in r["messages"] if m.get("role") == "user"), None),
+         "target": (r.get("outcome") or {}).get("target"), "reply": r.get("final_text"), "reward": r.get("reward"),
+         "reward_components": r.get("reward_components"),
+         "classifier_top": (r.get("outcome") or {}).get("classifier_top")}
+        for r in records
+    ]
+    return {"metrics": {**summary["style"], "reward": summary["reward"]["mean"]}, "samples": samples}
+
+
+def run_arm(arm: str, seed: int, steps: int) -> None:
+    """Train (as needed) and evaluate one arm of one seed; append its row and its replies."""
+    adapter, cost = None, {"steps": 0, "train_s": 0.0}
+    if arm != "base":
+        adapter, summary = train_stage(arm, seed, steps)
+        cost = {"steps": summary["steps"], "train_s": summary["train_s"]}
+    played = play(arm, seed, adapter)
+    row = {"arm": arm, "seed": seed, "grpo_steps": cost["steps"], **played["metrics"], **cost,
+           "steps_per_min": 60 * cost["steps"] / cost["train_s"] if cost["train_s"] else None}
+    append_jsonl(SAMPLES_FILE, played["samples"])
+    append_jsonl(RUNS_FILE, [row])
+    print(f"{arm} seed {seed}: " + ", ".join(f"{k} {row[k]:.3f}" for k in METRICS if row.get(k) is not None), flush=True)
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean ± 95% CI over seeds of every metric; trained - control and trained - base, paired by seed."""
+    from affectgym.eval.metrics import mean_ci95
+
+    by_arm: dict[str, dict[int, dict[str, Any]]] = {}
+    for row in rows:
+        by_arm.setdefault(row["arm"], {})[row["seed"]] = row
+    arms: dict[str, Any] = {}
+    for arm in ARMS:
+        seeds = by_arm.get(arm)
+        if not seeds:
+            continue
+        entry: dict[str, Any] = {"seeds": sorted(seeds), "episodes": next(iter(seeds.values()))["episodes"]}
+        for metric in (*METRICS, "steps_per_min"):
+            values = [seeds[s][metric] for s in sorted(seeds) if seeds[s].get(metric) is not None]
+            if values:
+                entry[f"{metric}_mean"], entry[f"{metric}_ci95"] = mean_ci95(values)
+        arms[arm] = entry
+    trained = by_arm.get("trained", {})
+    differences: dict[str, Any] = {}
+    for other in ("control", "base"):
+        reference = by_arm.get(other, {})
+        paired = sorted(set(trained) & set(reference)) if other == "control" else sorted(trained)
+        if not paired or not reference:
+            continue
+        base_row = next(iter(reference.values()))
+        differences[f"trained_vs_{other}"] = {"seeds": len(paired)}
+        for metric in METRICS:
+            deltas = [trained[s][metric] - (reference[s] if other == "control" else base_row)[metric] for s in paired]
+            mean, half = mean_ci95(deltas)
+            differences[f"trained_vs_{other}"][metric] = {"mean": mean, "ci95_low": mean - half, "ci95_high": mean + half}
+    return {"env_id": EMOTION_STYLE_ENV_ID, "env_kwargs": EVAL_ENV_KWARGS, "split": "eval",
+            "decoding": {"greedy": True, "max_new_tokens": STYLE_MAX_NEW_TOKENS},
+            "grpo_steps": max((r["grpo_steps"] for r in rows), default=0), "arms": arms, **differences}
+
+
+#: The README table's columns: metric and heading.
+TABLE_COLUMNS = (("target_accuracy", "target accuracy"), ("target_probability", "P(target)"),
+                 ("valence_agreement", "valence agreement (VADER)"), ("any_rule", "any rule broken"),
+                 ("rule_names_emotion", "names the emotion"), ("rule_off_topic", "off topic"),
+                 ("words", "words"), ("reward", "reward"))
+
+
+def _cell(entry: dict[str, Any], metric: str) -> str:
+    if f"{metric}_mean" not in entry:
+        return "-"
+    digits = 1 if metric == "words" else 3
+    return f"{entry[f'{metric}_mean']:.{digits}f} ± {entry[f'{metric}_ci95']:.{digits}f}"
+
+
+def markdown_table(summary: dict[str, Any]) -> str:
+    """The README's table of the summary, and the paired differences of target accuracy."""
+    lines = ["| arm | seeds | " + " | ".join(head for _, head in TABLE_COLUMNS) + " | steps/min |",
+             "|---|---|" + "---|" * len(TABLE_COLUMNS) + "---|"]
+    for arm, entry in summary["arms"].items():
+        speed = f"{entry['steps_per_min_mean']:.2f}" if "steps_per_min_mean" in entry else "-"
+        lines.append(f"| `{arm}` | {len(entry['seeds'])} | " + " | ".join(_cell(entry, m) for m, _ in TABLE_COLUMNS)
+                     + f" | {speed} |")
+    for key, name in (("trained_vs_control", "control"), ("trained_vs_base", "base")):
+        if key in summary:
+            delta = summary[key]["target_accuracy"]
+            lines.append(f"\nTrained - {name} target accuracy: {delta['mean']:+.3f} "
+                         f"(95% CI {delta['ci95_low']:+.3f} to {delta['ci95_high']:+.3f}), {summary[key]['seeds']} seeds.")
+    return "\n".join(lines)
+
+
+def report() -> dict[str, Any]:
+    """Summarise the results file, write the summary, print the table."""
+    summary = summarise(read_jsonl(RUNS_FILE))
+    SUMMARY_FILE.parent.mkdir(parents=True, exist_ok=True)
+    SUMMARY_FILE.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    print(markdown_table(summary))
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
+    parser.add_argument("--steps", type=int, default=GRPO_STEPS, help="GRPO steps per run")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (1 when two runs share the machine)")
+    parser.add_argument("--report-only", action="store_true", help="summarise the results file and train nothing")
+    args = parser.parse_args(argv)
+    if not args.report_only:
+        if args.threads:
+            import torch
+
+            torch.set_num_threads(args.threads)
+            os.environ["OMP_NUM_THREADS"] = str(args.threads)
+        finished = {(r["arm"], r["seed"]) for r in read_jsonl(RUNS_FILE)}
+        for seed in args.seeds:
+            for arm in args.arms:
+                if arm == "base" and seed != 0:
+                    continue  # greedy decoding: the base model plays the same on every seed (seed 0's process plays it)
+                if (arm, seed) in finished:
+                    continue
+                start_s = time.perf_counter()
+                run_arm(arm, seed, args.steps)
+                print(f"  ({(time.perf_counter() - start_s) / 60:.1f} min)", flush=True)
+    report()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+__all__ = ["main", "markdown_table", "summarise"]
