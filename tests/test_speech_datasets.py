@@ -105,11 +105,63 @@ def test_hidden_folders_and_files_are_not_labels_or_clips(tmp_path):
     assert base.label_set == ("calm", "excited") and len(base.all_clips) == 4
 
 
-def test_non_utf8_transcript_is_a_dataset_error_naming_the_file(tmp_path):
+def test_a_non_utf8_transcript_skips_its_clip_naming_the_file_not_the_dataset(tmp_path, caplog):
     _folder(tmp_path)
     (tmp_path / "calm" / "take0.txt").write_bytes("Ça va très bien.".encode("latin-1"))
-    with pytest.raises(DatasetError, match=r"take0\.txt.* is not UTF-8 text.*save it as UTF-8"):
+    with caplog.at_level("WARNING", logger="affectgym.data.speech_sources"):
+        base = affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(tmp_path), split="all").unwrapped
+    assert len(base.all_clips) == 3 and not any(c.audio_path.endswith("calm/take0.wav") for c in base.all_clips)
+    assert any("take0.txt is not UTF-8 text" in r.getMessage() and "save it as UTF-8" in r.getMessage()
+               for r in caplog.records)
+    with pytest.raises(DatasetError, match=r"take0\.wav: its transcript take0\.txt is not UTF-8 text"):
+        affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(tmp_path), on_bad_clip="error")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"), reason="needs FIFOs and /dev/zero")
+def test_fifos_and_links_to_a_device_named_as_clips_or_transcripts_are_named_and_never_read(tmp_path, caplog):
+    _folder(tmp_path)
+    os.mkfifo(tmp_path / "calm" / "pipe.wav")
+    os.symlink("/dev/zero", tmp_path / "calm" / "zeros.wav")
+    os.mkfifo(tmp_path / "excited" / "take0.txt")
+    os.symlink("/dev/zero", tmp_path / "excited" / "take1.txt")
+    _sine(tmp_path / "excited" / "take2.wav", 300.0)
+    with caplog.at_level("WARNING", logger="affectgym.data.speech_sources"):
+        base = affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(tmp_path), split="all").unwrapped
+    assert sorted(os.path.basename(c.audio_path) for c in base.all_clips) == ["take0.wav", "take1.wav", "take2.wav"]
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert "pipe.wav: not a regular file" in said and "zeros.wav: not a regular file (a link to /dev/zero)" in said
+    assert "its transcript take0.txt is not a regular file" in said and "take1.txt is not a regular file" in said
+
+
+def test_capitalised_label_folders_are_answered_in_any_case_and_never_raise(tmp_path):
+    _folder(tmp_path, labels=("Angry", "Sad"))
+    for answer in ("json", "word"):
+        env = affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(tmp_path), split="all",
+                             task_format={"answer": answer})
+        for text in ("Angry", "angry.", '<final>{"label": " ANGRY ", "confidence": 0.9}</final>', "happy"):
+            env.reset(seed=0)
+            info = env.step(text)[-1]
+            read = answer == "word" or text.startswith("<final>")
+            assert info.get("outcome", {}).get("prediction") == ("Angry" if read and text != "happy" else None), (answer, text)
+
+
+def test_labels_that_differ_only_in_case_are_refused_naming_them(tmp_path):
+    _folder(tmp_path, labels=("Angry", "angry", "Sad"))
+    with pytest.raises(ValueError, match=r"labels \[\['Angry', 'angry'\]\] differ only in case or spacing"):
         affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(tmp_path))
+
+
+def test_a_groups_csv_names_symlinked_clips_by_their_path_in_the_data_folder(tmp_path):
+    store, data = _folder(tmp_path / "store"), tmp_path / "data"
+    for label in ("calm", "excited"):
+        (data / label).mkdir(parents=True)
+        for take in range(2):
+            os.symlink(store / label / f"take{take}.wav", data / label / f"take{take}.wav")
+    groups = tmp_path / "groups.csv"
+    groups.write_text("clip,group\n" + "".join(f"{label}/take{t}.wav,g{t}\n" for label in ("calm", "excited")
+                                                for t in range(2)))
+    base = affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(data), group_by=str(groups), split="all").unwrapped
+    assert len(base.all_clips) == 4
 
 
 def test_dataset_with_one_label_is_refused_when_the_env_is_made(tmp_path):
@@ -250,3 +302,11 @@ def test_mustard_clip_with_bad_audio_is_skipped_and_leaves_its_fold(tmp_path, ca
     assert any("1_3.wav: empty file (0 bytes)" in r.getMessage() for r in caplog.records)
     with pytest.raises(DatasetError, match="1_3.wav: empty file"):
         SarcasmEnv(dataset="mustard", data_dir=str(root), split="fold-1", on_bad_clip="error")
+
+
+@pytest.mark.parametrize("option", [{"group_by": "speaker"}, {"norms": "speaker"}])
+def test_a_speaker_option_on_clips_that_name_no_speaker_fails_naming_what_is_missing(tmp_path, option):
+    _folder(tmp_path)
+    name, value = next(iter(option.items()))
+    with pytest.raises(DatasetError, match=rf"{name}='{value}' needs every clip's speaker, but 4 of 4 clips name none"):
+        affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(tmp_path), **option)

@@ -38,6 +38,8 @@ MUSTARD_JSON_URL = "https://raw.githubusercontent.com/soujanyaporia/MUStARD/mast
 GROUP_KEYS = ("transcript", "speaker", "clip")
 #: What :func:`screen_clips` does with a clip whose audio file is unusable.
 BAD_CLIP_POLICIES = ("skip", "error")
+#: Largest transcript file read beside a clip.
+MAX_TRANSCRIPT_BYTES = 1 << 20
 _SPACES = re.compile(r"\s+")
 _PLAIN_CLIP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # a file name stem, never a path
 
@@ -92,33 +94,44 @@ def load_embedded(kind: str) -> list[SpeechClip]:
     ]
 
 
-def load_audio_folder(data_dir: str | Path) -> list[SpeechClip]:
+def load_audio_folder(data_dir: str | Path, on_bad_clip: str = "skip") -> list[SpeechClip]:
     """Clips from ``DIR/<label>/<clip>.<audio ext>`` (+ optional ``<clip>.txt`` transcripts).
 
     Hidden folders and files (names starting with ``.``, such as ``.ipynb_checkpoints``
     or macOS's ``._take01.wav``) are skipped. Every entry with an audio extension becomes
     a clip, even one that is no usable audio file (a folder named ``x.wav``, a dangling
-    link): :func:`screen_clips` reports those with their reasons.
+    link, a FIFO, a link to a device): :func:`screen_clips` reports those with their
+    reasons. Nothing but a regular file is ever read. A clip whose transcript cannot be used
+    (not UTF-8, not a regular file, over :data:`MAX_TRANSCRIPT_BYTES`) is skipped with one
+    warning naming each (``on_bad_clip="skip"``) or refused.
 
     Raises:
-        DatasetError: The folder is missing or holds no audio in label sub-folders, or a
-            transcript is not readable UTF-8 text (the message names the file).
+        DatasetError: The folder is missing or holds no audio in label sub-folders, or
+            ``on_bad_clip="error"`` and some clip's transcript is bad (each named).
     """
     root = Path(data_dir)
     if not root.is_dir():
         raise DatasetError(f"data_dir {str(root)!r} is not a folder; expected DIR/<label>/<clip>.wav")
-    clips = []
+    clips, bad = [], []
     copies: dict[str, int] = {}
     for label_dir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
         candidates = (
             p for p in label_dir.iterdir() if p.suffix.lower() in AUDIO_EXTENSIONS and not p.name.startswith(".")
         )
         for audio in sorted(candidates):
-            transcript = _read_transcript(audio.with_suffix(".txt"))
+            transcript, problem = _read_transcript(audio.with_suffix(".txt"))
+            if problem:
+                bad.append(f"{audio}: {problem}")
+                continue
             digest = "clip-" + _content_digest(audio, root)[:12]
             copies[digest] = copies.get(digest, 0) + 1  # byte-identical files: -2, -3, ... in path order
             clip_id = digest if copies[digest] == 1 else f"{digest}-{copies[digest]}"
             clips.append(SpeechClip(id=clip_id, transcript=transcript, label=label_dir.name, audio_path=str(audio)))
+    if bad and on_bad_clip == "error":
+        raise DatasetError(f"{len(bad)} clip(s) cannot be used (pass on_bad_clip='skip' to leave them out): "
+                           + "; ".join(bad))
+    if bad:
+        log.warning("skipping %d clip(s) that cannot be used: %s", len(bad), "; ".join(bad))
     if not clips:
         raise DatasetError(
             f"no audio found in {str(root)!r}; expected DIR/<label>/<clip>.<ext> with ext in "
@@ -127,29 +140,34 @@ def load_audio_folder(data_dir: str | Path) -> list[SpeechClip]:
     return clips
 
 
-def _read_transcript(path: Path) -> str:
-    """The transcript beside a clip, or ``""`` when there is none."""
-    if not path.exists():
-        return ""
+def _read_transcript(path: Path) -> tuple[str, str | None]:
+    """The transcript beside a clip (``""`` when there is none), or why it cannot be used."""
+    if not path.exists() and not path.is_symlink():
+        return "", None
+    if not path.is_file():
+        return "", f"its transcript {path.name} is not a regular file"
+    size = path.stat().st_size
+    if size > MAX_TRANSCRIPT_BYTES:
+        return "", f"its transcript {path.name} is {size} bytes, more than {MAX_TRANSCRIPT_BYTES}"
     try:
-        return path.read_text(encoding="utf-8").strip()
+        return path.read_text(encoding="utf-8").strip(), None
     except UnicodeDecodeError as exc:
-        raise DatasetError(
-            f"transcript {str(path)!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
-            "save it as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
-        ) from exc
+        return "", (f"its transcript {path.name} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                    "save it as UTF-8 (e.g. iconv -f latin1 -t utf-8)")
     except OSError as exc:
-        raise DatasetError(
-            f"transcript {str(path)!r} cannot be read ({exc.strerror or exc}); expected a UTF-8 text file"
-        ) from exc
+        return "", f"its transcript {path.name} cannot be read ({exc.strerror or exc})"
 
 
 def _content_digest(audio: Path, root: Path) -> str:
-    """SHA-256 of a clip's bytes, or of its path when it cannot be read (a bad clip, for :func:`screen_clips`)."""
+    """SHA-256 of a clip's bytes, or of its path when it is no regular file or cannot be read (a bad clip,
+    for :func:`screen_clips`): a FIFO or a device is never read."""
     try:
-        return hashlib.sha256(audio.read_bytes()).hexdigest()
+        if audio.is_file():
+            with audio.open("rb") as handle:
+                return hashlib.file_digest(handle, "sha256").hexdigest()
     except OSError:
-        return hashlib.sha256(b"unreadable:" + audio.relative_to(root).as_posix().encode()).hexdigest()
+        pass
+    return hashlib.sha256(b"unreadable:" + audio.relative_to(root).as_posix().encode()).hexdigest()
 
 
 def screen_clips(
@@ -208,8 +226,8 @@ def clip_groups(
         clips: The clips of a dataset.
         group_by: ``"transcript"`` (the default, used when ``None``: every clip of the same
             line, whatever voice or delivery, shares a group; clips with no transcript are
-            groups of their own), ``"speaker"`` (all clips of a speaker; clips with no speaker
-            are their own group), ``"clip"`` (no grouping: a line recorded twice can then sit
+            groups of their own), ``"speaker"`` (all clips of a speaker; every clip must name
+            its speaker), ``"clip"`` (no grouping: a line recorded twice can then sit
             on both sides), or the path of a JSON object or a two-column CSV (``clip,group``)
             mapping each clip, by file path relative to ``data_dir`` or by id, to a group.
         data_dir: The dataset folder, for paths in a mapping file.
@@ -218,7 +236,8 @@ def clip_groups(
         Clip id -> group key.
 
     Raises:
-        DatasetError: An unknown ``group_by``, an unreadable mapping file, or clips it misses.
+        DatasetError: An unknown ``group_by``, an unreadable mapping file, clips it misses, or
+            ``"speaker"`` with clips that name no speaker.
 
     >>> clips = [SpeechClip("a", "Oh, great.", "sarcastic"), SpeechClip("b", "oh,  GREAT.", "sincere")]
     >>> clip_groups(clips) == {"a": "line:oh, great.", "b": "line:oh, great."}
@@ -228,7 +247,8 @@ def clip_groups(
     if mode == "transcript":
         return {c.id: f"line:{_SPACES.sub(' ', c.transcript).strip().lower()}" if c.transcript.strip() else c.id for c in clips}
     if mode == "speaker":
-        return {c.id: f"speaker:{c.speaker}" if c.speaker else c.id for c in clips}
+        require_speakers(clips, "group_by='speaker'")
+        return {c.id: f"speaker:{c.speaker}" for c in clips}
     if mode == "clip":
         return {c.id: c.id for c in clips}
     path = Path(mode)
@@ -243,7 +263,7 @@ def clip_groups(
     for clip in clips:
         keys = [clip.id]
         if root is not None and clip.audio_path:
-            keys.append(Path(clip.audio_path).resolve().relative_to(root.resolve()).as_posix())
+            keys.append(_relative_path(Path(clip.audio_path), root))
         group = next((mapping[k] for k in keys if k in mapping), None)
         if group is None:
             missing.append(keys[-1])
@@ -252,6 +272,29 @@ def clip_groups(
     if missing:
         raise DatasetError(f"{str(path)!r} gives no group for {len(missing)} clip(s), e.g. {', '.join(missing[:3])}")
     return groups
+
+
+def require_speakers(clips: Sequence[SpeechClip], option: str) -> None:
+    """Refuse an option that needs every clip's speaker when some clip names none.
+
+    Raises:
+        DatasetError: Names the option, how many clips lack a speaker and what to do.
+    """
+    missing = [c.audio_path or c.id for c in clips if not c.speaker]
+    if missing:
+        raise DatasetError(
+            f"{option} needs every clip's speaker, but {len(missing)} of {len(clips)} clips name none (e.g. "
+            f"{', '.join(missing[:2])}); a DIR/<label>/ folder records no speakers: pass group_by=<a clip,group "
+            "CSV> mapping each clip to its speaker instead"
+        )
+
+
+def _relative_path(path: Path, root: Path) -> str:
+    """A clip's path inside the data folder, as the folder lists it (a symbolic link is not followed out)."""
+    if path.absolute().is_relative_to(root.absolute()):
+        return path.absolute().relative_to(root.absolute()).as_posix()
+    return path.resolve().relative_to(root.resolve()).as_posix() if path.resolve().is_relative_to(root.resolve()) \
+        else path.as_posix()
 
 
 def _read_group_file(path: Path) -> Mapping[str, str]:

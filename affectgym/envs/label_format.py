@@ -93,7 +93,15 @@ class LabelFormat:
         return {"answer": self.answer, "flat_prompt": self.flat_prompt}
 
     def check_labels(self, labels: Sequence[str]) -> None:
-        """Raise ``ValueError`` when the format cannot ask for these labels (yes/no needs exactly two)."""
+        """Raise ``ValueError`` when the format cannot ask for these labels: two that read as one
+        (:func:`label_key`), or yes/no without exactly two."""
+        keys: dict[str, list[str]] = {}
+        for label in labels:
+            keys.setdefault(label_key(label), []).append(label)
+        same = [names for names in keys.values() if len(names) > 1]
+        if same:
+            raise ValueError(f"labels {same} differ only in case or spacing, and answers are read without either; "
+                             "rename or merge them (e.g. one DIR/<label>/ folder each)")
         if self.answer == "yesno" and len(labels) != 2:
             raise ValueError(f"task_format answer='yesno' needs exactly two labels, this dataset has {list(labels)}")
 
@@ -164,6 +172,15 @@ SHORT_YESNO = LABEL_FORMATS["short-yesno"]
 
 
 # ----------------------------------------------------------------------------- answers
+def label_key(label: str) -> str:
+    """How answers are matched to labels: case-folded, runs of white space as one space.
+
+    >>> label_key("  Very  Angry "), label_key("Sad") == label_key("sad")
+    ('very angry', True)
+    """
+    return " ".join(label.split()).casefold()
+
+
 def parse_label_answer(text: str | None, labels: Sequence[str]) -> tuple[dict[str, Any] | None, str | None]:
     """Read ``{"label": ..., "confidence": ...}`` from ``<final>...</final>``, else from the message.
 
@@ -171,8 +188,8 @@ def parse_label_answer(text: str | None, labels: Sequence[str]) -> tuple[dict[st
     :func:`~affectgym.envs.parsing.last_json_object`.
 
     Returns:
-        ``(answer, None)`` with the label lower-cased and confidence a float in ``[0, 1]``,
-        or ``(None, what was wrong and what is accepted)``.
+        ``(answer, None)`` with the label as the dataset names it (matched by :func:`label_key`)
+        and confidence a float in ``[0, 1]``, or ``(None, what was wrong and what is accepted)``.
 
     >>> parse_label_answer('Rising pitch. <final>{"label": "Sarcastic", "confidence": 0.8}</final>', ["sarcastic", "sincere"])
     ({'label': 'sarcastic', 'confidence': 0.8}, None)
@@ -186,22 +203,25 @@ def parse_label_answer(text: str | None, labels: Sequence[str]) -> tuple[dict[st
     payload, _ = last_json_object(blocks[0][2] if blocks else text)
     if payload is None:
         return None, f"no JSON answer found; {accepted}"
+    by_key = {label_key(name): name for name in labels}
     label = payload.get("label")
-    if not isinstance(label, str) or label.strip().lower() not in labels:
+    if not isinstance(label, str) or label_key(label) not in by_key:
         return None, f"label must be one of {list(labels)}, got {label!r}"
     confidence = payload.get("confidence")
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
         return None, f"confidence must be a number between 0 and 1, got {confidence!r}"
-    return {"label": label.strip().lower(), "confidence": float(confidence)}, None
+    return {"label": by_key[label_key(label)], "confidence": float(confidence)}, None
 
 
 def answer_words(labels: Sequence[str], answer: str = "word") -> dict[str, str]:
-    """The words a one-word answer may be, each with the label it means.
+    """The words a one-word answer may be (as :func:`label_key` writes them), each with the label it means.
 
     >>> answer_words(["sarcastic", "sincere"], "yesno")
     {'sarcastic': 'sarcastic', 'sincere': 'sincere', 'yes': 'sarcastic', 'no': 'sincere'}
+    >>> answer_words(["Angry", "Sad"])
+    {'angry': 'Angry', 'sad': 'Sad'}
     """
-    words = {label: label for label in labels}
+    words = {label_key(label): label for label in labels}
     if answer == "yesno":
         first, second = labels
         words.update({"yes": first, "no": second})
@@ -224,10 +244,10 @@ def parse_label_word(text: str | None, words: Mapping[str, str]) -> tuple[dict[s
     "no answer word found; accepted: one of ['sarcastic', 'sincere']"
     """
     if text:
-        pattern = r"\b(" + "|".join(re.escape(word) for word in words) + r")\b"
+        pattern = r"\b(" + "|".join(r"\s+".join(map(re.escape, word.split())) for word in words) + r")\b"
         found = re.search(pattern, text, re.IGNORECASE)
         if found:
-            return {"label": words[found.group(1).lower()], "confidence": 1.0}, None
+            return {"label": words[label_key(found.group(1))], "confidence": 1.0}, None
     return None, f"no answer word found; accepted: one of {list(words)}"
 
 
@@ -248,6 +268,7 @@ __all__ = [
     "LabelFormat",
     "answer_words",
     "final_answer",
+    "label_key",
     "parse_label_answer",
     "parse_label_word",
 ]

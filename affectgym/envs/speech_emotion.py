@@ -16,6 +16,7 @@ from affectgym.data.speech_sources import (
     clip_groups,
     load_audio_folder,
     load_embedded,
+    require_speakers,
     screen_clips,
 )
 from affectgym.data.splits import select_split
@@ -105,7 +106,8 @@ class SpeechEmotionEnv(AffectEnv):
     ``Rubric`` or a name of ``SPEECH_RUBRICS``: "multi" | "single" | "label"; the former
     ``reward``, ``answer`` and ``flat_prompt`` arguments still work, with a FutureWarning
     naming the new form), ``reward_weights`` (overrides by component name), ``max_tool_calls`` (6),
-    ``prosody_backend`` ("praat" | "librosa"), ``norms`` ("corpus" | "speaker" | "default"),
+    ``prosody_backend`` ("praat" | "librosa"), ``norms`` ("corpus" | "speaker": every clip must
+    name its speaker | "default"),
     ``on_bad_clip`` ("skip" | "error": what to do, when the env is made, with a clip of
     ``data_dir`` whose file is missing, a dangling link, a folder, empty, not readable
     audio or shorter than ``ProsodyParams.min_duration_s`` (0.064 s); "skip", the default,
@@ -173,6 +175,8 @@ class SpeechEmotionEnv(AffectEnv):
             from affectgym.features.prosody import ProsodyParams
 
             self.all_clips = screen_clips(self.all_clips, on_bad_clip, ProsodyParams().min_duration_s)
+        if norms == "speaker":
+            require_speakers(self.all_clips, "norms='speaker'")
         self.label_set = tuple(sorted({c.label for c in self.all_clips}))
         if len(self.label_set) < 2:
             where = self.data_dir if self.data_dir is not None else f"dataset {self.dataset!r}"
@@ -203,7 +207,7 @@ class SpeechEmotionEnv(AffectEnv):
     # ------------------------------------------------------------------ data
     def _load_clips(self) -> list[SpeechClip]:
         if self.data_dir is not None and self.dataset in ("embedded", "folder"):
-            return load_audio_folder(self.data_dir)
+            return load_audio_folder(self.data_dir, self.on_bad_clip)
         if self.dataset == "embedded":
             return load_embedded("emotion")
         raise ValueError(

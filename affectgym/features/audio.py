@@ -146,7 +146,8 @@ def audio_file_problem(path: str | os.PathLike, min_duration_s: float = 0.0) -> 
     if path.is_dir():
         return "a folder, not an audio file"
     if not path.is_file():
-        return "not a regular file"
+        target = f" (a link to {path.resolve()})" if path.is_symlink() else ""
+        return f"not a regular file{target}: a FIFO, a device or a socket is never read"
     try:
         size = path.stat().st_size
     except OSError as err:
