@@ -35,6 +35,14 @@ def test_precision_recall_f1_match_a_hand_computation():
     assert m["ece"] is None and m["n_with_confidence"] == 0
 
 
+def test_wa_ua_and_micro_f1_are_reported_as_speech_emotion_papers_define_them():
+    # imbalanced: 4 angry (3 right), 1 sad (wrong); UA weighs each class alike, WA each clip
+    m = classification_metrics(records([("angry", "angry")] * 3 + [("angry", "sad"), ("sad", "angry")]))
+    assert m["weighted_accuracy"] == pytest.approx(3 / 5)
+    assert m["unweighted_accuracy"] == pytest.approx((3 / 4 + 0 / 1) / 2)
+    assert m["micro_f1"] == pytest.approx(3 / 5), "with every clip answered, micro F1 is the accuracy"
+
+
 def test_calibration_from_stated_confidences():
     rows = records([("s", "s"), ("s", "n"), ("n", "n"), ("n", "n")], confidences=[0.9, 0.8, 0.55, 0.65])
     m = classification_metrics(rows, n_bins=2)

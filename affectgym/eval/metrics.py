@@ -158,8 +158,10 @@ def classification_metrics(records: Sequence[Mapping[str, Any]], n_bins: int = 1
         n_bins: Bins of the calibration metrics.
 
     Returns:
-        A JSON-ready dict: ``n``, ``accuracy``, ``unanswered_rate``, ``macro_*`` and
-        ``weighted_*`` precision/recall/F1 (sklearn, over the gold labels), ``per_label``,
+        A JSON-ready dict: ``n``, ``accuracy``, ``unanswered_rate``, ``macro_*``,
+        ``weighted_*`` and ``micro_*`` precision/recall/F1 (sklearn, over the gold labels),
+        ``weighted_accuracy`` (WA, the accuracy) and ``unweighted_accuracy`` (UA, the mean
+        per-class recall), as speech-emotion papers and EmoBox report them, ``per_label``,
         ``labels`` and ``confusion_matrix`` (rows gold, columns predicted; predicted labels
         outside the gold set and unanswered get their own columns), ``ece``, ``brier`` and
         ``reliability`` over the records with a confidence, and ``subsets``
@@ -171,6 +173,8 @@ def classification_metrics(records: Sequence[Mapping[str, Any]], n_bins: int = 1
     ...     {"label": "sincere", "prediction": None, "pivot": False}])
     >>> m["accuracy"], m["confusion_matrix"], m["subsets"]["pivot"]["true"]
     (0.3333333333333333, [[1, 0, 0], [1, 0, 1]], {'n': 1, 'accuracy': 1.0})
+    >>> m["weighted_accuracy"], m["unweighted_accuracy"], round(m["micro_f1"], 3)
+    (0.3333333333333333, 0.5, 0.4)
     """
     from sklearn.metrics import precision_recall_fscore_support
 
@@ -195,9 +199,11 @@ def classification_metrics(records: Sequence[Mapping[str, Any]], n_bins: int = 1
         "predicted_labels": columns,
         "confusion_matrix": matrix,
     }
-    for average in ("macro", "weighted"):
+    for average in ("macro", "weighted", "micro"):
         precision, recall, f1, _ = precision_recall_fscore_support(gold, predicted, labels=labels, average=average, zero_division=0)
         result.update({f"{average}_precision": float(precision), f"{average}_recall": float(recall), f"{average}_f1": float(f1)})
+    # the speech-emotion field's names: WA is the accuracy, UA the mean per-class recall (unanswered = wrong)
+    result["weighted_accuracy"], result["unweighted_accuracy"] = result["accuracy"], result["macro_recall"]
     precision, recall, f1, support = precision_recall_fscore_support(gold, predicted, labels=labels, average=None, zero_division=0)
     result["per_label"] = {
         label: {"precision": float(precision[i]), "recall": float(recall[i]), "f1": float(f1[i]), "support": int(support[i])}

@@ -155,7 +155,8 @@ def comparison_table(runs: Sequence[Run]) -> list[str]:
     for name in _union(s.get("reward_components") or {} for s in summaries):
         add(f"reward: {name}", [(s.get("reward_components") or {}).get(name) for s in summaries])
     classifications = [s.get("classification") or {} for s in summaries]
-    for key in ("accuracy", "macro_f1", "weighted_precision", "weighted_recall", "weighted_f1", "ece", "brier", "unanswered_rate"):
+    for key in ("accuracy", "unweighted_accuracy", "macro_f1", "micro_f1", "weighted_precision", "weighted_recall",
+                "weighted_f1", "ece", "brier", "unanswered_rate"):
         add(key, [c.get(key) for c in classifications])
     for flag in _union(c.get("subsets") or {} for c in classifications):
         for side in ("true", "false"):

@@ -233,7 +233,8 @@ def print_summary(summary: Mapping[str, Any], console: Any = None, title: str = 
     for name, value in summary["reward_components"].items():
         table.add_row(f"  {name}", format_number(value))
     classification = summary.get("classification") or {}
-    for key in ("accuracy", "macro_f1", "weighted_precision", "weighted_recall", "weighted_f1", "ece", "brier", "unanswered_rate"):
+    for key in ("accuracy", "unweighted_accuracy", "macro_f1", "micro_f1", "weighted_precision", "weighted_recall",
+                "weighted_f1", "ece", "brier", "unanswered_rate"):
         if classification.get(key) is not None:
             table.add_row(key, format_number(classification[key]))
     for flag, sides in (classification.get("subsets") or {}).items():
