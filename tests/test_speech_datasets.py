@@ -310,3 +310,55 @@ def test_a_speaker_option_on_clips_that_name_no_speaker_fails_naming_what_is_mis
     name, value = next(iter(option.items()))
     with pytest.raises(DatasetError, match=rf"{name}='{value}' needs every clip's speaker, but 4 of 4 clips name none"):
         affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(tmp_path), **option)
+
+
+# ----------------------------------------------------------------------------- manifests
+def _manifest_corpus(root):
+    """A RAVDESS-like flat folder (label and actor only in the file names) and its manifest."""
+    rows = []
+    for actor in ("01", "02", "03", "04", "05"):
+        for emotion, code, f0_hz in (("calm", "02", 120.0), ("angry", "05", 260.0)):
+            name = f"03-01-{code}-01-01-01-{actor}.wav"
+            _sine(root / "audio" / name, f0_hz + int(actor))
+            rows.append({"path": f"audio/{name}", "label": emotion, "speaker": f"actor{actor}",
+                         "transcript": "Kids are talking by the door",
+                         "split": "eval" if actor == "05" else "train"})
+    return rows
+
+
+def test_a_csv_manifest_loads_any_layout_with_its_own_split_and_speaker_groups(tmp_path):
+    from affectgym.envs.checker import check_env
+
+    rows = _manifest_corpus(tmp_path)
+    manifest = tmp_path / "corpus.csv"
+    manifest.write_text("path,label,transcript,speaker,split\n" + "".join(
+        f"{r['path']},{r['label']},{r['transcript']},{r['speaker']},{r['split']}\n" for r in rows))
+    train = affectgym.make("affectgym/SpeechEmotion-v0", dataset="manifest", data_dir=str(manifest)).unwrapped
+    held = affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(manifest), split="eval").unwrapped
+    assert len(train.scenarios) == 8 and len(held.scenarios) == 2 and train.label_set == ("angry", "calm")
+    assert {c.speaker for c in held.scenarios} == {"actor05"}
+    assert not {c.speaker for c in held.scenarios} & {c.speaker for c in train.scenarios}
+    with pytest.raises(DatasetError, match=r"split 'test' is not one of the dataset's own splits \['eval', 'train'\]"):
+        affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(manifest), split="test")
+    check_env(affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(manifest), split="all"))
+
+
+def test_a_jsonl_manifest_without_splits_is_split_by_speaker_when_asked(tmp_path):
+    rows = [{k: v for k, v in r.items() if k != "split"} for r in _manifest_corpus(tmp_path)]
+    manifest = tmp_path / "corpus.jsonl"
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    splits = [affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(manifest), split=name, group_by="speaker",
+                             eval_fraction=0.4).unwrapped for name in ("train", "eval")]
+    speakers = [{c.speaker for c in env.scenarios} for env in splits]
+    assert speakers[0] and speakers[1] and not speakers[0] & speakers[1]
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("path,lable\naudio/a.wav,calm\n", r"corpus\.csv:2: unknown column\(s\) \['lable'\]; accepted: path, label"),
+    ("path,label\naudio/a.wav,\n", r"corpus\.csv:2: no label; every row needs a path and a label"),
+    ("path,label\n", r"lists no clip"),
+])
+def test_a_bad_manifest_is_refused_naming_file_line_and_what_is_accepted(tmp_path, text, problem):
+    (tmp_path / "corpus.csv").write_text(text)
+    with pytest.raises(DatasetError, match=problem):
+        affectgym.make("affectgym/SpeechEmotion-v0", dataset="manifest", data_dir=str(tmp_path / "corpus.csv"))

@@ -107,7 +107,7 @@ def test_group_by_file_keeps_each_group_on_one_side_and_names_missing_clips(tmp_
 
 
 def test_unknown_group_by_names_the_accepted_values():
-    with pytest.raises(DatasetError, match="transcript, speaker, clip"):
+    with pytest.raises(DatasetError, match="transcript, speaker, group, clip"):
         SarcasmEnv(split="eval", group_by="voice")
 
 

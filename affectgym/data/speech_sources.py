@@ -7,6 +7,8 @@ label or file name), because an agent sees the id.
 * :func:`load_embedded` -- the espeak-ng corpora shipped in the package (offline).
 * :func:`load_audio_folder` -- ``DIR/<label>/<clip>.<ext>`` with an optional ``<clip>.txt``
   transcript beside each clip; the label set is the folder names (hidden ones skipped).
+* :func:`load_manifest` -- a CSV or JSONL manifest of ``path,label[,transcript,speaker,group,split]``
+  rows, for a corpus in any layout.
 * :func:`load_mustard` -- MUStARD's ``sarcasm_data.json`` (or any data in its format), with
   audio from ``DIR/audio/<id>.<ext>`` or the original ``DIR/utterances_final/<id>.mp4``.
 * :func:`load_mustard_hub` -- the authors' JSON and the audio dataset from the Hugging Face
@@ -35,9 +37,11 @@ MUSTARD_LABELS = ("sarcastic", "sincere")
 MUSTARD_HUB_AUDIO = "DynamicSuperb/SarcasmDetection_Mustard"
 MUSTARD_JSON_URL = "https://raw.githubusercontent.com/soujanyaporia/MUStARD/master/data/sarcasm_data.json"
 #: Named ways of grouping clips for a split; a path to a JSON or CSV mapping file works too.
-GROUP_KEYS = ("transcript", "speaker", "clip")
+GROUP_KEYS = ("transcript", "speaker", "group", "clip")
 #: What :func:`screen_clips` does with a clip whose audio file is unusable.
 BAD_CLIP_POLICIES = ("skip", "error")
+#: Columns of a manifest (CSV header or JSONL keys): the first two are required.
+MANIFEST_COLUMNS = ("path", "label", "transcript", "speaker", "group", "split")
 #: Largest transcript file read beside a clip.
 MAX_TRANSCRIPT_BYTES = 1 << 20
 _SPACES = re.compile(r"\s+")
@@ -63,6 +67,10 @@ class SpeechClip:
         speaker: Who says the line.
         pivot: Whether only the delivery decides the label (the words alone are ambiguous).
         show: Source show or corpus part (MUStARD's speaker-independent split uses it).
+        group: The clip's split group as its source gives it (a manifest's ``group`` column):
+            clips of one group always land in the same split.
+        split: The split its source puts it in (a manifest's ``split`` column, e.g. a corpus's
+            official ``train``/``eval`` partition), or ``None``.
     """
 
     id: str
@@ -73,6 +81,8 @@ class SpeechClip:
     speaker: str | None = None
     pivot: bool = False
     show: str | None = None
+    group: str | None = None
+    split: str | None = None
 
 
 def load_embedded(kind: str) -> list[SpeechClip]:
@@ -138,6 +148,78 @@ def load_audio_folder(data_dir: str | Path, on_bad_clip: str = "skip") -> list[S
             f"{', '.join(AUDIO_EXTENSIONS)}"
         )
     return clips
+
+
+def load_manifest(path: str | Path) -> list[SpeechClip]:
+    """Clips listed in a manifest: a CSV file with a header row, or JSONL, one clip a row.
+
+    Columns (:data:`MANIFEST_COLUMNS`): ``path`` (the audio file, relative to the manifest's
+    folder or absolute) and ``label`` are required; ``transcript``, ``speaker``, ``group``
+    (clips of one group share a split) and ``split`` (the corpus's own partition, e.g.
+    ``train``/``eval``) are optional. The no-code path for any corpus: write one line per
+    clip, whatever its layout on disk. Clip ids are hashed from the audio bytes, as a
+    folder dataset's; bad audio files are left to :func:`screen_clips`.
+
+    Raises:
+        DatasetError: The manifest is missing, not a regular file, not CSV/JSONL, lists no
+            clip, or has an unknown column, a row without its path or label, or a clip listed
+            twice (file and line named).
+    """
+    manifest = Path(path)
+    if not manifest.is_file():
+        raise DatasetError(f"manifest {str(manifest)!r} is not a file; expected a .csv or .jsonl of "
+                           f"{', '.join(MANIFEST_COLUMNS)} rows")
+    rows = _manifest_rows(manifest)
+    root, clips, seen = manifest.parent, [], set()
+    copies: dict[str, int] = {}
+    for number, row in rows:
+        audio = Path(row["path"]) if Path(row["path"]).is_absolute() else root / row["path"]
+        if audio in seen:
+            raise DatasetError(f"{manifest}:{number}: {row['path']!r} is listed twice")
+        seen.add(audio)
+        digest = "clip-" + _content_digest(audio, root)[:12]
+        copies[digest] = copies.get(digest, 0) + 1
+        clips.append(SpeechClip(
+            id=digest if copies[digest] == 1 else f"{digest}-{copies[digest]}", transcript=row.get("transcript") or "",
+            label=row["label"], audio_path=str(audio), speaker=row.get("speaker") or None,
+            group=row.get("group") or None, split=row.get("split") or None,
+        ))
+    if not clips:
+        raise DatasetError(f"manifest {str(manifest)!r} lists no clip")
+    return clips
+
+
+def _manifest_rows(manifest: Path) -> list[tuple[int, dict[str, str]]]:
+    """``(line number, row)`` of a CSV or JSONL manifest, every row checked for its columns."""
+    text = manifest.read_text(encoding="utf-8-sig")
+    if manifest.suffix.lower() == ".jsonl":
+        rows = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DatasetError(f"{manifest}:{number}: not JSON ({exc.msg})") from None
+            if not isinstance(row, dict):
+                raise DatasetError(f"{manifest}:{number}: a row must be a JSON object of {', '.join(MANIFEST_COLUMNS)}")
+            rows.append((number, row))
+    elif manifest.suffix.lower() == ".csv":
+        reader = csv.DictReader(text.splitlines())
+        rows = [(number, dict(row)) for number, row in enumerate(reader, 2)]
+    else:
+        raise DatasetError(f"manifest {str(manifest)!r}: expected a .csv (with a header row) or .jsonl file")
+    for number, row in rows:
+        unknown = sorted(str(key) for key in row if key not in MANIFEST_COLUMNS)
+        if unknown:
+            raise DatasetError(f"{manifest}:{number}: unknown column(s) {unknown}; accepted: {', '.join(MANIFEST_COLUMNS)}")
+        for key in ("path", "label"):
+            if not isinstance(row.get(key), str) or not row[key].strip():
+                raise DatasetError(f"{manifest}:{number}: no {key}; every row needs a path and a label")
+        for key, value in row.items():
+            if value is not None and not isinstance(value, str):
+                raise DatasetError(f"{manifest}:{number}: {key} must be text, got {value!r}")
+    return [(number, {k: v.strip() for k, v in row.items() if v is not None}) for number, row in rows]
 
 
 def _read_transcript(path: Path) -> tuple[str, str | None]:
@@ -224,7 +306,9 @@ def clip_groups(
 
     Args:
         clips: The clips of a dataset.
-        group_by: ``"transcript"`` (the default, used when ``None``: every clip of the same
+        group_by: ``"group"`` (the source's own groups, a manifest's ``group`` column: the
+            default, used when ``None``, when every clip has one), ``"transcript"`` (the
+            default otherwise: every clip of the same
             line, whatever voice or delivery, shares a group; clips with no transcript are
             groups of their own), ``"speaker"`` (all clips of a speaker; every clip must name
             its speaker), ``"clip"`` (no grouping: a line recorded twice can then sit
@@ -243,7 +327,13 @@ def clip_groups(
     >>> clip_groups(clips) == {"a": "line:oh, great.", "b": "line:oh, great."}
     True
     """
-    mode = group_by or "transcript"
+    mode = group_by or ("group" if clips and all(c.group for c in clips) else "transcript")
+    if mode == "group":
+        missing = [c.audio_path or c.id for c in clips if not c.group]
+        if missing:
+            raise DatasetError(f"group_by='group' needs every clip's group (a manifest's group column); "
+                               f"{len(missing)} clips have none, e.g. {', '.join(missing[:2])}")
+        return {c.id: f"group:{c.group}" for c in clips}
     if mode == "transcript":
         return {c.id: f"line:{_SPACES.sub(' ', c.transcript).strip().lower()}" if c.transcript.strip() else c.id for c in clips}
     if mode == "speaker":
@@ -510,13 +600,16 @@ def load_mustard_hub(cache_dir: str | Path | None = None) -> list[SpeechClip]:
 __all__ = [
     "BAD_CLIP_POLICIES",
     "GROUP_KEYS",
+    "MANIFEST_COLUMNS",
     "DatasetError",
     "clip_groups",
     "SpeechClip",
     "load_audio_folder",
     "load_embedded",
+    "load_manifest",
     "load_mustard",
     "load_mustard_hub",
     "mustard_folds",
+    "require_speakers",
     "screen_clips",
 ]

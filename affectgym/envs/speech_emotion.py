@@ -16,6 +16,7 @@ from affectgym.data.speech_sources import (
     clip_groups,
     load_audio_folder,
     load_embedded,
+    load_manifest,
     require_speakers,
     screen_clips,
 )
@@ -92,7 +93,10 @@ class SpeechEmotionEnv(AffectEnv):
     unanswered).
 
     ## Arguments
-    ``dataset`` ("embedded" or "folder"), ``data_dir``, ``split`` ("train", "eval", "all";
+    ``dataset`` ("embedded", "folder", or "manifest": ``data_dir`` is then a CSV or JSONL file
+    of ``path,label[,transcript,speaker,group,split]`` rows, see
+    :func:`~affectgym.data.speech_sources.load_manifest`; a ``split`` column is the dataset's
+    own partition and ``split=`` names one of its values), ``data_dir``, ``split`` ("train", "eval", "all";
     a stable hash split by group: every clip of a group lands on one side, and groups whose
     clips carry the same labels are held out in the same proportion), ``group_by`` (what a
     group is: ``"transcript"``, the default when ``None``: every clip of one line, whatever
@@ -206,20 +210,33 @@ class SpeechEmotionEnv(AffectEnv):
 
     # ------------------------------------------------------------------ data
     def _load_clips(self) -> list[SpeechClip]:
+        if self.dataset == "manifest" or (self.dataset == "embedded" and self.data_dir is not None
+                                          and Path(self.data_dir).suffix.lower() in (".csv", ".jsonl")):
+            if self.data_dir is None:
+                raise DatasetError("dataset='manifest' needs data_dir=<a .csv or .jsonl manifest of path,label rows>")
+            return load_manifest(self.data_dir)
         if self.data_dir is not None and self.dataset in ("embedded", "folder"):
             return load_audio_folder(self.data_dir, self.on_bad_clip)
         if self.dataset == "embedded":
             return load_embedded("emotion")
         raise ValueError(
             f"unknown dataset {self.dataset!r} for {type(self).__name__}; accepted: 'embedded', "
-            "or 'folder' with data_dir=DIR holding DIR/<label>/<clip>.wav"
+            "'folder' with data_dir=DIR holding DIR/<label>/<clip>.wav, or 'manifest' with data_dir=<a .csv or "
+            ".jsonl of path,label[,transcript,speaker,group,split] rows>"
         )
 
     def load_scenarios(self) -> list[SpeechClip]:
         return self.clips_in_split(self.all_clips)
 
     def clips_in_split(self, clips: Sequence[SpeechClip]) -> list[SpeechClip]:
-        """The clips of ``self.split`` among ``clips``, split by ``group_by`` groups."""
+        """The clips of ``self.split`` among ``clips``: the source's own partition when every clip has one
+        (a manifest's ``split`` column), else split by ``group_by`` groups."""
+        partitions = {c.split for c in clips}
+        if clips and None not in partitions and self.split != "all":
+            if self.split not in partitions:
+                raise DatasetError(f"split {self.split!r} is not one of the dataset's own splits {sorted(partitions)} "
+                                   "(its split column), nor 'all'")
+            return [c for c in clips if c.split == self.split]
         items = [(c.id, c.label) for c in clips]
         self._groups.update(clip_groups(clips, self.group_by, self.data_dir))
         chosen = set(select_split(items, self.split, self.eval_fraction, groups=self._groups))
