@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import urllib.error
 import urllib.request
 from typing import Any
 
@@ -402,3 +403,97 @@ def test_remote_env_reads_answers_with_the_served_envs_own_parser(sarcasm_eval_s
         assert remote.parse_final(text) == local_sarcasm.unwrapped.parse_final(text)
     assert set(remote.tools) == set(local_sarcasm.unwrapped.tools)
     remote.close()
+
+
+# --------------------------------------------------------------------------- request limits
+def post(url: str, body: bytes, *, chunked: bool = False) -> tuple[int, dict[str, Any]]:
+    """POST ``body`` (as one ``Content-Length`` body, or chunked), returning the status and the JSON answer."""
+    import http.client
+    from urllib.parse import urlparse
+
+    address = urlparse(url)
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=60)
+    try:
+        if chunked:
+            connection.request("POST", address.path, body=iter([body[:100], body[100:]]),
+                               headers={"Content-Type": "application/json"}, encode_chunked=True)
+        else:
+            connection.request("POST", address.path, body=body, headers={"Content-Type": "application/json"})
+        response = connection.getresponse()
+        return response.status, json.loads(response.read() or b"{}")
+    finally:
+        connection.close()
+
+
+def test_an_http_body_over_the_limit_is_refused_with_413_whether_declared_or_chunked_and_the_server_goes_on():
+    with ServedEnv(SARCASM, {"split": "eval"}, max_sessions=2, max_body_bytes=4096) as served:
+        url = served.url + "/affectgym/parse_final"
+        large = json.dumps({"text": "x" * 10_000}).encode()
+        for chunked in (False, True):
+            status, answer = post(url, large, chunked=chunked)
+            assert status == 413 and "at most 4096" in answer["detail"], (chunked, answer)
+        status, answer = post(url, json.dumps({"text": "<final>{\"label\": \"sincere\", \"confidence\": 1}</final>"}).encode())
+        assert status == 200 and answer["answer"]["label"] == "sincere"
+
+
+def test_stateless_http_resets_beyond_max_sessions_at_a_time_are_told_to_retry():
+    import asyncio
+
+    from affectgym.integrations.openenv.limits import RequestLimits
+
+    started, release, sent = asyncio.Event(), asyncio.Event(), []
+
+    async def slow_app(scope, receive, send):  # stands for OpenEnv's /reset building an env
+        await receive()
+        started.set()
+        await release.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    limits = RequestLimits(slow_app, max_http_envs=1)
+
+    def request(path):
+        scope = {"type": "http", "method": "POST", "path": path, "headers": [(b"content-length", b"2")]}
+        messages = iter([{"type": "http.request", "body": b"{}", "more_body": False}])
+
+        async def receive():
+            return next(messages, {"type": "http.disconnect"})
+
+        async def send(message):
+            sent.append((path, message))
+
+        return limits(scope, receive, send)
+
+    async def scenario():
+        first = asyncio.create_task(request("/reset"))
+        await started.wait()
+        await request("/reset")  # refused at once while the first builds its env
+        release.set()
+        await first
+
+    asyncio.run(scenario())
+    statuses = [message["status"] for _, message in sent if message["type"] == "http.response.start"]
+    assert statuses == [503, 200]
+    refusal = next(message for _, message in sent if message.get("status") == 503)
+    assert (b"retry-after", b"1") in refusal["headers"]
+
+
+def test_connections_over_max_connections_are_answered_503_so_half_open_requests_cannot_starve_the_server(tmp_path):
+    import socket
+
+    with serve_process(SARCASM, "--split", "eval", "--max-connections", "3", log=tmp_path / "serve.log") as url:
+        port = int(url.rsplit(":", 1)[1])
+        half_open = [socket.create_connection(("127.0.0.1", port)) for _ in range(4)]
+        try:
+            for connection in half_open:
+                connection.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")  # headers never finished
+            time.sleep(0.5)
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(url + "/health", timeout=30)
+            assert refused.value.code == 503
+        finally:
+            for connection in half_open:
+                connection.close()
+        time.sleep(0.5)
+        with urllib.request.urlopen(url + "/health", timeout=30) as response:
+            assert response.status == 200

@@ -48,6 +48,14 @@ def register(subparsers: Any) -> None:
         "--workers", type=int, default=defaults.workers, metavar="W",
         help=f"uvicorn worker processes, each with its own sessions (default {defaults.workers})",
     )
+    parser.add_argument(
+        "--max-connections", type=int, default=defaults.max_connections, metavar="N",
+        help=f"connections a worker takes at a time; more are answered 503 (default {defaults.max_connections})",
+    )
+    parser.add_argument(
+        "--max-body-bytes", type=int, default=defaults.max_body_bytes, metavar="B",
+        help=f"largest HTTP request body; larger ones are answered 413 (default {defaults.max_body_bytes})",
+    )
     parser.add_argument("--log-level", default=defaults.log_level, choices=["critical", "error", "warning", "info", "debug"], help="uvicorn's log level")
     parser.set_defaults(func=run_serve)
 
@@ -64,7 +72,8 @@ def run_serve(args: argparse.Namespace) -> int:
         )
     config = ServeConfig(
         env_id=args.env_id, env_kwargs={**args.env_kwargs, "split": args.split}, host=args.host, port=args.port,
-        max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout_s, workers=args.workers, log_level=args.log_level,
+        max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout_s, workers=args.workers,
+        max_connections=args.max_connections, max_body_bytes=args.max_body_bytes, log_level=args.log_level,
     )
     serve(config)
     return 0

@@ -29,6 +29,8 @@ import json
 import os
 from typing import Any
 
+from affectgym.integrations.openenv.limits import MAX_HTTP_BODY_BYTES
+
 #: Environment variable that carries the :class:`ServeConfig` (JSON) to each uvicorn worker.
 CONFIG_VARIABLE = "AFFECTGYM_SERVE_CONFIG"
 #: Where the env's description is served.
@@ -50,6 +52,10 @@ class ServeConfig:
         max_sessions: WebSocket sessions (env instances) at a time, per worker process.
         idle_timeout_s: A session with no message for this long is closed (``None``: never).
         workers: uvicorn worker processes; each has its own sessions.
+        max_connections: Connections (and requests in flight) a worker takes at a time;
+            more are answered ``503`` (uvicorn's ``limit_concurrency``), so that half-open
+            requests from one client cannot use up the process's file descriptors.
+        max_body_bytes: Largest HTTP request body; a larger one is answered ``413``.
         log_level: uvicorn's log level.
     """
 
@@ -60,6 +66,8 @@ class ServeConfig:
     max_sessions: int = 64
     idle_timeout_s: float | None = 600.0
     workers: int = 1
+    max_connections: int = 256
+    max_body_bytes: int = MAX_HTTP_BODY_BYTES
     log_level: str = "info"
 
     def __post_init__(self) -> None:
@@ -67,6 +75,9 @@ class ServeConfig:
             raise ValueError(f"max_sessions must be a positive integer, got {self.max_sessions!r}")
         if not isinstance(self.workers, int) or self.workers < 1:
             raise ValueError(f"workers must be a positive integer, got {self.workers!r}")
+        for name in ("max_connections", "max_body_bytes"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
         if self.idle_timeout_s is not None and not self.idle_timeout_s > 0:
             raise ValueError(f"idle_timeout_s must be a positive number of seconds or None, got {self.idle_timeout_s!r}")
         if not 0 <= self.port <= 65535:
@@ -123,14 +134,17 @@ def create_env_app(
     *,
     max_sessions: int = 64,
     idle_timeout_s: float | None = 600.0,
+    max_body_bytes: int = MAX_HTTP_BODY_BYTES,
 ) -> Any:
     """The OpenEnv FastAPI app of one env (see the module docstring).
 
     Args:
         env_id: A registered env id.
         env_kwargs: Keyword arguments of ``affectgym.make``; checked here by making the env once.
-        max_sessions: WebSocket sessions at a time.
+        max_sessions: WebSocket sessions at a time, and stateless HTTP ``/reset``/``/step``
+            requests served at a time (:mod:`affectgym.integrations.openenv.limits`).
         idle_timeout_s: Seconds a session may stay silent before it is closed (``None``: never).
+        max_body_bytes: Largest HTTP request body (a larger one is answered ``413``).
 
     Raises:
         ValueError: ``env_id`` is not registered (the message lists the affectgym ids), or its
@@ -146,6 +160,7 @@ def create_env_app(
 
     import affectgym
     from affectgym.integrations.openenv.environment import environment_factory
+    from affectgym.integrations.openenv.limits import RequestLimits
     from affectgym.integrations.openenv.models import AffectAction, AffectObservation, jsonable
     from affectgym.integrations.openenv.sockets import SessionSockets
 
@@ -174,6 +189,7 @@ def create_env_app(
     app.get(DESCRIPTION_PATH, tags=["Environment Info"], summary="The affectgym env: id, split, scenario ids, tools")(env_description)
     app.post(PARSE_FINAL_PATH, tags=["Environment Info"], summary="The env's reading of a final answer")(parse_final)
     app.add_middleware(SessionSockets, idle_timeout_s=idle_timeout_s)
+    app.add_middleware(RequestLimits, max_body_bytes=max_body_bytes, max_http_envs=max_sessions)
     return app
 
 
@@ -184,7 +200,8 @@ def app_from_environment() -> Any:
         raise RuntimeError(f"{CONFIG_VARIABLE} is not set: start the server with `affectgym serve ENV_ID`")
     config = ServeConfig(**json.loads(raw))
     return create_env_app(
-        config.env_id, config.env_kwargs, max_sessions=config.max_sessions, idle_timeout_s=config.idle_timeout_s
+        config.env_id, config.env_kwargs, max_sessions=config.max_sessions, idle_timeout_s=config.idle_timeout_s,
+        max_body_bytes=config.max_body_bytes,
     )
 
 
@@ -199,11 +216,12 @@ def serve(config: ServeConfig) -> None:
     require("uvicorn", "serve")
     import uvicorn
 
-    create_env_app(config.env_id, config.env_kwargs, max_sessions=config.max_sessions, idle_timeout_s=config.idle_timeout_s)
+    create_env_app(config.env_id, config.env_kwargs, max_sessions=config.max_sessions, idle_timeout_s=config.idle_timeout_s,
+                   max_body_bytes=config.max_body_bytes)
     os.environ[CONFIG_VARIABLE] = json.dumps(dataclasses.asdict(config))
     uvicorn.run(
         f"{__name__}:app_from_environment", factory=True, host=config.host, port=config.port,
-        workers=config.workers, log_level=config.log_level,
+        workers=config.workers, limit_concurrency=config.max_connections, log_level=config.log_level,
     )
 
 
