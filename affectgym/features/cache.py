@@ -36,7 +36,6 @@ import os
 import stat
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +43,7 @@ from typing import Any
 
 import numpy as np
 import xxhash
+from cachetools import LRUCache
 
 from affectgym import _version
 from affectgym.cache_root import cache_root
@@ -82,7 +82,7 @@ class ProsodyCache:
         self.root = Path(root) if root is not None else default_cache_dir()
         self.max_bytes = int(max_bytes)
         self._writes_since_scan = 0
-        self._memo: OrderedDict[str, Prosody] = OrderedDict()
+        self._memo: LRUCache[str, Prosody] = LRUCache(maxsize=_MEMO_ENTRIES)
         self._write_failure_logged = False
 
     def key(self, audio_digest: str, backend: str, params: ProsodyParams, sr: int | None) -> str:
@@ -120,7 +120,6 @@ class ProsodyCache:
             The entry, or ``None``; a corrupted entry is deleted.
         """
         if key in self._memo:
-            self._memo.move_to_end(key)
             return self._memo[key]
         path = self._path(key)
         try:
@@ -185,9 +184,6 @@ class ProsodyCache:
 
     def _remember(self, key: str, prosody: Prosody) -> None:
         self._memo[key] = prosody
-        self._memo.move_to_end(key)
-        while len(self._memo) > _MEMO_ENTRIES:
-            self._memo.popitem(last=False)
 
     def clear_memo(self) -> None:
         """Forget the in-process memo (the disk entries stay)."""

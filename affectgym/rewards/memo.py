@@ -2,7 +2,7 @@
 
 Scorers that are expensive (the emotion classifier, an LLM judge) remember what they
 computed, by content, in a :class:`BoundedMemo`: a mapping that forgets its least recently
-used entries beyond ``max_entries``. :meth:`BoundedMemo.get_many` is the batched form the
+used entries beyond ``max_entries`` (``cachetools.LRUCache`` under a lock). :meth:`BoundedMemo.get_many` is the batched form the
 scorers use: the keys not yet known are computed in one call, each once.
 
 >>> memo = BoundedMemo(max_entries=2)
@@ -17,9 +17,10 @@ scorers use: the keys not yet known are computed in one call, each once.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Generic, TypeVar
+
+from cachetools import LRUCache
 
 __all__ = ["BoundedMemo"]
 
@@ -44,7 +45,7 @@ class BoundedMemo(Generic[K, V]):
         if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
             raise ValueError(f"max_entries must be an integer >= 1, got {max_entries!r}")
         self.max_entries = max_entries
-        self._entries: OrderedDict[K, V] = OrderedDict()
+        self._entries: LRUCache[K, V] = LRUCache(maxsize=max_entries)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -59,18 +60,12 @@ class BoundedMemo(Generic[K, V]):
     def get(self, key: K, default: V | None = None) -> V | None:
         """The value of ``key`` (refreshed), or ``default`` when it is not known."""
         with self._lock:
-            if key not in self._entries:
-                return default
-            self._entries.move_to_end(key)
-            return self._entries[key]
+            return self._entries.get(key, default)
 
     def put(self, key: K, value: V) -> None:
         """Remember ``value`` for ``key``, evicting the least recently used entry when full."""
         with self._lock:
             self._entries[key] = value
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
 
     def update(self, items: Iterable[tuple[K, V]]) -> None:
         """:meth:`put` each ``(key, value)``."""
@@ -95,7 +90,6 @@ class BoundedMemo(Generic[K, V]):
         with self._lock:
             for key in keys:
                 if key in self._entries and key not in found:
-                    self._entries.move_to_end(key)
                     found[key] = self._entries[key]
         missing = list(dict.fromkeys(key for key in keys if key not in found))
         if missing:
