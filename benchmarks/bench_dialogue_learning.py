@@ -199,7 +199,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             if values:
                 entry[f"{metric}_mean"], entry[f"{metric}_ci95"] = mean_ci95(values)
         paired = sorted(set(seeds) & set(sft))
-        if arm != "sft" and paired:
+        if arm == "sft+dpo" and paired:
             entry["delta_vs_sft"] = {"seeds": len(paired)}
             for metric in METRICS:
                 mean, half = mean_ci95([seeds[s][metric] - sft[s][metric] for s in paired])
