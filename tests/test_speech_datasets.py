@@ -362,3 +362,57 @@ def test_a_bad_manifest_is_refused_naming_file_line_and_what_is_accepted(tmp_pat
     (tmp_path / "corpus.csv").write_text(text)
     with pytest.raises(DatasetError, match=problem):
         affectgym.make("affectgym/SpeechEmotion-v0", dataset="manifest", data_dir=str(tmp_path / "corpus.csv"))
+
+
+# ----------------------------------------------------------------------------- corpora by name
+def _ravdess(root):
+    """RAVDESS's layout: Actor_NN/03-01-EE-II-SS-RR-NN.wav (plus a song file and a stray file)."""
+    for actor in range(1, 6):
+        for emotion, f0_hz in (("01", 120.0), ("05", 260.0), ("04", 150.0)):
+            for statement in ("01", "02"):
+                _sine(root / f"Actor_{actor:02d}" / f"03-01-{emotion}-01-{statement}-01-{actor:02d}.wav",
+                      f0_hz + actor + int(statement))
+    _sine(root / "Actor_01" / "03-02-03-01-01-01-01.wav")  # song: not the speech set
+    _sine(root / "Actor_01" / "notes.wav")
+    return root
+
+
+def _crema_d(root):
+    """CREMA-D's layout: AudioWAV/AAAA_SSS_EEE_LL.wav."""
+    for actor in (1001, 1002, 1003, 1004, 1005):
+        for emotion, f0_hz in (("ANG", 260.0), ("SAD", 130.0)):
+            for sentence, level in (("DFA", "XX"), ("IEO", "HI")):
+                _sine(root / "AudioWAV" / f"{actor}_{sentence}_{emotion}_{level}.wav", f0_hz + actor % 10)
+    return root
+
+
+@pytest.mark.parametrize(("dataset", "build", "clips", "labels", "transcript"), [
+    ("ravdess", _ravdess, 30, ("angry", "neutral", "sad"), "Kids are talking by the door."),
+    ("crema-d", _crema_d, 20, ("angry", "sad"), "Don't forget a jacket."),
+])
+def test_a_named_corpus_loads_in_its_own_layout_with_labels_actors_and_a_speaker_independent_split(
+        tmp_path, caplog, dataset, build, clips, labels, transcript):
+    from affectgym.envs.checker import check_env
+
+    build(tmp_path)
+    with caplog.at_level("WARNING", logger="affectgym.data.corpora"):
+        every = affectgym.make("affectgym/SpeechEmotion-v0", dataset=dataset, data_dir=str(tmp_path), split="all")
+    base = every.unwrapped
+    assert len(base.all_clips) == clips and base.label_set == labels
+    assert transcript in {c.transcript for c in base.all_clips}
+    assert all(c.speaker.startswith("actor") and c.group == c.speaker for c in base.all_clips)
+    assert not any(c.label in c.id or "wav" in c.id for c in base.all_clips), "ids never carry the file name"
+    if dataset == "ravdess":
+        assert any("notes.wav" in r.getMessage() and "03-02-03" in r.getMessage() for r in caplog.records)
+    train, held = (affectgym.make("affectgym/SpeechEmotion-v0", dataset=dataset, data_dir=str(tmp_path), split=name,
+                                  eval_fraction=0.4).unwrapped for name in ("train", "eval"))
+    train_actors, held_actors = ({c.speaker for c in env.scenarios} for env in (train, held))
+    assert held_actors and train_actors and not train_actors & held_actors
+    check_env(every)
+
+
+def test_a_named_corpus_without_its_files_says_what_it_expected(tmp_path):
+    with pytest.raises(DatasetError, match=r"no ravdess clip found .* expected files such as Actor_01/03-01-05"):
+        affectgym.make("affectgym/SpeechEmotion-v0", dataset="ravdess", data_dir=str(_folder(tmp_path)))
+    with pytest.raises(DatasetError, match=r"dataset='crema-d' needs data_dir"):
+        affectgym.make("affectgym/SpeechEmotion-v0", dataset="crema-d")

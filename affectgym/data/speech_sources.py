@@ -133,10 +133,8 @@ def load_audio_folder(data_dir: str | Path, on_bad_clip: str = "skip") -> list[S
             if problem:
                 bad.append(f"{audio}: {problem}")
                 continue
-            digest = "clip-" + _content_digest(audio, root)[:12]
-            copies[digest] = copies.get(digest, 0) + 1  # byte-identical files: -2, -3, ... in path order
-            clip_id = digest if copies[digest] == 1 else f"{digest}-{copies[digest]}"
-            clips.append(SpeechClip(id=clip_id, transcript=transcript, label=label_dir.name, audio_path=str(audio)))
+            clips.append(SpeechClip(id=hashed_clip_id(audio, root, copies), transcript=transcript, label=label_dir.name,
+                                    audio_path=str(audio)))
     if bad and on_bad_clip == "error":
         raise DatasetError(f"{len(bad)} clip(s) cannot be used (pass on_bad_clip='skip' to leave them out): "
                            + "; ".join(bad))
@@ -177,10 +175,8 @@ def load_manifest(path: str | Path) -> list[SpeechClip]:
         if audio in seen:
             raise DatasetError(f"{manifest}:{number}: {row['path']!r} is listed twice")
         seen.add(audio)
-        digest = "clip-" + _content_digest(audio, root)[:12]
-        copies[digest] = copies.get(digest, 0) + 1
         clips.append(SpeechClip(
-            id=digest if copies[digest] == 1 else f"{digest}-{copies[digest]}", transcript=row.get("transcript") or "",
+            id=hashed_clip_id(audio, root, copies), transcript=row.get("transcript") or "",
             label=row["label"], audio_path=str(audio), speaker=row.get("speaker") or None,
             group=row.get("group") or None, split=row.get("split") or None,
         ))
@@ -240,7 +236,15 @@ def _read_transcript(path: Path) -> tuple[str, str | None]:
         return "", f"its transcript {path.name} cannot be read ({exc.strerror or exc})"
 
 
-def _content_digest(audio: Path, root: Path) -> str:
+def hashed_clip_id(audio: Path, root: Path, copies: dict[str, int]) -> str:
+    """A clip's id from its audio bytes (never its name, which may encode the label); byte-identical
+    files get ``-2``, ``-3``, ... in the order they are met (``copies`` counts them)."""
+    digest = "clip-" + content_digest(audio, root)[:12]
+    copies[digest] = copies.get(digest, 0) + 1
+    return digest if copies[digest] == 1 else f"{digest}-{copies[digest]}"
+
+
+def content_digest(audio: Path, root: Path) -> str:
     """SHA-256 of a clip's bytes, or of its path when it is no regular file or cannot be read (a bad clip,
     for :func:`screen_clips`): a FIFO or a device is never read."""
     try:
@@ -604,6 +608,8 @@ __all__ = [
     "DatasetError",
     "clip_groups",
     "SpeechClip",
+    "content_digest",
+    "hashed_clip_id",
     "load_audio_folder",
     "load_embedded",
     "load_manifest",

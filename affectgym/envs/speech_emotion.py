@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from affectgym.data.corpora import NAMED_CORPORA
 from affectgym.data.speech_sources import (
     BAD_CLIP_POLICIES,
     GROUP_KEYS,
@@ -93,7 +94,9 @@ class SpeechEmotionEnv(AffectEnv):
     unanswered).
 
     ## Arguments
-    ``dataset`` ("embedded", "folder", or "manifest": ``data_dir`` is then a CSV or JSONL file
+    ``dataset`` ("embedded", "folder", "ravdess" or "crema-d" (the corpus in its own layout under
+    ``data_dir``, labels and actors read from the file names, split by actor: see
+    :mod:`affectgym.data.corpora`), or "manifest": ``data_dir`` is then a CSV or JSONL file
     of ``path,label[,transcript,speaker,group,split]`` rows, see
     :func:`~affectgym.data.speech_sources.load_manifest`; a ``split`` column is the dataset's
     own partition and ``split=`` names one of its values), ``data_dir``, ``split`` ("train", "eval", "all";
@@ -215,14 +218,19 @@ class SpeechEmotionEnv(AffectEnv):
             if self.data_dir is None:
                 raise DatasetError("dataset='manifest' needs data_dir=<a .csv or .jsonl manifest of path,label rows>")
             return load_manifest(self.data_dir)
+        if self.dataset in NAMED_CORPORA:
+            if self.data_dir is None:
+                raise DatasetError(f"dataset={self.dataset!r} needs data_dir=<the corpus folder, in its own layout>")
+            return NAMED_CORPORA[self.dataset](self.data_dir)
         if self.data_dir is not None and self.dataset in ("embedded", "folder"):
             return load_audio_folder(self.data_dir, self.on_bad_clip)
         if self.dataset == "embedded":
             return load_embedded("emotion")
         raise ValueError(
             f"unknown dataset {self.dataset!r} for {type(self).__name__}; accepted: 'embedded', "
-            "'folder' with data_dir=DIR holding DIR/<label>/<clip>.wav, or 'manifest' with data_dir=<a .csv or "
-            ".jsonl of path,label[,transcript,speaker,group,split] rows>"
+            "'folder' with data_dir=DIR holding DIR/<label>/<clip>.wav, 'manifest' with data_dir=<a .csv or "
+            ".jsonl of path,label[,transcript,speaker,group,split] rows>, or a corpus by name with data_dir=<its "
+            f"folder>: {', '.join(NAMED_CORPORA)}"
         )
 
     def load_scenarios(self) -> list[SpeechClip]:
