@@ -14,6 +14,8 @@ def register(subparsers: Any) -> None:
         help="only the envs whose id or summary contains TEXT (any case), e.g. speech or State",
     )
     listing.add_argument("--verbose", "-v", action="store_true", help="print each env's whole docstring")
+    listing.add_argument("--datasets", action="store_true",
+                         help="list the speech datasets dataset= can name (built-in and plug-ins) instead")
     listing.set_defaults(func=run_list)
 
     demo = subparsers.add_parser(
@@ -34,6 +36,15 @@ def run_list(args: argparse.Namespace) -> int:
     import affectgym
     from affectgym.envs.registration import env_summary
 
+    if getattr(args, "datasets", False):
+        from affectgym.data.speech_datasets import speech_datasets
+
+        datasets = speech_datasets()
+        width = max(map(len, datasets))
+        for name, dataset in sorted(datasets.items()):
+            folder = "data_dir needed" if dataset.needs_data_dir else "no data_dir"
+            print(f"{name:<{width}}  {dataset.summary} ({folder})")
+        return 0
     ids = affectgym.list_envs()
     if not ids:
         print("no affectgym environments are registered")

@@ -50,3 +50,18 @@ def test_the_guides_example_env_uses_only_the_public_hooks():
 def test_overriding_a_private_method_of_the_base_is_found(name):
     sneaky = type("SneakyEnv", (ToyMoodEnv,), {name: lambda self, *args: None})
     assert private_overrides(type("Child", (sneaky,), {})) == [f"SneakyEnv.{name}"]
+
+
+def test_no_env_overrides_a_private_method_of_any_env_it_derives_from():
+    """E.g. Sarcasm-v0 adds MUStARD through the dataset seam, not by overriding SpeechEmotionEnv's loading."""
+    found = {}
+    for env_id, cls in registered_env_classes().items():
+        if not (isinstance(cls, type) and issubclass(cls, AffectEnv)):
+            continue
+        for klass in cls.__mro__[1:]:
+            if not issubclass(klass, AffectEnv) or klass is AffectEnv:
+                continue
+            names = [name for name in vars(cls) if name.startswith("_") and not name.startswith("__") and name in vars(klass)]
+            if names:
+                found[env_id] = [f"{cls.__name__}.{name} over {klass.__name__}" for name in names]
+    assert not found, found

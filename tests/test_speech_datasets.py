@@ -416,3 +416,36 @@ def test_a_named_corpus_without_its_files_says_what_it_expected(tmp_path):
         affectgym.make("affectgym/SpeechEmotion-v0", dataset="ravdess", data_dir=str(_folder(tmp_path)))
     with pytest.raises(DatasetError, match=r"dataset='crema-d' needs data_dir"):
         affectgym.make("affectgym/SpeechEmotion-v0", dataset="crema-d")
+
+
+def test_a_corpus_plugs_in_through_the_entry_point_without_touching_affectgym(tmp_path):
+    import subprocess
+    import sys
+    import textwrap
+
+    for label, f0_hz in (("calm", 120.0), ("tense", 260.0)):
+        for take in range(3):
+            _sine(tmp_path / "corpus" / f"{label}-{take}.wav", f0_hz + take)
+    (tmp_path / "my_corpus_plugin.py").write_text(textwrap.dedent('''
+        from pathlib import Path
+        from affectgym.data.speech_datasets import SpeechDataset
+        from affectgym.data.speech_sources import SpeechClip
+
+        def load(data_dir, on_bad_clip):  # the label is the file name's prefix
+            return [SpeechClip(id=f"c{i}", transcript="", label=path.stem.split("-")[0], audio_path=str(path))
+                    for i, path in enumerate(sorted(Path(data_dir).glob("*.wav")))]
+
+        MY_CORPUS = SpeechDataset("my-corpus", load, "labels from file-name prefixes")
+    '''))
+    dist_info = tmp_path / "my_corpus_plugin-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-corpus-plugin\nVersion: 0.1\n")
+    (dist_info / "entry_points.txt").write_text("[affectgym.datasets]\nmy-corpus = my_corpus_plugin:MY_CORPUS\n")
+    variables = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    code = ("import affectgym; env = affectgym.make('affectgym/SpeechEmotion-v0', dataset='my-corpus', "
+            f"data_dir={str(tmp_path / 'corpus')!r}, split='all'); print(env.unwrapped.label_set, len(env.unwrapped.scenarios))")
+    made = subprocess.run([sys.executable, "-c", code], env=variables, capture_output=True, text=True, timeout=300)
+    assert made.stdout.strip() == "('calm', 'tense') 6", made.stderr
+    listed = subprocess.run([sys.executable, "-m", "affectgym", "list", "--datasets"], env=variables,
+                            capture_output=True, text=True, timeout=300)
+    assert "my-corpus" in listed.stdout and "labels from file-name prefixes" in listed.stdout

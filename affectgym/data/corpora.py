@@ -110,14 +110,9 @@ def _load_named_files(data_dir: str | Path, corpus: str, pattern: re.Pattern[str
     return clips
 
 
-#: The corpora ``SpeechEmotion-v0(dataset=NAME, data_dir=...)`` reads by name.
-NAMED_CORPORA: Mapping[str, Callable[[str | Path], list[SpeechClip]]] = {"ravdess": load_ravdess, "crema-d": load_crema_d}
-
-
 __all__ = [
     "CREMA_D_EMOTIONS",
     "CREMA_D_SENTENCES",
-    "NAMED_CORPORA",
     "RAVDESS_EMOTIONS",
     "RAVDESS_STATEMENTS",
     "load_crema_d",

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import ClassVar
 
 from affectgym.data.speech_sources import (
-    DatasetError,
     SpeechClip,
-    load_embedded,
-    load_mustard,
-    load_mustard_hub,
     mustard_folds,
 )
 from affectgym.envs.speech_emotion import SpeechEmotionEnv
@@ -88,17 +86,8 @@ class SarcasmEnv(SpeechEmotionEnv):
     recommended_baseline = "prosody-rule"
 
     task = "Decide whether the spoken line is sarcastic or sincere; the delivery can flip the literal words."
-
-    def _load_clips(self) -> list[SpeechClip]:
-        if self.dataset == "embedded":
-            return load_embedded("sarcasm")
-        if self.dataset == "mustard":
-            if self.data_dir is None:
-                raise DatasetError("dataset='mustard' needs data_dir=DIR with DIR/sarcasm_data.json")
-            return load_mustard(self.data_dir)
-        if self.dataset == "hub":
-            return load_mustard_hub()
-        raise ValueError(f"unknown dataset {self.dataset!r}; accepted: 'embedded', 'mustard' (with data_dir), 'hub'")
+    #: ``dataset="embedded"`` is the shipped sarcasm corpus, ``"hub"`` MUStARD from the hub.
+    dataset_aliases: ClassVar[Mapping[str, str]] = {"embedded": "embedded-sarcasm", "hub": "mustard-hub"}
 
     def load_scenarios(self) -> list[SpeechClip]:
         fold = _FOLD.match(self.split)

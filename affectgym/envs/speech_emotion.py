@@ -6,18 +6,15 @@ import logging
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from affectgym.data.corpora import NAMED_CORPORA
+from affectgym.data.speech_datasets import SpeechDataset, speech_dataset
 from affectgym.data.speech_sources import (
     BAD_CLIP_POLICIES,
     GROUP_KEYS,
     DatasetError,
     SpeechClip,
     clip_groups,
-    load_audio_folder,
-    load_embedded,
-    load_manifest,
     require_speakers,
     screen_clips,
 )
@@ -133,6 +130,8 @@ class SpeechEmotionEnv(AffectEnv):
     """
 
     task = "Decide which emotion the speaker expresses in the spoken line."
+    #: Names ``dataset=`` takes here for registered datasets: ``"embedded"`` is this env's own corpus.
+    dataset_aliases: ClassVar[Mapping[str, str]] = {"embedded": "embedded-emotion"}
 
     def __init__(
         self,
@@ -175,7 +174,7 @@ class SpeechEmotionEnv(AffectEnv):
         self.prosody_backend = prosody_backend
         self.norms_mode = norms
         self.on_bad_clip = on_bad_clip
-        self.all_clips: list[SpeechClip] = self._load_clips()
+        self.all_clips: list[SpeechClip] = self.dataset_source().load(self.data_dir, on_bad_clip)
         if self.dataset != "embedded" or self.data_dir is not None:
             # the embedded corpus is checked by its manifest; a user's files are checked here,
             # so one bad file is reported by name now instead of breaking the corpus norms later
@@ -212,26 +211,23 @@ class SpeechEmotionEnv(AffectEnv):
         self.reward_range = (low - below_zero, high)
 
     # ------------------------------------------------------------------ data
-    def _load_clips(self) -> list[SpeechClip]:
-        if self.dataset == "manifest" or (self.dataset == "embedded" and self.data_dir is not None
-                                          and Path(self.data_dir).suffix.lower() in (".csv", ".jsonl")):
-            if self.data_dir is None:
-                raise DatasetError("dataset='manifest' needs data_dir=<a .csv or .jsonl manifest of path,label rows>")
-            return load_manifest(self.data_dir)
-        if self.dataset in NAMED_CORPORA:
-            if self.data_dir is None:
-                raise DatasetError(f"dataset={self.dataset!r} needs data_dir=<the corpus folder, in its own layout>")
-            return NAMED_CORPORA[self.dataset](self.data_dir)
-        if self.data_dir is not None and self.dataset in ("embedded", "folder"):
-            return load_audio_folder(self.data_dir, self.on_bad_clip)
-        if self.dataset == "embedded":
-            return load_embedded("emotion")
-        raise ValueError(
-            f"unknown dataset {self.dataset!r} for {type(self).__name__}; accepted: 'embedded', "
-            "'folder' with data_dir=DIR holding DIR/<label>/<clip>.wav, 'manifest' with data_dir=<a .csv or "
-            ".jsonl of path,label[,transcript,speaker,group,split] rows>, or a corpus by name with data_dir=<its "
-            f"folder>: {', '.join(NAMED_CORPORA)}"
-        )
+    def dataset_source(self) -> SpeechDataset:
+        """The registered dataset ``dataset=`` names (:mod:`affectgym.data.speech_datasets`).
+
+        ``"embedded"`` with a ``data_dir`` reads that folder (or manifest file); without one,
+        this env's own corpus (:attr:`dataset_aliases`).
+
+        Raises:
+            ValueError: An unknown name (the registered ones listed).
+            DatasetError: The dataset needs a ``data_dir`` and none was given.
+        """
+        name = self.dataset
+        if name == "embedded" and self.data_dir is not None:
+            name = "manifest" if Path(self.data_dir).suffix.lower() in (".csv", ".jsonl") else "folder"
+        source = speech_dataset(self.dataset_aliases.get(name, name))
+        if source.needs_data_dir and self.data_dir is None:
+            raise DatasetError(f"dataset={self.dataset!r} needs data_dir=<{source.summary}>")
+        return source
 
     def load_scenarios(self) -> list[SpeechClip]:
         return self.clips_in_split(self.all_clips)

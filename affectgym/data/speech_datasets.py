@@ -1,0 +1,125 @@
+"""The seam every speech dataset comes through: named loaders of :class:`SpeechClip` records.
+
+``SpeechEmotion-v0(dataset=NAME, data_dir=...)`` and ``Sarcasm-v0`` read their clips from the
+:class:`SpeechDataset` registered under ``NAME``; no env method is overridden to add one.
+Built in: ``"folder"`` (``DIR/<label>/<clip>.wav``), ``"manifest"`` (a CSV/JSONL of
+``path,label[,transcript,speaker,group,split]``), ``"ravdess"``, ``"crema-d"``,
+``"mustard"`` (its JSON format), ``"mustard-hub"`` and the two embedded corpora. A package
+adds its own through the entry-point group ``affectgym.datasets``: each entry point is a
+:class:`SpeechDataset` (or a function returning one), registered when first looked up::
+
+    [options.entry_points]
+    affectgym.datasets =
+        my-corpus = my_package.corpus:MY_CORPUS
+
+``affectgym list --datasets`` lists them.
+
+>>> speech_dataset("ravdess").needs_data_dir, "manifest" in speech_datasets()
+(True, True)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from affectgym.data.speech_sources import SpeechClip
+
+log = logging.getLogger(__name__)
+
+#: Entry-point group of third-party datasets.
+PLUGIN_GROUP = "affectgym.datasets"
+
+
+@dataclass(frozen=True)
+class SpeechDataset:
+    """A named source of labelled speech clips.
+
+    Args:
+        name: What ``dataset=`` says.
+        load: ``load(data_dir, on_bad_clip) -> list[SpeechClip]``; ``data_dir`` is ``None``
+            for a dataset that needs none. Bad audio files may be left in: the env screens
+            every clip (:func:`~affectgym.data.speech_sources.screen_clips`) after loading.
+        summary: One line for ``affectgym list --datasets``.
+        needs_data_dir: Whether ``data_dir`` is required.
+    """
+
+    name: str
+    load: Callable[[str | Path | None, str], list[SpeechClip]]
+    summary: str
+    needs_data_dir: bool = True
+
+
+_DATASETS: dict[str, SpeechDataset] = {}
+_plugins_loaded = False
+
+
+def register_speech_dataset(dataset: SpeechDataset) -> None:
+    """Make ``dataset`` available as ``dataset=<its name>`` (replacing one of the same name)."""
+    if not isinstance(dataset, SpeechDataset):
+        raise TypeError(f"register_speech_dataset needs a SpeechDataset, got {type(dataset).__name__}")
+    _DATASETS[dataset.name] = dataset
+
+
+def speech_datasets() -> dict[str, SpeechDataset]:
+    """Every registered dataset by name, the plug-ins' included."""
+    _load_plugins()
+    return dict(_DATASETS)
+
+
+def speech_dataset(name: str) -> SpeechDataset:
+    """The dataset registered as ``name``.
+
+    Raises:
+        ValueError: No dataset has that name (the message lists those that do).
+    """
+    known = speech_datasets()
+    if name not in known:
+        raise ValueError(f"unknown dataset {name!r}; datasets: {', '.join(sorted(known))} (affectgym list --datasets)")
+    return known[name]
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for entry_point in metadata.entry_points(group=PLUGIN_GROUP):
+        try:
+            found = entry_point.load()
+            register_speech_dataset(found() if callable(found) and not isinstance(found, SpeechDataset) else found)
+        except Exception as exc:  # a broken third-party dataset is reported, not fatal
+            log.warning("affectgym dataset plug-in %r (%s) failed to load: %s", entry_point.name, entry_point.value, exc)
+
+
+def _register_builtins() -> None:
+    from affectgym.data import corpora, speech_sources
+
+    for dataset in (
+        SpeechDataset("folder", lambda data_dir, on_bad: speech_sources.load_audio_folder(data_dir, on_bad),
+                      "DIR/<label>/<clip>.<audio> with optional <clip>.txt transcripts"),
+        SpeechDataset("manifest", lambda data_dir, on_bad: speech_sources.load_manifest(data_dir),
+                      "a .csv or .jsonl of path,label[,transcript,speaker,group,split] rows"),
+        SpeechDataset("ravdess", lambda data_dir, on_bad: corpora.load_ravdess(data_dir),
+                      "RAVDESS speech, Actor_NN/03-01-EE-II-SS-RR-NN.wav; split by actor"),
+        SpeechDataset("crema-d", lambda data_dir, on_bad: corpora.load_crema_d(data_dir),
+                      "CREMA-D, AudioWAV/AAAA_SSS_EEE_LL.wav; split by actor"),
+        SpeechDataset("mustard", lambda data_dir, on_bad: speech_sources.load_mustard(data_dir),
+                      "MUStARD's sarcasm_data.json with DIR/audio/<id>.<ext> or DIR/utterances_final/<id>.mp4"),
+        SpeechDataset("mustard-hub", lambda data_dir, on_bad: speech_sources.load_mustard_hub(),
+                      "MUStARD from the Hugging Face hub (online)", needs_data_dir=False),
+        SpeechDataset("embedded-emotion", lambda data_dir, on_bad: speech_sources.load_embedded("emotion"),
+                      "the shipped espeak-ng emotion corpus (80 clips, 5 labels)", needs_data_dir=False),
+        SpeechDataset("embedded-sarcasm", lambda data_dir, on_bad: speech_sources.load_embedded("sarcasm"),
+                      "the shipped espeak-ng sarcasm corpus (each line sincere and sarcastic)", needs_data_dir=False),
+    ):
+        register_speech_dataset(dataset)
+
+
+_register_builtins()
+
+
+__all__ = ["PLUGIN_GROUP", "SpeechDataset", "register_speech_dataset", "speech_dataset", "speech_datasets"]
