@@ -102,3 +102,32 @@ def test_the_plot_labels_its_shading_and_median_line(tmp_path, monkeypatch):
     assert args.func(args) == 0
     labels = [text.get_text() for legend in drawn[0].legends for text in legend.get_texts()]
     assert any(label.startswith("median F0") for label in labels) and "pause or leading/trailing silence" in labels
+
+
+def test_precompute_measures_a_whole_dataset_and_its_norms_so_a_new_envs_first_tool_call_measures_only_its_clip(
+        tmp_path, capsys, monkeypatch):
+    import affectgym
+    from affectgym.features import cache, norms_cache
+
+    monkeypatch.setenv("AFFECTGYM_CACHE", str(tmp_path / "cache"))
+    for label, seed in (("calm", 1), ("tense", 2)):
+        for take in range(3):
+            voice = synthetic_voice(1.0, seed=seed * 10 + take)
+            (tmp_path / "corpus" / label).mkdir(parents=True, exist_ok=True)
+            soundfile.write(str(tmp_path / "corpus" / label / f"t{take}.wav"), voice.samples, voice.sample_rate_hz)
+    args = _parse(["features", "precompute", "folder", "--data-dir", str(tmp_path / "corpus"), "--workers", "2"])
+    assert args.func(args) == 0
+    said = capsys.readouterr().out
+    assert "6 of 6 clips measured and cached" in said and "corpus norms over the clips of corpus, 6 clips" in said
+    assert len(list((tmp_path / "cache" / "norms").glob("*.json"))) == 1
+
+    measured, computed = [], []
+    monkeypatch.setattr(cache, "extract_prosody", lambda *a, **k: measured.append(a) or None)
+    original = norms_cache.cached_norms
+    monkeypatch.setattr(norms_cache, "cached_norms", lambda key, compute, root=None: original(
+        key, lambda: computed.append(key) or compute(), root))
+    env = affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(tmp_path / "corpus"), split="all")
+    env.reset(seed=0)
+    observation = env.step('<tool_call>{"name": "get_prosody_features", "arguments": {}}</tool_call>')[0]
+    assert "bands vs the clips of corpus, 6 clips" in observation
+    assert measured == [] and computed == [], "nothing was measured or computed again"

@@ -383,12 +383,19 @@ class SpeechEmotionEnv(AffectEnv):
                 log.warning("clip audio cannot be measured, treated as no audio: %s", exc)
             return None
 
-    def _norms(self, clip: SpeechClip) -> Any:
+    def corpus_norms(self) -> Any:
+        """The norms every clip is banded against under ``norms="corpus"`` (computed once, then cached on disk)."""
+        return self._norms(SpeechClip(id="", transcript="", label="", speaker=None), mode="corpus")
+
+    def _norms(self, clip: SpeechClip, mode: str | None = None) -> Any:
+        from affectgym.features.norms_cache import cached_norms, norms_key
+        from affectgym.features.prosody import ProsodyParams
         from affectgym.features.render import ProsodyNorms
 
-        if self.norms_mode == "default":
+        mode = mode or self.norms_mode
+        if mode == "default":
             return ProsodyNorms()
-        key = clip.speaker if self.norms_mode == "speaker" else None
+        key = clip.speaker if mode == "speaker" else None
         if key not in self._norms_cache:
             pool = [c for c in self.all_clips if c.audio_path and (key is None or c.speaker == key)]
             # The name says whose clips the norms are: the user's folder or the embedded corpus.
@@ -396,12 +403,16 @@ class SpeechEmotionEnv(AffectEnv):
             name = f"speaker {key} in {source}" if key is not None else source
             if len(pool) < 2:
                 pool, name = [c for c in self.all_clips if c.audio_path], source
-            prosodies = [p for p in (self._prosody(c) for c in pool) if p is not None]
-            self._norms_cache[key] = (
-                ProsodyNorms.from_corpus(prosodies, name=f"{name}, {len(prosodies)} clips")
-                if len(prosodies) >= 2
-                else ProsodyNorms()
-            )
+
+            def from_pool() -> ProsodyNorms:
+                prosodies = [p for p in (self._prosody(c) for c in pool) if p is not None]
+                if len(prosodies) < 2:
+                    return ProsodyNorms()
+                return ProsodyNorms.from_corpus(prosodies, name=f"{name}, {len(prosodies)} clips")
+
+            # computed once per corpus and kept on disk (affectgym features precompute fills it ahead)
+            stored = norms_key([c.audio_path for c in pool], self.prosody_backend, ProsodyParams(), name)
+            self._norms_cache[key] = cached_norms(stored, from_pool)
         return self._norms_cache[key]
 
     # ------------------------------------------------------------------ reward

@@ -33,8 +33,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=DESCRIPTION,
     )
     parser.add_argument(
-        "file", metavar="FILE", help="one audio file (wav, flac, ogg, mp3, m4a, mp4...)"
+        "file", metavar="FILE",
+        help="one audio file (wav, flac, ogg, mp3, m4a, mp4...), or 'precompute' followed by a dataset name",
     )
+    parser.add_argument(
+        "dataset", nargs="?", default=None, metavar="DATASET",
+        help="with 'precompute': the dataset (affectgym list --datasets) whose every clip is measured and cached, "
+        "with its corpus norms, ahead of a run",
+    )
+    parser.add_argument("--data-dir", default=None, help="with 'precompute': the dataset's data_dir")
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="with 'precompute': worker processes (default 1)")
     parser.add_argument(
         "--json", action="store_true",
         help="print the full measurements as JSON, one field per line (the contour arrays on one line each)",
@@ -66,6 +75,8 @@ def run_features(args: argparse.Namespace) -> int:
     from affectgym.features.prosody import extract_prosody
     from affectgym.features.render import render_contour, render_prosody
 
+    if args.file == "precompute":
+        return run_precompute(args)
     if Path(args.file).is_dir():
         print(
             f"affectgym features: {args.file} is a folder; pass one audio file "
@@ -101,6 +112,36 @@ def run_features(args: argparse.Namespace) -> int:
 
         written = plot_prosody(audio, prosody, args.plot)
         print(f"plot written to {written}", file=sys.stderr)
+    return 0
+
+
+def run_precompute(args: argparse.Namespace) -> int:
+    """``affectgym features precompute DATASET``: every clip's prosody into the cache, then the corpus norms.
+
+    With a progress bar, in ``--workers`` processes; the caches make it resumable (a rerun
+    measures only what is not cached yet).
+    """
+    import time
+
+    import affectgym
+    from affectgym.features.cache import extract_many
+
+    if not args.dataset:
+        print("affectgym features precompute: name the dataset (affectgym list --datasets), e.g. "
+              "affectgym features precompute folder --data-dir my_corpus", file=sys.stderr)
+        return 2
+    if args.workers < 1:
+        print(f"affectgym features precompute: --workers must be a positive integer, got {args.workers}", file=sys.stderr)
+        return 2
+    env = affectgym.make("affectgym/SpeechEmotion-v0", dataset=args.dataset, data_dir=args.data_dir, split="all",
+                         prosody_backend=args.backend).unwrapped
+    clips = [clip for clip in env.all_clips if clip.audio_path]
+    start_s = time.perf_counter()
+    measured = extract_many([clip.audio_path for clip in clips], n_jobs=args.workers, backend=args.backend,
+                            on_error="skip")
+    norms = env.corpus_norms()
+    print(f"{len(measured)} of {len(clips)} clips measured and cached ({len(measured.skipped)} could not be), "
+          f"corpus norms over {norms.name} cached, in {time.perf_counter() - start_s:.1f} s")
     return 0
 
 
