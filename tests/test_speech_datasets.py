@@ -449,3 +449,39 @@ def test_a_corpus_plugs_in_through_the_entry_point_without_touching_affectgym(tm
     listed = subprocess.run([sys.executable, "-m", "affectgym", "list", "--datasets"], env=variables,
                             capture_output=True, text=True, timeout=300)
     assert "my-corpus" in listed.stdout and "labels from file-name prefixes" in listed.stdout
+
+
+def _iemocap(root):
+    """IEMOCAP's layout: labels in EmoEvaluation, transcripts in transcriptions, wavs per dialog."""
+    codes = {"F000": ("neu", 140.0), "F001": ("exc", 250.0), "M000": ("ang", 270.0), "M001": ("fru", 200.0),
+             "M002": ("sad", 110.0), "F002": ("xxx", 180.0)}
+    for n in range(1, 6):
+        dialog = f"Ses0{n}F_impro01"
+        session = root / f"Session{n}"
+        labels, lines = ["% [START_TIME - END_TIME] TURN_NAME EMOTION [V, A, D]", ""], []
+        for k, (turn, (code, f0_hz)) in enumerate(codes.items()):
+            utterance = f"{dialog}_{turn}"
+            _sine(session / "sentences" / "wav" / dialog / f"{utterance}.wav", f0_hz + n)
+            labels += [f"[{k}.0000 - {k}.9000]\t{utterance}\t{code}\t[2.5000, 2.5000, 2.5000]", "C-E1:\tNeutral;\t()"]
+            lines.append(f"{utterance} [00{k}.0000-00{k}.9000]: Line {k} of session {n}.")
+        (session / "dialog" / "EmoEvaluation").mkdir(parents=True)
+        (session / "dialog" / "EmoEvaluation" / f"{dialog}.txt").write_text("\n".join(labels) + "\n")
+        (session / "dialog" / "transcriptions").mkdir(parents=True)
+        (session / "dialog" / "transcriptions" / f"{dialog}.txt").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def test_iemocap_loads_four_classes_with_excited_as_happy_or_every_label_and_holds_session_5_out(tmp_path):
+    from affectgym.envs.checker import check_env
+
+    _iemocap(tmp_path)
+    make = lambda dataset, split: affectgym.make(  # noqa: E731
+        "affectgym/SpeechEmotion-v0", dataset=dataset, data_dir=str(tmp_path), split=split).unwrapped
+    four = make("iemocap", "all")
+    assert four.label_set == ("angry", "happy", "neutral", "sad") and len(four.all_clips) == 20
+    assert {c.transcript for c in four.all_clips if c.speaker == "Ses01F"} >= {"Line 0 of session 1."}
+    assert make("iemocap-all", "all").label_set == ("angry", "excited", "frustrated", "neutral", "sad")
+    train, held = make("iemocap", "train"), make("iemocap", "eval")
+    assert {c.speaker for c in held.scenarios} == {"Ses05F", "Ses05M"} and len(train.scenarios) == 16
+    assert not {c.speaker for c in held.scenarios} & {c.speaker for c in train.scenarios}
+    check_env(affectgym.make("affectgym/SpeechEmotion-v0", dataset="iemocap", data_dir=str(tmp_path), split="all"))

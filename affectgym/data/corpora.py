@@ -6,9 +6,16 @@
   (:data:`RAVDESS_STATEMENTS`), repetition, actor. Licence: CC BY-NC-SA 4.0.
 * :func:`load_crema_d` -- CREMA-D's ``AudioWAV/AAAA_SSS_EEE_LL.wav``: actor, sentence code
   (:data:`CREMA_D_SENTENCES`), emotion (:data:`CREMA_D_EMOTIONS`), level. Licence: ODbL.
+* :func:`load_iemocap` -- IEMOCAP's ``SessionN/sentences/wav/<dialog>/<utt>.wav``, labels
+  from ``SessionN/dialog/EmoEvaluation/<dialog>.txt`` and transcripts from
+  ``SessionN/dialog/transcriptions/<dialog>.txt``; the usual 4 classes (neutral, happy with
+  excited merged in, angry, sad) or every label (``labels="all"``). Its own split: sessions
+  1-4 train, session 5 eval (each session's two speakers held out whole). Licence: the
+  USC release agreement (research only; not redistributable).
 
-Both give each clip its actor as speaker and as split group, so a split holds every actor
-out whole (speaker-independent, as EmoBox's folds are), and its statement as transcript.
+RAVDESS and CREMA-D give each clip its actor as speaker and as split group, so a split
+holds every actor out whole (speaker-independent, as EmoBox's folds are), and its statement
+as transcript.
 Clip ids are hashed from the audio bytes: the file names encode the emotion, and an agent
 sees the ids. Files whose names do not follow the corpus's pattern are named and skipped.
 
@@ -84,6 +91,64 @@ def load_crema_d(data_dir: str | Path) -> list[SpeechClip]:
     return _load_named_files(data_dir, "crema-d", _CREMA_D_NAME, clip, "AudioWAV/1001_DFA_ANG_XX.wav")
 
 
+#: IEMOCAP's label codes; the 4-class set merges excited into happy and leaves the rest out.
+IEMOCAP_LABELS: Mapping[str, str] = {
+    "neu": "neutral", "hap": "happy", "exc": "excited", "ang": "angry", "sad": "sad", "fru": "frustrated",
+    "sur": "surprised", "fea": "fearful", "dis": "disgust", "oth": "other",
+}
+IEMOCAP_FOUR_CLASS: Mapping[str, str] = {"neu": "neutral", "hap": "happy", "exc": "happy", "ang": "angry", "sad": "sad"}
+_IEMOCAP_LABEL_LINE = re.compile(r"^\[[\d.]+ - [\d.]+\]\t(\S+)\t(\w+)\t")
+_IEMOCAP_TRANSCRIPT_LINE = re.compile(r"^(\S+) \[[\d.]+-[\d.]+\]: (.*)$")
+#: The session IEMOCAP's common split holds out.
+IEMOCAP_EVAL_SESSION = 5
+
+
+def load_iemocap(data_dir: str | Path, labels: str = "four") -> list[SpeechClip]:
+    """IEMOCAP's utterances under ``data_dir`` (the folder of ``Session1`` ... ``Session5``).
+
+    Args:
+        data_dir: The corpus folder.
+        labels: ``"four"`` (neutral, happy + excited, angry, sad; the rest left out) or
+            ``"all"`` (every evaluated label but ``xxx``, no agreement).
+
+    Raises:
+        DatasetError: ``data_dir`` is not a folder, ``labels`` is unknown, or no labelled
+            utterance with its audio was found.
+    """
+    if labels not in ("four", "all"):
+        raise DatasetError(f"IEMOCAP labels must be 'four' or 'all', got {labels!r}")
+    root = Path(data_dir)
+    if not root.is_dir():
+        raise DatasetError(f"dataset='iemocap' needs data_dir=<the folder of Session1..Session5>; {str(root)!r} is not a folder")
+    mapping = IEMOCAP_FOUR_CLASS if labels == "four" else IEMOCAP_LABELS
+    clips, copies = [], {}
+    for session in sorted(root.glob("Session[1-5]")):
+        number = int(session.name[-1])
+        transcripts: dict[str, str] = {}
+        for path in sorted((session / "dialog" / "transcriptions").glob("*.txt")):
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+                found = _IEMOCAP_TRANSCRIPT_LINE.match(line.strip())
+                if found:
+                    transcripts[found.group(1)] = found.group(2).strip()
+        for path in sorted((session / "dialog" / "EmoEvaluation").glob("*.txt")):
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+                found = _IEMOCAP_LABEL_LINE.match(line)
+                if not found or found.group(2) not in mapping:
+                    continue
+                utterance = found.group(1)
+                audio = session / "sentences" / "wav" / utterance.rsplit("_", 1)[0] / f"{utterance}.wav"
+                if not audio.is_file():
+                    continue
+                speaker = f"{utterance[:5]}{utterance.rsplit('_', 1)[1][0]}"  # e.g. Ses01F: session and gender
+                clips.append(SpeechClip(id=hashed_clip_id(audio, root, copies), transcript=transcripts.get(utterance, ""),
+                                        label=mapping[found.group(2)], audio_path=str(audio), speaker=speaker,
+                                        group=speaker, split="eval" if number == IEMOCAP_EVAL_SESSION else "train"))
+    if not clips:
+        raise DatasetError(f"no labelled IEMOCAP utterance with audio under {str(root)!r}; expected "
+                           "Session1/dialog/EmoEvaluation/*.txt and Session1/sentences/wav/<dialog>/<utterance>.wav")
+    return clips
+
+
 def _load_named_files(data_dir: str | Path, corpus: str, pattern: re.Pattern[str],
                       make_clip: Callable[[Path, tuple[str, ...], Callable[[Path], str]], SpeechClip | None],
                       example: str) -> list[SpeechClip]:
@@ -113,8 +178,12 @@ def _load_named_files(data_dir: str | Path, corpus: str, pattern: re.Pattern[str
 __all__ = [
     "CREMA_D_EMOTIONS",
     "CREMA_D_SENTENCES",
+    "IEMOCAP_EVAL_SESSION",
+    "IEMOCAP_FOUR_CLASS",
+    "IEMOCAP_LABELS",
     "RAVDESS_EMOTIONS",
     "RAVDESS_STATEMENTS",
     "load_crema_d",
+    "load_iemocap",
     "load_ravdess",
 ]
