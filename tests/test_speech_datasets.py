@@ -485,3 +485,46 @@ def test_iemocap_loads_four_classes_with_excited_as_happy_or_every_label_and_hol
     assert {c.speaker for c in held.scenarios} == {"Ses05F", "Ses05M"} and len(train.scenarios) == 16
     assert not {c.speaker for c in held.scenarios} & {c.speaker for c in train.scenarios}
     check_env(affectgym.make("affectgym/SpeechEmotion-v0", dataset="iemocap", data_dir=str(tmp_path), split="all"))
+
+
+def test_msp_podcast_reads_its_consensus_labels_speakers_and_own_partitions(tmp_path):
+    records = {}
+    for k, (code, f0_hz) in enumerate([("A", 260.0), ("N", 130.0), ("X", 180.0), ("S", 110.0)] * 3):
+        name = f"MSP-PODCAST_{k:04d}_0001.wav"
+        _sine(tmp_path / "Audios" / name, f0_hz + k)
+        records[name] = {"EmoClass": code, "EmoAct": 4.0, "SpkrID": str(100 + k % 3), "Gender": "Female",
+                         "Split_Set": ("Train", "Development", "Test1")[k // 4]}
+    (tmp_path / "Labels").mkdir()
+    (tmp_path / "Labels" / "labels_consensus.json").write_text(json.dumps(records))
+    every = affectgym.make("affectgym/SpeechEmotion-v0", dataset="msp-podcast", data_dir=str(tmp_path), split="all").unwrapped
+    assert every.label_set == ("angry", "neutral", "sad") and len(every.all_clips) == 9, "X (no agreement) is left out"
+    test = affectgym.make("affectgym/SpeechEmotion-v0", dataset="msp-podcast", data_dir=str(tmp_path), split="test1").unwrapped
+    assert len(test.scenarios) == 3 and {c.speaker for c in test.scenarios} <= {"speaker100", "speaker101", "speaker102"}
+
+
+def test_meld_reads_its_csvs_mp4_clips_and_the_dialogue_context(tmp_path):
+    import subprocess
+
+    import imageio_ffmpeg
+
+    header = "Sr No.,Utterance,Speaker,Emotion,Sentiment,Dialogue_ID,Utterance_ID,Season,Episode,StartTime,EndTime\n"
+    for split, (table, folder) in {"train": ("train_sent_emo.csv", "train_splits"),
+                                   "dev": ("dev_sent_emo.csv", "dev_splits_complete")}.items():
+        rows = []
+        for dialogue in range(2):
+            for utterance, (speaker, emotion, f0_hz) in enumerate([("Joey", "joy", 250.0), ("Ross", "sadness", 120.0)]):
+                wav = tmp_path / "wav" / f"{split}{dialogue}{utterance}.wav"
+                _sine(wav, f0_hz + dialogue, duration_s=0.8)
+                (tmp_path / folder).mkdir(exist_ok=True)
+                subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-loglevel", "error", "-i", str(wav), "-c:a", "aac",
+                                str(tmp_path / folder / f"dia{dialogue}_utt{utterance}.mp4")], check=True)
+                rows.append(f"{len(rows) + 1},Line {utterance} of {dialogue},{speaker},{emotion},neutral,{dialogue},"
+                            f"{utterance},1,1,00:00:01,000,00:00:02,000\n")
+        (tmp_path / table).write_text(header + "".join(rows))
+    every = affectgym.make("affectgym/SpeechEmotion-v0", dataset="meld", data_dir=str(tmp_path), split="all").unwrapped
+    assert every.label_set == ("joy", "sadness") and len(every.all_clips) == 8
+    answer = next(c for c in every.all_clips if c.transcript == "Line 1 of 0" and c.split == "train")
+    assert answer.context == ("Joey: Line 0 of 0",) and answer.speaker == "Ross"
+    dev = affectgym.make("affectgym/SpeechEmotion-v0", dataset="meld", data_dir=str(tmp_path), split="dev")
+    dev.reset(seed=0)
+    assert "Pitch: mean=" in dev.step(PROSODY)[0], "the audio is decoded from the mp4"

@@ -12,6 +12,12 @@
   excited merged in, angry, sad) or every label (``labels="all"``). Its own split: sessions
   1-4 train, session 5 eval (each session's two speakers held out whole). Licence: the
   USC release agreement (research only; not redistributable).
+* :func:`load_msp_podcast` -- MSP-Podcast's ``Labels/labels_consensus.json`` (``EmoClass``,
+  ``SpkrID``, ``Split_Set``) beside ``Audios/<file>.wav``; its own partitions as splits
+  (``train``, ``development``, ``test1``, ...). Licence: the MSP academic licence.
+* :func:`load_meld` -- MELD's ``{train,dev,test}_sent_emo.csv`` beside its mp4 clips
+  (``dia<D>_utt<U>.mp4``, decoded with the shipped ffmpeg), the dialogue's earlier lines as
+  context; its own splits ``train``, ``dev``, ``test``. Licence: GPL-3.0.
 
 RAVDESS and CREMA-D give each clip its actor as speaker and as split group, so a split
 holds every actor out whole (speaker-independent, as EmoBox's folds are), and its statement
@@ -149,6 +155,102 @@ def load_iemocap(data_dir: str | Path, labels: str = "four") -> list[SpeechClip]
     return clips
 
 
+#: MSP-Podcast's consensus classes; ``O`` (other) and ``X`` (no agreement) are left out.
+MSP_PODCAST_CLASSES: Mapping[str, str] = {
+    "A": "angry", "S": "sad", "H": "happy", "U": "surprised", "F": "fearful", "D": "disgust", "C": "contempt",
+    "N": "neutral",
+}
+
+
+def load_msp_podcast(data_dir: str | Path) -> list[SpeechClip]:
+    """MSP-Podcast's labelled clips under ``data_dir`` (with ``Labels/labels_consensus.json`` and ``Audios/``).
+
+    Raises:
+        DatasetError: The labels file is missing or not the consensus format, or no labelled
+            clip has its audio.
+    """
+    import json
+
+    root = Path(data_dir)
+    labels_file = next((p for p in (root / "Labels" / "labels_consensus.json", root / "labels_consensus.json")
+                        if p.is_file()), None)
+    if labels_file is None:
+        raise DatasetError(f"dataset='msp-podcast' needs data_dir holding Labels/labels_consensus.json; none under {str(root)!r}")
+    try:
+        records = json.loads(labels_file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DatasetError(f"{labels_file}: not JSON ({error})") from None
+    if not isinstance(records, dict):
+        raise DatasetError(f"{labels_file}: expected an object of file name -> {{EmoClass, SpkrID, Split_Set}}")
+    clips, copies = [], {}
+    for name, record in sorted(records.items()):
+        if not isinstance(record, dict) or record.get("EmoClass") not in MSP_PODCAST_CLASSES:
+            continue
+        audio = root / "Audios" / name
+        if not audio.is_file():
+            continue
+        speaker = str(record.get("SpkrID", "")).strip()
+        speaker = f"speaker{speaker}" if speaker and speaker.lower() != "unknown" else None
+        split = str(record.get("Split_Set", "")).strip().lower().replace(" ", "") or None
+        clips.append(SpeechClip(id=hashed_clip_id(audio, root, copies), transcript="",
+                                label=MSP_PODCAST_CLASSES[record["EmoClass"]], audio_path=str(audio), speaker=speaker,
+                                group=speaker, split=split))
+    if not clips:
+        raise DatasetError(f"no labelled MSP-Podcast clip with its audio in {str(root / 'Audios')!r}")
+    return clips
+
+
+#: MELD's CSV of each split, and the folder of its clips.
+MELD_SPLITS: Mapping[str, tuple[str, str]] = {
+    "train": ("train_sent_emo.csv", "train_splits"),
+    "dev": ("dev_sent_emo.csv", "dev_splits_complete"),
+    "test": ("test_sent_emo.csv", "output_repeated_splits_test"),
+}
+
+
+def load_meld(data_dir: str | Path) -> list[SpeechClip]:
+    """MELD's utterances under ``data_dir``: each split's CSV and its folder of ``dia<D>_utt<U>.mp4`` clips.
+
+    The label is the ``Emotion`` column; the speaker, the ``Speaker`` column; the context,
+    the dialogue's earlier utterances (``SPEAKER: text``). Rows whose clip is missing are
+    left out (MELD ships a few).
+
+    Raises:
+        DatasetError: No split CSV is found, or one lacks MELD's columns.
+    """
+    import csv
+
+    root = Path(data_dir)
+    clips, copies, found = [], {}, False
+    for split, (table, folder) in MELD_SPLITS.items():
+        path = root / table
+        if not path.is_file():
+            continue
+        found = True
+        rows = list(csv.DictReader(path.read_text(encoding="utf-8", errors="replace").splitlines()))
+        needed = {"Utterance", "Speaker", "Emotion", "Dialogue_ID", "Utterance_ID"}
+        if rows and not needed <= set(rows[0]):
+            raise DatasetError(f"{path}: MELD's columns {sorted(needed)} expected, found {sorted(rows[0])}")
+        said: dict[str, list[str]] = {}
+        for row in sorted(rows, key=lambda r: (int(r["Dialogue_ID"]), int(r["Utterance_ID"]))):
+            context = tuple(said.setdefault(row["Dialogue_ID"], []))
+            line = f"{row['Speaker']}: {row['Utterance']}"
+            said[row["Dialogue_ID"]].append(line)
+            audio = root / folder / f"dia{row['Dialogue_ID']}_utt{row['Utterance_ID']}.mp4"
+            if not audio.is_file():
+                continue
+            clips.append(SpeechClip(id=hashed_clip_id(audio, root, copies), transcript=row["Utterance"].strip(),
+                                    label=row["Emotion"].strip().lower(), audio_path=str(audio), context=context,
+                                    speaker=row["Speaker"].strip() or None, split=split,
+                                    group=f"{split}-dialogue{row['Dialogue_ID']}"))
+    if not found:
+        raise DatasetError(f"dataset='meld' needs data_dir holding {', '.join(t for t, _ in MELD_SPLITS.values())}; "
+                           f"none in {str(root)!r}")
+    if not clips:
+        raise DatasetError(f"no MELD clip found beside the CSVs in {str(root)!r} (expected e.g. train_splits/dia0_utt0.mp4)")
+    return clips
+
+
 def _load_named_files(data_dir: str | Path, corpus: str, pattern: re.Pattern[str],
                       make_clip: Callable[[Path, tuple[str, ...], Callable[[Path], str]], SpeechClip | None],
                       example: str) -> list[SpeechClip]:
@@ -181,9 +283,13 @@ __all__ = [
     "IEMOCAP_EVAL_SESSION",
     "IEMOCAP_FOUR_CLASS",
     "IEMOCAP_LABELS",
+    "MELD_SPLITS",
+    "MSP_PODCAST_CLASSES",
     "RAVDESS_EMOTIONS",
     "RAVDESS_STATEMENTS",
     "load_crema_d",
     "load_iemocap",
+    "load_meld",
+    "load_msp_podcast",
     "load_ravdess",
 ]

@@ -4,7 +4,7 @@
 :class:`SpeechDataset` registered under ``NAME``; no env method is overridden to add one.
 Built in: ``"folder"`` (``DIR/<label>/<clip>.wav``), ``"manifest"`` (a CSV/JSONL of
 ``path,label[,transcript,speaker,group,split]``), ``"ravdess"``, ``"crema-d"``,
-``"iemocap"``, ``"iemocap-all"``, ``"mustard"`` (its JSON format), ``"mustard-hub"`` and the two embedded corpora. A package
+``"iemocap"``, ``"iemocap-all"``, ``"msp-podcast"``, ``"meld"``, ``"mustard"`` (its JSON format), ``"mustard-hub"`` and the two embedded corpora. A package
 adds its own through the entry-point group ``affectgym.datasets``: each entry point is a
 :class:`SpeechDataset` (or a function returning one), registered when first looked up::
 
@@ -111,6 +111,10 @@ def _register_builtins() -> None:
                       "IEMOCAP, 4 classes (excited merged into happy); sessions 1-4 train, 5 eval"),
         SpeechDataset("iemocap-all", lambda data_dir, on_bad: corpora.load_iemocap(data_dir, labels="all"),
                       "IEMOCAP with every evaluated label; sessions 1-4 train, 5 eval"),
+        SpeechDataset("msp-podcast", lambda data_dir, on_bad: corpora.load_msp_podcast(data_dir),
+                      "MSP-Podcast, Labels/labels_consensus.json + Audios/; its Split_Set partitions as splits"),
+        SpeechDataset("meld", lambda data_dir, on_bad: corpora.load_meld(data_dir),
+                      "MELD, {train,dev,test}_sent_emo.csv + mp4 clips; dialogue context; splits train/dev/test"),
         SpeechDataset("mustard", lambda data_dir, on_bad: speech_sources.load_mustard(data_dir),
                       "MUStARD's sarcasm_data.json with DIR/audio/<id>.<ext> or DIR/utterances_final/<id>.mp4"),
         SpeechDataset("mustard-hub", lambda data_dir, on_bad: speech_sources.load_mustard_hub(),
