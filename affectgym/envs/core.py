@@ -63,6 +63,7 @@ and may provide:
 * ``flat_tool_calls(scenario)``, ``flat_system_prompt(scenario)``, ``flat_prompt(scenario)``:
   the single-shot form
 * ``fuzz_actions()`` and ``flip_label(scenario)``: more for the checker
+* ``score_bounds()``: the rubric's lowest and highest total (``reward_range`` is derived from it)
 * class attributes ``score_range``, ``label_set``, ``done_message`` and ``turn_limit_message``
 
 See ``docs/plugins.md`` for a single-answer and a multi-step example.
@@ -183,8 +184,6 @@ class AffectEnv(gym.Env[str, str]):
         self.render_mode = render_mode
         self.observation_space = TextSpace(max_length=max_observation_chars)
         self.action_space = TextSpace(max_length=max_action_chars)
-        low, high = self.score_range
-        self.reward_range = (min(low, 0.0) - self.invalid_action_penalty, high)
         self.scenarios: list[Any] = list(self.load_scenarios())
         if not self.scenarios:
             raise ValueError(f"{type(self).__name__}: split {split!r} has no scenarios")
@@ -218,6 +217,18 @@ class AffectEnv(gym.Env[str, str]):
     def parse_final(self, text: str) -> tuple[Any, str | None]:
         """Read a final answer: ``(answer, None)``, or ``(None, what was wrong + what is accepted)``."""
         raise NotImplementedError
+
+    def score_bounds(self) -> tuple[float, float]:
+        """The lowest and highest total the rubric gives an answer, before invalid-action penalties
+        (default: :attr:`score_range`); an env whose rubric can go below 0 or above 1 derives them from it."""
+        return self.score_range
+
+    @property
+    def reward_range(self) -> tuple[float, float]:
+        """Reachable step rewards, derived from :meth:`score_bounds`: from below 0 by the invalid-action
+        penalty (a step that pays nothing pays 0) to the highest total."""
+        low, high = self.score_bounds()
+        return (min(low, 0.0) - self.invalid_action_penalty, high)
 
     def build_rubric(self) -> Rubric:
         """The rubric that :meth:`score` applies; its criteria receive ``(scenario, reply, trace)``."""

@@ -270,13 +270,6 @@ class DialogueEnv(AffectEnv):
             max_action_chars=max_action_chars,
             render_mode=render_mode,
         )
-        weights = [c.weight for c in self.rubric.criteria if c.capped]
-        best, worst = sum(w for w in weights if w > 0), sum(w for w in weights if w < 0)
-        terminal = (self.completion_bonus, -self.truncation_penalty)
-        self.reward_range = (
-            min(worst, 0.0) + min(0.0, *terminal) - self.invalid_action_penalty,
-            best + max(0.0, *terminal),
-        )
 
     # ------------------------------------------------------------------ data
     def _load_dialogues(self) -> list[Dialogue]:
@@ -347,6 +340,13 @@ class DialogueEnv(AffectEnv):
             Criterion("truncation_penalty", self._truncation_penalty, 1.0, capped=False),
         ]
         return dataclasses.replace(per_turn, criteria=(*per_turn.criteria, *episode))
+
+    def score_bounds(self) -> tuple[float, float]:
+        """A turn's lowest and highest score: the per-turn weights' negative and positive sums, with the
+        completion bonus or the truncation penalty of a last step."""
+        weights = [c.weight for c in self.rubric.criteria if c.capped]
+        terminal = (self.completion_bonus, -self.truncation_penalty)
+        return (sum(w for w in weights if w < 0) + min(0.0, *terminal), sum(w for w in weights if w > 0) + max(0.0, *terminal))
 
     def default_turn_rubric(self) -> Rubric:
         """Structure, tags, expressed emotion, shows-not-tells, length, open question (and empathy with a

@@ -425,7 +425,6 @@ class EmotionStyleEnv(AffectEnv):
             invalid_action_penalty=invalid_action_penalty,
             render_mode=render_mode,
         )
-        self.reward_range = self._rubric_range()
 
     @property
     def scorers(self) -> dict[str, str | None]:
@@ -532,8 +531,8 @@ class EmotionStyleEnv(AffectEnv):
                 rubric = rubric.without(name)
         return rubric
 
-    def _rubric_range(self) -> tuple[float, float]:
-        """Reachable step rewards: every component is in [0, 1] (the judge in [0, its weights' sum])."""
+    def score_bounds(self) -> tuple[float, float]:
+        """The rubric's lowest and highest total: every component is in [0, 1] (the judge in [0, its weights' sum])."""
         judge_high = 1.0
         if self.judge is not None:
             judge_high = max(1.0, sum(max(0.0, w) for w in self.judge.config.weights.values()))
@@ -544,7 +543,7 @@ class EmotionStyleEnv(AffectEnv):
             span = judge_high if criterion.name == "judge" else 1.0
             low += min(0.0, criterion.weight) * span
             high += max(0.0, criterion.weight) * span
-        return (low - self.invalid_action_penalty, high)
+        return (low, high)
 
     def distributions(self, replies: Sequence[str | None]) -> list[dict[str, float] | None]:
         """The classifier's distribution over the seven labels for each reply, memoised by text.

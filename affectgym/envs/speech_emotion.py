@@ -204,11 +204,6 @@ class SpeechEmotionEnv(AffectEnv):
             invalid_action_penalty=invalid_action_penalty,
             render_mode=render_mode,
         )
-        # One message can make several tool calls, each lowering parsimony: at most its weight;
-        # a wrong signed answer costs at most its weight (the criteria found by function, whatever their names).
-        low, high = self.reward_range
-        below_zero = sum(abs(c.weight) for c in self.rubric.criteria if c.fn in (signed_correctness, tool_parsimony))
-        self.reward_range = (low - below_zero, high)
 
     # ------------------------------------------------------------------ data
     def dataset_source(self) -> SpeechDataset:
@@ -382,6 +377,14 @@ class SpeechEmotionEnv(AffectEnv):
                 self._unmeasurable.add(clip.audio_path)
                 log.warning("clip audio cannot be measured, treated as no audio: %s", exc)
             return None
+
+    def score_bounds(self) -> tuple[float, float]:
+        """The rubric's lowest and highest total: a wrong signed answer costs at most its weight, and one
+        message of several tool calls lowers parsimony by at most its weight (the criteria found by
+        function, whatever their names)."""
+        low, high = self.score_range
+        below_zero = sum(abs(c.weight) for c in self.rubric.criteria if c.fn in (signed_correctness, tool_parsimony))
+        return (low - below_zero, high)
 
     def corpus_norms(self) -> Any:
         """The norms every clip is banded against under ``norms="corpus"`` (computed once, then cached on disk)."""
