@@ -116,13 +116,25 @@ def run_arm(arm: str, seed: int, steps: int) -> None:
     print(f"{arm} seed {seed}: " + ", ".join(f"{k} {row[k]:.3f}" for k in METRICS if row.get(k) is not None), flush=True)
 
 
+def measure_speed(steps: int, work: Path) -> None:
+    """Seconds per step of the recipe, split into generation and the rest (``bench_learning``'s clock)."""
+    from bench_learning import step_breakdown
+
+    config = emotion_style_grpo_config(work / "speed", max_steps=steps + 1)
+    row = step_breakdown(config, f"EmotionStyle GRPO recipe ({config.batch_size} completions of <= "
+                                 f"{config.max_completion_length} tokens)")
+    append_jsonl(RUNS_FILE, [row])
+
+
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Mean ± 95% CI over seeds of every metric; trained - control and trained - base, paired by seed."""
     from affectgym.eval.metrics import mean_ci95
 
     by_arm: dict[str, dict[int, dict[str, Any]]] = {}
+    speed = [row for row in rows if row.get("kind") == "speed"]
     for row in rows:
-        by_arm.setdefault(row["arm"], {})[row["seed"]] = row
+        if row.get("kind") != "speed":
+            by_arm.setdefault(row["arm"], {})[row["seed"]] = row
     arms: dict[str, Any] = {}
     for arm in ARMS:
         seeds = by_arm.get(arm)
@@ -149,7 +161,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             differences[f"trained_vs_{other}"][metric] = {"mean": mean, "ci95_low": mean - half, "ci95_high": mean + half}
     return {"env_id": EMOTION_STYLE_ENV_ID, "env_kwargs": EVAL_ENV_KWARGS, "split": "eval",
             "decoding": {"greedy": True, "max_new_tokens": STYLE_MAX_NEW_TOKENS},
-            "grpo_steps": max((r["grpo_steps"] for r in rows), default=0), "arms": arms, **differences}
+            "grpo_steps": max((r["grpo_steps"] for r in rows if "grpo_steps" in r), default=0), "arms": arms,
+            **differences, **({"speed": speed[-1]} if speed else {})}
 
 
 #: The README table's columns: metric and heading.
@@ -174,6 +187,11 @@ def markdown_table(summary: dict[str, Any]) -> str:
         speed = f"{entry['steps_per_min_mean']:.2f}" if "steps_per_min_mean" in entry else "-"
         lines.append(f"| `{arm}` | {len(entry['seeds'])} | " + " | ".join(_cell(entry, m) for m, _ in TABLE_COLUMNS)
                      + f" | {speed} |")
+    speed = summary.get("speed")
+    if speed:
+        lines.append(f"\nSpeed, {speed['recipe']}: {60 / speed['step_s_median']:.2f} steps/min "
+                     f"({speed['step_s_median']:.1f} s a step: generation {speed['generate_s_median']:.1f} s, "
+                     f"loss and reward {speed['rest_s_median']:.1f} s; {speed['prompt_tokens']} prompt tokens).")
     for key, name in (("trained_vs_control", "control"), ("trained_vs_base", "base")):
         if key in summary:
             delta = summary[key]["target_accuracy"]
@@ -196,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
     parser.add_argument("--steps", type=int, default=GRPO_STEPS, help="GRPO steps per run")
+    parser.add_argument("--speed-steps", type=int, default=0,
+                        help="time N steps of the recipe (after a warm-up step), split into generation and the rest")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (1 when two runs share the machine)")
     parser.add_argument("--report-only", action="store_true", help="summarise the results file and train nothing")
     args = parser.parse_args(argv)
@@ -215,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
                 start_s = time.perf_counter()
                 run_arm(arm, seed, args.steps)
                 print(f"  ({(time.perf_counter() - start_s) / 60:.1f} min)", flush=True)
+        if args.speed_steps:
+            measure_speed(args.speed_steps, WORK)
     report()
     return 0
 
