@@ -253,7 +253,8 @@ def content_digest(audio: Path, root: Path) -> str:
                 return hashlib.file_digest(handle, "sha256").hexdigest()
     except OSError:
         pass
-    return hashlib.sha256(b"unreadable:" + audio.relative_to(root).as_posix().encode()).hexdigest()
+    where = audio.relative_to(root) if audio.is_relative_to(root) else audio
+    return hashlib.sha256(b"unreadable:" + where.as_posix().encode()).hexdigest()
 
 
 def screen_clips(
