@@ -249,8 +249,11 @@ def content_digest(audio: Path, root: Path) -> str:
     for :func:`screen_clips`): a FIFO or a device is never read."""
     try:
         if audio.is_file():
+            digest = hashlib.sha256()
             with audio.open("rb") as handle:
-                return hashlib.file_digest(handle, "sha256").hexdigest()
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+            return digest.hexdigest()
     except OSError:
         pass
     where = audio.relative_to(root) if audio.is_relative_to(root) else audio
