@@ -91,12 +91,13 @@ class SpeechEmotionEnv(AffectEnv):
     unanswered).
 
     ## Arguments
-    ``dataset`` ("embedded", "folder", "ravdess" or "crema-d" (the corpus in its own layout under
-    ``data_dir``, labels and actors read from the file names, split by actor: see
-    :mod:`affectgym.data.corpora`), or "manifest": ``data_dir`` is then a CSV or JSONL file
-    of ``path,label[,transcript,speaker,group,split]`` rows, see
-    :func:`~affectgym.data.speech_sources.load_manifest`; a ``split`` column is the dataset's
-    own partition and ``split=`` names one of its values), ``data_dir``, ``split`` ("train", "eval", "all";
+    ``dataset`` (any name of ``affectgym list --datasets``, see
+    :mod:`affectgym.data.speech_datasets`: "embedded", the env's own corpus, or with a
+    ``data_dir`` a folder or a manifest; "folder"; "manifest", ``data_dir`` then a CSV or JSONL
+    file of ``path,label[,transcript,speaker,group,split]`` rows; "ravdess", "crema-d",
+    "iemocap", "msp-podcast", "meld", each in its own layout under ``data_dir``
+    (:mod:`affectgym.data.corpora`); or a plug-in's), ``data_dir``, ``split`` ("train", "eval", "all",
+    or one of the dataset's own partitions when every clip has one, e.g. a manifest's ``split`` column;
     a stable hash split by group: every clip of a group lands on one side, and groups whose
     clips carry the same labels are held out in the same proportion), ``group_by`` (what a
     group is: ``"transcript"``, the default when ``None``: every clip of one line, whatever
