@@ -69,7 +69,7 @@ def train_stage(arm: str, seed: int, steps: int) -> tuple[Path, dict[str, Any]]:
     """The arm's GRPO adapter and its training summary."""
     from affectgym.train.grpo import train
 
-    out = WORK / f"s{seed}" / arm
+    out = WORK / f"s{seed}" / f"{arm}-{steps}steps"
     if not done(out):
         config = emotion_style_grpo_config(out, seed=seed, max_steps=steps, control=arm == "control")
         train(config, progress=True, **rerun_options(out))
@@ -81,7 +81,7 @@ def play(arm: str, seed: int, adapter: Path | None) -> dict[str, Any]:
     from affectgym.eval.results import read_results
     from affectgym.eval.runner import EvalConfig, run_eval
 
-    out = WORK / ("eval-base" if adapter is None else f"s{seed}/eval-{arm}")
+    out = WORK / ("eval-base" if adapter is None else f"s{seed}/eval-{adapter.parent.name}")
     agent_kwargs: dict[str, Any] = {"max_new_tokens": STYLE_MAX_NEW_TOKENS, "temperature": 0.0, "max_batch_size": 16}
     if adapter is not None:
         agent_kwargs["adapter"] = str(adapter)
@@ -200,9 +200,10 @@ def markdown_table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def report() -> dict[str, Any]:
-    """Summarise the results file, write the summary, print the table."""
-    summary = summarise(read_jsonl(RUNS_FILE))
+def report(steps: int = GRPO_STEPS) -> dict[str, Any]:
+    """Summarise the runs of ``steps`` GRPO steps (and the base model), write the summary, print the table."""
+    rows = [r for r in read_jsonl(RUNS_FILE) if r.get("kind") == "speed" or r["grpo_steps"] in (0, steps)]
+    summary = summarise(rows)
     SUMMARY_FILE.parent.mkdir(parents=True, exist_ok=True)
     SUMMARY_FILE.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     print(markdown_table(summary))
@@ -225,19 +226,19 @@ def main(argv: list[str] | None = None) -> int:
 
             torch.set_num_threads(args.threads)
             os.environ["OMP_NUM_THREADS"] = str(args.threads)
-        finished = {(r["arm"], r["seed"]) for r in read_jsonl(RUNS_FILE)}
+        finished = {(r["arm"], r["seed"], r["grpo_steps"]) for r in read_jsonl(RUNS_FILE) if r.get("kind") != "speed"}
         for seed in args.seeds:
             for arm in args.arms:
                 if arm == "base" and seed != 0:
                     continue  # greedy decoding: the base model plays the same on every seed (seed 0's process plays it)
-                if (arm, seed) in finished:
+                if (arm, seed, 0 if arm == "base" else args.steps) in finished:
                     continue
                 start_s = time.perf_counter()
                 run_arm(arm, seed, args.steps)
                 print(f"  ({(time.perf_counter() - start_s) / 60:.1f} min)", flush=True)
         if args.speed_steps:
             measure_speed(args.speed_steps, WORK)
-    report()
+    report(args.steps)
     return 0
 
 
