@@ -61,7 +61,8 @@ def test_no_env_overrides_a_private_method_of_any_env_it_derives_from():
         for klass in cls.__mro__[1:]:
             if not issubclass(klass, AffectEnv) or klass is AffectEnv:
                 continue
-            names = [name for name in vars(cls) if name.startswith("_") and not name.startswith("__") and name in vars(klass)]
+            names = [name for name, value in vars(cls).items() if callable(value) and name.startswith("_")
+                     and not name.startswith("__") and name in vars(klass)]
             if names:
                 found[env_id] = [f"{cls.__name__}.{name} over {klass.__name__}" for name in names]
     assert not found, found

@@ -10,6 +10,7 @@ changed file, a clip added or removed, another backend, and the norms are comput
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -50,7 +51,7 @@ def cached_norms(key: str, compute: Callable[[], ProsodyNorms], root: str | Path
     try:
         stored = json.loads(path.read_text(encoding="utf-8"))
         return ProsodyNorms(name=stored["name"], stats={k: (float(m), float(s)) for k, (m, s) in stored["stats"].items()})
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         pass
     except (OSError, ValueError, KeyError, TypeError) as error:
         log.warning("corpus norms %s unreadable (%s); computing them again", path, error)
@@ -63,7 +64,8 @@ def cached_norms(key: str, compute: Callable[[], ProsodyNorms], root: str | Path
         os.replace(temporary, path)
     except OSError as error:
         log.warning("corpus norms not cached in %s (%s)", path.parent, error)
-        temporary.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            temporary.unlink()
     return norms
 
 
