@@ -24,13 +24,14 @@ reply; mean ± 95% CI over seeds, and each arm's paired difference to ``sft``.
 Results are written as they come: ``benchmarks/results/dialogue_learning_runs.jsonl`` (one
 line per arm and seed; a rerun skips what is there and resumes unfinished stages from their
 checkpoints), every held-out turn of every arm to ``benchmarks/results/dialogue_samples.jsonl``
-(the user's line, the required tags, the reply, the reference, the reward and its
-components), the summary to ``benchmarks/results/dialogue_learning.json``.
+(the episode, which starts at one turn with the dataset's history, the user's line, the
+required tags, the reply, the reference, the reward and its components), the summary to ``benchmarks/results/dialogue_learning.json``.
 
-Usage (two processes, one core each, fill one results file)::
+Usage (two processes, one core each, fill one results file; a DPO process peaks at ~10 GB,
+so no more than two on 24 GB; about 2.5 hours)::
 
-    taskset -c 0 python benchmarks/bench_dialogue_learning.py --seeds 0 --threads 1 &
-    taskset -c 1 python benchmarks/bench_dialogue_learning.py --seeds 1 2 --threads 1 &
+    taskset -c 0 python benchmarks/bench_dialogue_learning.py --seeds 0 2 --threads 1 &
+    taskset -c 1 python benchmarks/bench_dialogue_learning.py --seeds 1 --threads 1 &
     python benchmarks/bench_dialogue_learning.py --report-only
 """
 
@@ -98,7 +99,7 @@ def dpo_split_s(dpo_dir: Path) -> dict[str, float]:
 
 
 def turn_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every played turn of the eval records, with the user's line that opened it.
+    """Every played turn of the eval records, with the user's line that opened it and its episode's id.
 
     The episode's replies are its last assistant messages (the history before them holds
     the dataset's reference replies); each answers the user message before it.
@@ -109,7 +110,8 @@ def turn_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         openers = [messages[i - 1].get("content") if i and messages[i - 1].get("role") == "user" else None
                    for i, m in enumerate(messages) if m.get("role") == "assistant"]
         played = (record.get("outcome") or {}).get("dialogue_turns") or []
-        rows += [{**turn, "user": user} for turn, user in zip(played, openers[len(openers) - len(played):], strict=True)]
+        rows += [{**turn, "user": user, "episode": record.get("scenario_id")}
+                 for turn, user in zip(played, openers[len(openers) - len(played):], strict=True)]
     return rows
 
 
@@ -151,7 +153,8 @@ def play(arm: str, seed: int, adapter: Path | None) -> dict[str, Any]:
     records, _ = read_results(out / "results.jsonl")
     rows = turn_rows(records)
     samples = [
-        {"arm": arm, "seed": seed, "turn_id": r["turn_id"], "user": r["user"], "required_tags": r["required_tags"],
+        {"arm": arm, "seed": seed, "episode": r["episode"], "turn_id": r["turn_id"], "user": r["user"],
+         "required_tags": r["required_tags"],
          "reply": r["reply"], "reference": r["reference"], "reward": r["reward"],
          "reward_components": r["reward_components"], "parse_error": r.get("parse_error")}
         for r in rows

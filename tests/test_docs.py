@@ -100,6 +100,8 @@ BENCHMARK_TABLES = {
                        "\n<!-- end of learning table -->"),
     "bench_transfer": ("<!-- transfer table: python benchmarks/bench_transfer.py --report-only -->\n",
                        "\n<!-- end of transfer table -->"),
+    "bench_dialogue_learning": ("<!-- dialogue table: python benchmarks/bench_dialogue_learning.py --report-only -->\n",
+                                "\n<!-- end of dialogue table -->"),
 }
 
 
