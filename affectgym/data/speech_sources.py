@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from affectgym.data.jsonl import json_lines
+
 AUDIO_EXTENSIONS = (".wav", ".flac", ".ogg", ".mp3", ".m4a", ".aac", ".mp4")
 MUSTARD_LABELS = ("sarcastic", "sincere")
 MUSTARD_HUB_AUDIO = "DynamicSuperb/SarcasmDetection_Mustard"
@@ -189,17 +191,10 @@ def _manifest_rows(manifest: Path) -> list[tuple[int, dict[str, str]]]:
     """``(line number, row)`` of a CSV or JSONL manifest, every row checked for its columns."""
     text = manifest.read_text(encoding="utf-8-sig")
     if manifest.suffix.lower() == ".jsonl":
-        rows = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(f"{manifest}:{number}: not JSON ({exc.msg})") from None
+        rows = json_lines(text, manifest, DatasetError)
+        for number, row in rows:
             if not isinstance(row, dict):
                 raise DatasetError(f"{manifest}:{number}: a row must be a JSON object of {', '.join(MANIFEST_COLUMNS)}")
-            rows.append((number, row))
     elif manifest.suffix.lower() == ".csv":
         reader = csv.DictReader(text.splitlines())
         rows = [(number, dict(row)) for number, row in enumerate(reader, 2)]

@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from affectgym.data.jsonl import json_lines
 from affectgym.train.config import TrainConfig, config_to_yaml
 
 #: Prompts sampled at once (each with ``samples_per_prompt`` replies).
@@ -97,13 +98,7 @@ def read_pairs(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
     for path in map(Path, paths):
         if not path.is_file():
             raise PairsError(f"--pairs {str(path)!r}: no such file; pass JSONL rows of {{prompt, chosen, rejected}}")
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise PairsError(f"{path}:{number}: not JSON ({error.msg})") from None
+        for number, row in json_lines(path.read_text(encoding="utf-8"), path, PairsError):
             problem = _pair_problem(row)
             if problem:
                 raise PairsError(f"{path}:{number}: {problem}; a row is {{\"prompt\": [messages] or text, "
