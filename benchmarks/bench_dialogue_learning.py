@@ -39,14 +39,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from stages import append_jsonl, done, read_jsonl, rerun_options
+from stages import append_jsonl, done, read_jsonl, rerun_options, run_missing, use_threads
 
 from affectgym.train.recipes import (
     DIALOGUE_ENV_ID,
@@ -264,21 +262,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report-only", action="store_true", help="summarise the results file and train nothing")
     args = parser.parse_args(argv)
     if not args.report_only:
-        if args.threads:
-            import torch
-
-            torch.set_num_threads(args.threads)
-            os.environ["OMP_NUM_THREADS"] = str(args.threads)
+        use_threads(args.threads)
         finished = {(r["arm"], r["seed"]) for r in read_jsonl(RUNS_FILE)}
-        for seed in args.seeds:
-            for arm in args.arms:
-                if arm == "base" and seed != 0:
-                    continue  # greedy decoding: the base model plays the same on every seed (seed 0's process plays it)
-                if (arm, seed) in finished:
-                    continue
-                start_s = time.perf_counter()
-                run_arm(arm, seed, args.sft_steps, args.dpo_rounds, args.dpo_steps)
-                print(f"  ({(time.perf_counter() - start_s) / 60:.1f} min)", flush=True)
+        run_missing(args.seeds, args.arms, lambda arm, seed: (arm, seed) in finished,
+                    lambda arm, seed: run_arm(arm, seed, args.sft_steps, args.dpo_rounds, args.dpo_steps))
     report()
     return 0
 

@@ -35,13 +35,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from stages import append_jsonl, done, read_jsonl, rerun_options
+from stages import append_jsonl, done, read_jsonl, rerun_options, run_missing, use_threads
 
 from affectgym.envs.emotion_style import RULE_WEIGHTS
 from affectgym.train.recipes import (
@@ -221,21 +219,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report-only", action="store_true", help="summarise the results file and train nothing")
     args = parser.parse_args(argv)
     if not args.report_only:
-        if args.threads:
-            import torch
-
-            torch.set_num_threads(args.threads)
-            os.environ["OMP_NUM_THREADS"] = str(args.threads)
+        use_threads(args.threads)
         finished = {(r["arm"], r["seed"], r["grpo_steps"]) for r in read_jsonl(RUNS_FILE) if r.get("kind") != "speed"}
-        for seed in args.seeds:
-            for arm in args.arms:
-                if arm == "base" and seed != 0:
-                    continue  # greedy decoding: the base model plays the same on every seed (seed 0's process plays it)
-                if (arm, seed, 0 if arm == "base" else args.steps) in finished:
-                    continue
-                start_s = time.perf_counter()
-                run_arm(arm, seed, args.steps)
-                print(f"  ({(time.perf_counter() - start_s) / 60:.1f} min)", flush=True)
+        run_missing(args.seeds, args.arms,
+                    lambda arm, seed: (arm, seed, 0 if arm == "base" else args.steps) in finished,
+                    lambda arm, seed: run_arm(arm, seed, args.steps))
         if args.speed_steps:
             measure_speed(args.speed_steps, WORK)
     report(args.steps)

@@ -7,6 +7,7 @@ is there, and a training stage that was started continues from its last checkpoi
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,3 +36,28 @@ def rerun_options(path: Path) -> dict[str, bool]:
     """An unfinished training stage continues from its last checkpoint; one never started starts afresh."""
     started = (path / "config.yaml").is_file()
     return {"resume": started, "overwrite": not started}
+
+
+def use_threads(threads: int | None) -> None:
+    """Run torch on ``threads`` threads (one when two benchmark processes share the machine)."""
+    if threads:
+        import os
+
+        import torch
+
+        torch.set_num_threads(threads)
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+
+
+def run_missing(seeds: list[int], arms: list[str], finished: Callable[[str, int], bool],
+                run_arm: Callable[[str, int], None]) -> None:
+    """Run every (arm, seed) not ``finished`` yet, timed; ``base`` on seed 0 only (greedy: the same on every seed)."""
+    import time
+
+    for seed in seeds:
+        for arm in arms:
+            if (arm == "base" and seed != 0) or finished(arm, seed):
+                continue
+            start_s = time.perf_counter()
+            run_arm(arm, seed)
+            print(f"  ({(time.perf_counter() - start_s) / 60:.1f} min)", flush=True)
