@@ -60,7 +60,7 @@ EVAL_SCENARIOS = 112
 EVAL_ENV_KWARGS = {"classifier": "nade"}
 METRICS = ("target_accuracy", "target_probability", "valence_agreement", "any_rule",
            *(f"rule_{rule}" for rule in RULE_WEIGHTS), "words", "reward")
-GRPO_STEPS = 80
+GRPO_STEPS = 48
 
 
 def train_stage(arm: str, seed: int, steps: int) -> tuple[Path, dict[str, Any]]:

@@ -271,16 +271,24 @@ EMOTION_STYLE_ENV_ID = "affectgym/EmotionStyle-v0"
 #: Tokens of an EmotionStyle reply, sampled or decoded: two or three sentences, enough for
 #: the classifier to read an emotion; a reply that runs past it is cut (and scored as cut).
 STYLE_MAX_NEW_TOKENS = 40
+#: Weight of the classifier's P(target) in the EmotionStyle recipe's reward (the env's default
+#: is 1): three times the heaviest rule's 0.5 in magnitude, so within a group of replies the
+#: emotion moves the advantages as much as a broken rule does.
+STYLE_EMOTION_WEIGHT = 3.0
 
 
-def emotion_style_grpo_config(output_dir: str | Path, *, seed: int = 0, max_steps: int = 80, control: bool = False,
+def emotion_style_grpo_config(output_dir: str | Path, *, seed: int = 0, max_steps: int = 48, control: bool = False,
                               model: str = "smollm2-135m", **overrides: Any) -> TrainConfig:
     """Flat GRPO on EmotionStyle-v0 (EMOTRON): the offline classifier's P(target) and the rules, no judge.
 
     4 instructions a step, 8 sampled replies each (at most :data:`STYLE_MAX_NEW_TOKENS`
     tokens, temperature 1.0), each prompt run once a step (shared prompts); learning rate
-    2e-4 constant after a warmup over the first sixth of the steps; LoRA r=16 on the last
-    10 layers; no reference model (``beta=0``).
+    1e-3 constant after a warmup over the first sixth of the steps; LoRA r=16 on every
+    layer; no reference model (``beta=0``). The classifier's P(target) weighs
+    :data:`STYLE_EMOTION_WEIGHT` (the rules keep theirs): at weight 1, 2e-4 and the last 10
+    layers, 40 steps left the replies all but the base model's; at 1e-3 on every layer they
+    learned to avoid the rules and nothing of the emotion (P(target) varies far less within
+    a group than a rule's -0.5 does, so the advantages followed the rules).
 
     Args:
         output_dir: Where the run writes.
@@ -292,11 +300,13 @@ def emotion_style_grpo_config(output_dir: str | Path, *, seed: int = 0, max_step
         model: Policy model.
         **overrides: Any other :class:`~affectgym.train.config.TrainConfig` field.
     """
-    env_kwargs = {"classifier": "nade", "rubric": "shuffled-target" if control else "default"}
+    env_kwargs = {"classifier": "nade", "rubric": "shuffled-target" if control else "default",
+                  "reward_weights": {"emotion_probability": STYLE_EMOTION_WEIGHT}}
     options: dict[str, Any] = {
         "env_id": EMOTION_STYLE_ENV_ID, "model": model, "mode": "flat", "max_steps": max_steps, "num_generations": 8,
-        "batch_size": 32, "learning_rate": 2e-4, "warmup_steps": max_steps // 6, "lr_scheduler": "constant",
+        "batch_size": 32, "learning_rate": 1e-3, "warmup_steps": max_steps // 6, "lr_scheduler": "constant",
         "max_completion_length": STYLE_MAX_NEW_TOKENS, "temperature": 1.0, "beta": 0.0, **_TRANSFER_LORA,
+        "lora_layers": 0,
         "n_train": max_steps * 4, "eval_every_steps": 0, "eval_episodes": 0, "eval_max_new_tokens": STYLE_MAX_NEW_TOKENS,
         "env_kwargs": env_kwargs, "seed": seed, "output_dir": str(output_dir),
     }
