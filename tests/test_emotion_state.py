@@ -334,6 +334,23 @@ def test_the_registered_spec_carries_the_default_episode_length():
     assert _play_to_the_end(env)[:2] == (DEFAULT_MAX_EPISODE_STEPS, 0.0)
 
 
+def test_without_a_time_limit_the_env_keeps_its_own_step_limit():
+    env = gym.make("affectgym/EmotionState-v0", max_episode_steps=-1, config=EmotionStateConfig(max_episode_steps=7))
+    assert env.unwrapped.core.max_episode_steps == env.spec.max_episode_steps == 7
+    assert _play_to_the_end(env)[:2] == (7, 0.0)
+
+
+def test_an_env_remade_from_its_spec_keeps_the_step_limit_of_make():
+    env = gym.make(gym.make("affectgym/EmotionState-v0", max_episode_steps=12).spec)
+    assert env.unwrapped.core.max_episode_steps == 12
+    assert _play_to_the_end(env)[:2] == (12, 0.0)
+
+
+def test_sync_vector_envs_of_make_share_its_step_limit():
+    envs = gym.make_vec("affectgym/EmotionState-v0", num_envs=2, vectorization_mode="sync", max_episode_steps=9)
+    assert [env.unwrapped.core.max_episode_steps for env in envs.envs] == [9, 9]
+
+
 def test_a_config_step_limit_that_the_time_limit_would_cut_is_refused():
     with pytest.raises(ValueError, match="pass max_episode_steps=100 to gym.make"):
         gym.make("affectgym/EmotionState-v0", config=EmotionStateConfig(max_episode_steps=100))

@@ -258,6 +258,9 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
         # wraps the env in TimeLimit(max_episode_steps) and tells the env nothing. The target
         # schedule and the remaining-time feature depend on the step limit, so the env takes
         # the TimeLimit's value from make's arguments here, and both end episodes together.
+        # (A wrapper listed in the id's additional_wrappers, applied outside the TimeLimit,
+        # could read its spec instead, but gymnasium.make_vec refuses additional_wrappers for
+        # an id with a vector_entry_point, which this one has.)
         limit = _time_limit_of_gymnasium_make(sys._getframe(1))
         if limit is not None and limit != self.core.max_episode_steps:
             if self._explicit_steps:
