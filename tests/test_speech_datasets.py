@@ -528,3 +528,82 @@ def test_meld_reads_its_csvs_mp4_clips_and_the_dialogue_context(tmp_path):
     dev = affectgym.make("affectgym/SpeechEmotion-v0", dataset="meld", data_dir=str(tmp_path), split="dev")
     dev.reset(seed=0)
     assert "Pitch: mean=" in dev.step(PROSODY)[0], "the audio is decoded from the mp4"
+
+
+def _emobox(root, folds=2):
+    """An EmoBox checkout: data/cafe/ metadata over downloads/cafe/ audio, speaker k tested in fold k."""
+    meta = root / "data" / "cafe"
+    meta.mkdir(parents=True)
+    (meta / "label_map.json").write_text(json.dumps({"c": "Angry", "t": "Sad", "n": "Neutral"}))
+    rows = {}
+    for speaker in range(1, folds + 1):
+        for k, (code, f0_hz) in enumerate([("c", 260.0), ("t", 110.0), ("n", 150.0)]):
+            wav = f"downloads/cafe/{speaker:02d}-{code}-{k}.wav"
+            _sine(root / wav, f0_hz + speaker)
+            rows.setdefault(speaker, []).append({"key": f"cafe-{speaker}-{k}", "dataset": "cafe", "wav": wav,
+                                                 "type": "raw", "sample_rate": 16000, "emo": code, "channel": 1})
+    for fold in range(1, folds + 1):
+        (meta / f"fold_{fold}").mkdir()
+        for split, speakers in (("train", [s for s in rows if s != fold]), ("test", [fold])):
+            lines = [json.dumps(row) for s in speakers for row in rows[s]]
+            (meta / f"fold_{fold}" / f"cafe_{split}_fold_{fold}.jsonl").write_text("\n".join(lines) + "\n")
+    return meta
+
+
+def test_emobox_metadata_gives_each_fold_its_own_train_and_test_clips_with_the_label_maps_names(tmp_path):
+    from affectgym.data.speech_datasets import emobox
+
+    meta = _emobox(tmp_path)
+    test = affectgym.make("affectgym/SpeechEmotion-v0", dataset="emobox", data_dir=str(meta), split="test").unwrapped
+    assert test.label_set == ("angry", "neutral", "sad")
+    assert {os.path.basename(c.audio_path)[:2] for c in test.scenarios} == {"01"}, "fold 1 tests speaker 1"
+    fold2 = affectgym.make("affectgym/SpeechEmotion-v0", dataset=emobox(fold=2), data_dir=str(meta), split="train")
+    assert {os.path.basename(c.audio_path)[:2] for c in fold2.unwrapped.scenarios} == {"01"}
+    fold2.reset(seed=0)
+    assert "Pitch: mean=" in fold2.step(PROSODY)[0]
+
+
+def test_emobox_reads_audio_from_another_root_and_counts_the_rows_it_leaves_out(tmp_path, caplog):
+    from affectgym.data.speech_datasets import emobox
+
+    meta = _emobox(tmp_path / "checkout", folds=1)
+    (tmp_path / "checkout" / "downloads").rename(tmp_path / "audio")
+    (tmp_path / "audio" / "downloads").mkdir()
+    (tmp_path / "audio" / "cafe").rename(tmp_path / "audio" / "downloads" / "cafe")
+    with pytest.raises(DatasetError, match="pass the folder the rows' 'wav' paths are relative to as audio_root"):
+        affectgym.make("affectgym/SpeechEmotion-v0", dataset="emobox", data_dir=str(meta))
+    table = meta / "fold_1" / "cafe_test_fold_1.jsonl"
+    table.write_text(table.read_text() + json.dumps({"wav": "downloads/cafe/gone.wav", "emo": "c"}) + "\n"
+                     + json.dumps({"wav": "downloads/cafe/01-c-0.wav", "emo": "c", "start_time": 0.1, "end_time": 0.3}) + "\n")
+    env = affectgym.make("affectgym/SpeechEmotion-v0", dataset=emobox(audio_root=tmp_path / "audio"),
+                         data_dir=str(meta), split="all").unwrapped
+    assert len(env.all_clips) == 3
+    assert "2 row(s) left out (1 with no audio file" in caplog.text and "1 segments" in caplog.text
+
+
+@pytest.mark.parametrize("change, problem", [
+    (lambda meta: (meta / "label_map.json").unlink(), "no label_map.json"),
+    (lambda meta: (meta / "fold_1" / "cafe_test_fold_1.jsonl").write_text('{"wav": "x.wav", "emo": "z"}\n'),
+     "emo 'z' is not in label_map.json"),
+    (lambda meta: (meta / "fold_1" / "cafe_test_fold_1.jsonl").write_text("not json\n"), "cafe_test_fold_1.jsonl:1: not JSON"),
+])
+def test_bad_emobox_metadata_is_refused_naming_the_file_and_what_is_expected(tmp_path, change, problem):
+    meta = _emobox(tmp_path, folds=1)
+    change(meta)
+    with pytest.raises(DatasetError, match=problem):
+        affectgym.make("affectgym/SpeechEmotion-v0", dataset="emobox", data_dir=str(meta))
+
+
+def test_an_emobox_fold_that_does_not_exist_lists_the_folds_found(tmp_path):
+    from affectgym.data.speech_datasets import emobox
+
+    meta = _emobox(tmp_path, folds=1)
+    with pytest.raises(DatasetError, match="folds found: fold_1"):
+        affectgym.make("affectgym/SpeechEmotion-v0", dataset=emobox(fold=4), data_dir=str(meta))
+    with pytest.raises(ValueError, match="fold must be an EmoBox fold number >= 1, got 0"):
+        emobox(fold=0)
+
+
+def test_dataset_must_be_a_name_or_a_speech_dataset():
+    with pytest.raises(ValueError, match="dataset must be a registered name .* or a SpeechDataset, got int"):
+        affectgym.make("affectgym/SpeechEmotion-v0", dataset=3)

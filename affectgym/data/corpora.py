@@ -18,6 +18,9 @@
 * :func:`load_meld` -- MELD's ``{train,dev,test}_sent_emo.csv`` beside its mp4 clips
   (``dia<D>_utt<U>.mp4``, decoded with the shipped ffmpeg), the dialogue's earlier lines as
   context; its own splits ``train``, ``dev``, ``test``. Licence: GPL-3.0.
+* :func:`load_emobox` -- any of EmoBox's 32 corpora through its metadata
+  (``data/<corpus>/label_map.json`` and ``fold_N/*.jsonl``), fold by fold; its splits
+  ``train``, ``test`` (and ``valid`` where shipped). Licence: each corpus's own.
 
 RAVDESS and CREMA-D give each clip its actor as speaker and as split group, so a split
 holds every actor out whole (speaker-independent, as EmoBox's folds are), and its statement
@@ -251,6 +254,77 @@ def load_meld(data_dir: str | Path) -> list[SpeechClip]:
     return clips
 
 
+def load_emobox(data_dir: str | Path, fold: int = 1, audio_root: str | Path | None = None) -> list[SpeechClip]:
+    """One EmoBox corpus's clips of fold ``fold``, read from EmoBox's metadata (``data/<corpus>/``).
+
+    ``data_dir`` is the corpus's metadata folder: ``label_map.json`` (code -> label) and
+    ``fold_<N>/<corpus>_{train,valid,test}_fold_<N>.jsonl`` (rows ``{"key", "wav", "emo", ...}``;
+    ``valid`` only where EmoBox ships one). Each clip's split is the file it is listed in
+    (``train``, ``valid``, ``test``), so the folds are EmoBox's own speaker-independent ones.
+    A relative ``wav`` is resolved against ``audio_root``, by default the EmoBox checkout
+    that holds the metadata (``data_dir/../..``, where its preparation scripts write
+    ``downloads/``). Labels are the label map's names in lower case. Rows whose audio is
+    missing, or that cut a segment out of a longer file (``start_time``/``end_time``), are
+    left out and counted in one warning.
+
+    Raises:
+        DatasetError: No label map or fold file, a fold file that is not EmoBox's JSON Lines,
+            an ``emo`` code the label map lacks, or no row with its audio.
+    """
+    import json
+
+    from affectgym.data.jsonl import json_lines
+
+    root = Path(data_dir)
+    label_file = root / "label_map.json"
+    if not label_file.is_file():
+        raise DatasetError(f"dataset='emobox' needs data_dir=<an EmoBox corpus folder, data/<corpus>/ holding "
+                           f"label_map.json and fold_N/>; no label_map.json in {str(root)!r}")
+    try:
+        label_map = json.loads(label_file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DatasetError(f"{label_file}: not JSON ({error})") from None
+    if not isinstance(label_map, dict) or not all(isinstance(v, str) for v in label_map.values()):
+        raise DatasetError(f"{label_file}: expected an object of emotion code -> label name")
+    fold_dir = root / f"fold_{fold}"
+    tables = {split: fold_dir / f"{root.name}_{split}_fold_{fold}.jsonl" for split in ("train", "valid", "test")}
+    tables = {split: path for split, path in tables.items() if path.is_file()}
+    if not tables:
+        folds = sorted(p.name for p in root.glob("fold_*") if p.is_dir())
+        raise DatasetError(f"no {root.name}_{{train,test}}_fold_{fold}.jsonl in {str(fold_dir)!r}; "
+                           f"folds found: {', '.join(folds) or 'none'}")
+    base = Path(audio_root) if audio_root is not None else root.parent.parent
+    clips, copies, missing, segments = [], {}, [], 0
+    for split, table in tables.items():
+        text = table.read_text(encoding="utf-8", errors="replace")
+        for line, row in json_lines(text, table, DatasetError):
+            if not isinstance(row, dict) or not {"wav", "emo"} <= set(row):
+                raise DatasetError(f"{table}:{line}: expected an object with 'wav' and 'emo', got {row!r:.80}")
+            if str(row["emo"]) not in label_map:
+                raise DatasetError(f"{table}:{line}: emo {row['emo']!r} is not in {label_file.name} "
+                                   f"(codes: {', '.join(sorted(label_map))})")
+            if "start_time" in row or "end_time" in row:
+                segments += 1
+                continue
+            audio = Path(str(row["wav"]))
+            audio = audio if audio.is_absolute() else base / audio
+            if not audio.is_file():
+                missing.append(str(audio))
+                continue
+            speaker = row.get("speaker") or row.get("spk")
+            clips.append(SpeechClip(id=hashed_clip_id(audio, base, copies), transcript=str(row.get("text") or ""),
+                                    label=label_map[str(row["emo"])].strip().lower(), audio_path=str(audio),
+                                    speaker=str(speaker) if speaker else None, split=split))
+    if missing or segments:
+        log.warning("emobox %s fold %d: %d row(s) left out (%d with no audio file, e.g. %s; %d segments of a longer "
+                    "file)", root.name, fold, len(missing) + segments, len(missing), missing[0] if missing else "-",
+                    segments)
+    if not clips:
+        raise DatasetError(f"no audio of {root.name} fold {fold} found under {str(base)!r} (e.g. {missing[0] if missing else '-'}); "
+                           "pass the folder the rows' 'wav' paths are relative to as audio_root")
+    return clips
+
+
 def _load_named_files(data_dir: str | Path, corpus: str, pattern: re.Pattern[str],
                       make_clip: Callable[[Path, tuple[str, ...], Callable[[Path], str]], SpeechClip | None],
                       example: str) -> list[SpeechClip]:
@@ -288,6 +362,7 @@ __all__ = [
     "RAVDESS_EMOTIONS",
     "RAVDESS_STATEMENTS",
     "load_crema_d",
+    "load_emobox",
     "load_iemocap",
     "load_meld",
     "load_msp_podcast",

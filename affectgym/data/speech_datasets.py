@@ -4,7 +4,8 @@
 :class:`SpeechDataset` registered under ``NAME``; no env method is overridden to add one.
 Built in: ``"folder"`` (``DIR/<label>/<clip>.wav``), ``"manifest"`` (a CSV/JSONL of
 ``path,label[,transcript,speaker,group,split]``), ``"ravdess"``, ``"crema-d"``,
-``"iemocap"``, ``"iemocap-all"``, ``"msp-podcast"``, ``"meld"``, ``"mustard"`` (its JSON format), ``"mustard-hub"`` and the two embedded corpora. A package
+``"iemocap"``, ``"iemocap-all"``, ``"msp-podcast"``, ``"meld"``, ``"emobox"`` (:func:`emobox` for
+another fold), ``"mustard"`` (its JSON format), ``"mustard-hub"`` and the two embedded corpora. A package
 adds its own through the entry-point group ``affectgym.datasets``: each entry point is a
 :class:`SpeechDataset` (or a function returning one), registered when first looked up::
 
@@ -82,6 +83,26 @@ def speech_dataset(name: str) -> SpeechDataset:
     return known[name]
 
 
+def emobox(fold: int = 1, audio_root: str | Path | None = None) -> SpeechDataset:
+    """EmoBox's fold ``fold`` of the corpus whose metadata folder ``data_dir`` is (:func:`~affectgym.data.corpora.load_emobox`).
+
+    ``dataset="emobox"`` is fold 1 with the audio beside the EmoBox checkout; pass
+    ``dataset=emobox(fold=3, audio_root="/data/emobox")`` for another fold or audio folder.
+
+    >>> emobox(fold=2).name
+    'emobox-fold2'
+    """
+    if isinstance(fold, bool) or not isinstance(fold, int) or fold < 1:
+        raise ValueError(f"fold must be an EmoBox fold number >= 1, got {fold!r}")
+    from affectgym.data import corpora
+
+    def load(data_dir: str | Path | None, on_bad_clip: str) -> list[SpeechClip]:
+        return corpora.load_emobox(data_dir, fold=fold, audio_root=audio_root)
+
+    return SpeechDataset("emobox" if fold == 1 and audio_root is None else f"emobox-fold{fold}", load,
+                         f"EmoBox metadata data/<corpus>/ (label_map.json, fold_{fold}/); splits train/test[/valid]")
+
+
 def _load_plugins() -> None:
     global _plugins_loaded
     if _plugins_loaded:
@@ -115,6 +136,7 @@ def _register_builtins() -> None:
                       "MSP-Podcast, Labels/labels_consensus.json + Audios/; its Split_Set partitions as splits"),
         SpeechDataset("meld", lambda data_dir, on_bad: corpora.load_meld(data_dir),
                       "MELD, {train,dev,test}_sent_emo.csv + mp4 clips; dialogue context; splits train/dev/test"),
+        emobox(),
         SpeechDataset("mustard", lambda data_dir, on_bad: speech_sources.load_mustard(data_dir),
                       "MUStARD's sarcasm_data.json with DIR/audio/<id>.<ext> or DIR/utterances_final/<id>.mp4"),
         SpeechDataset("mustard-hub", lambda data_dir, on_bad: speech_sources.load_mustard_hub(),
@@ -130,4 +152,4 @@ def _register_builtins() -> None:
 _register_builtins()
 
 
-__all__ = ["PLUGIN_GROUP", "SpeechDataset", "register_speech_dataset", "speech_dataset", "speech_datasets"]
+__all__ = ["PLUGIN_GROUP", "SpeechDataset", "emobox", "register_speech_dataset", "speech_dataset", "speech_datasets"]

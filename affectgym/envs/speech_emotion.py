@@ -137,7 +137,7 @@ class SpeechEmotionEnv(AffectEnv):
     def __init__(
         self,
         *,
-        dataset: str = "embedded",
+        dataset: str | SpeechDataset = "embedded",
         data_dir: str | None = None,
         split: str = "train",
         group_by: str | None = None,
@@ -167,7 +167,11 @@ class SpeechEmotionEnv(AffectEnv):
             raise ValueError(f"prosody_backend must be 'praat' or 'librosa', got {prosody_backend!r}")
         if on_bad_clip not in BAD_CLIP_POLICIES:
             raise ValueError(f"on_bad_clip must be one of {', '.join(BAD_CLIP_POLICIES)}, got {on_bad_clip!r}")
-        self.dataset = dataset
+        if not isinstance(dataset, (str, SpeechDataset)):
+            raise ValueError(f"dataset must be a registered name (affectgym list --datasets) or a SpeechDataset, "
+                             f"got {type(dataset).__name__}")
+        self.dataset = dataset.name if isinstance(dataset, SpeechDataset) else dataset
+        self._given_source = dataset if isinstance(dataset, SpeechDataset) else None
         self.data_dir = data_dir
         self.group_by = group_by
         self.eval_fraction = eval_fraction
@@ -208,7 +212,7 @@ class SpeechEmotionEnv(AffectEnv):
 
     # ------------------------------------------------------------------ data
     def dataset_source(self) -> SpeechDataset:
-        """The registered dataset ``dataset=`` names (:mod:`affectgym.data.speech_datasets`).
+        """The dataset ``dataset=`` gave, or the registered one it names (:mod:`affectgym.data.speech_datasets`).
 
         ``"embedded"`` with a ``data_dir`` reads that folder (or manifest file); without one,
         this env's own corpus (:attr:`dataset_aliases`).
@@ -220,7 +224,7 @@ class SpeechEmotionEnv(AffectEnv):
         name = self.dataset
         if name == "embedded" and self.data_dir is not None:
             name = "manifest" if Path(self.data_dir).suffix.lower() in (".csv", ".jsonl") else "folder"
-        source = speech_dataset(self.dataset_aliases.get(name, name))
+        source = self._given_source or speech_dataset(self.dataset_aliases.get(name, name))
         if source.needs_data_dir and self.data_dir is None:
             raise DatasetError(f"dataset={self.dataset!r} needs data_dir=<{source.summary}>")
         return source
