@@ -98,3 +98,40 @@ def test_a_named_key_variable_that_is_unset_is_an_error(monkeypatch):
     monkeypatch.delenv("MY_ROUTER_KEY", raising=False)
     with pytest.raises(ValueError, match="MY_ROUTER_KEY"):
         OpenAIAgent("m", base_url="http://127.0.0.1:9/v1", api_key_env="MY_ROUTER_KEY")
+
+
+def sarcasm_policy(request):
+    """Measure the prosody once, then answer."""
+    if any(message["role"] == "tool" for message in request["messages"]):
+        return '<final>{"label": "sarcastic", "confidence": 0.6}</final>'
+    return ToolCall("get_prosody_features", {}, id="srv-call-7")
+
+
+def test_native_tools_replace_the_prompts_text_tool_call_format_and_the_run_keeps_raw_messages_and_usage(tmp_path):
+    from affectgym.eval.results import read_results
+    from affectgym.eval.runner import EvalConfig, run_eval
+
+    with OpenAIServer(sarcasm_policy) as server:
+        agent = OpenAIAgent("test-model", base_url=server.url)
+        run_eval(EvalConfig(env_id="affectgym/Sarcasm-v0", agent="openai", out=tmp_path / "run", n=1, split="eval",
+                            progress=False), agent=agent)
+        agent.close()
+    system = server.requests[0]["messages"][0]["content"]
+    assert "<tool_call>" not in system and "Call a tool through the function-calling tools of this chat" in system
+    assert "<final>" in system, "the answer format is still asked for as text"
+    (record,), _ = read_results(tmp_path / "run" / "results.jsonl")
+    raw = record["agent"]["raw_messages"]
+    assert [m["role"] for m in raw] == ["assistant", "assistant"] and raw[0]["tool_calls"][0]["id"] == "srv-call-7"
+    usage = record["agent"]["usage"]
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"] > 0
+    assert record["reward"] is not None and record["tool_calls"] == ["get_prosody_features"]
+
+
+def test_each_episode_logs_only_its_own_requests():
+    with OpenAIServer(toy_policy) as server:
+        agent = OpenAIAgent("test-model", base_url=server.url)
+        play(agent)
+        agent.reset(seed=1)
+        play(agent, "n02")
+        agent.close()
+    assert len(agent.episode_log()["raw_messages"]) == 2

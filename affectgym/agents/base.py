@@ -91,6 +91,15 @@ class Agent:
             observation, _, terminated, truncated, info = step(action)
             done = terminated or truncated
 
+    def episode_log(self) -> dict[str, Any]:
+        """What the agent keeps of the episode it just played, beyond the env's messages (``{}`` by default).
+
+        The eval runner writes it to the episode's ``results.jsonl`` line under ``"agent"``
+        (an API agent: the raw messages the server sent and the token usage). Called after
+        :meth:`play` on the worker's copy; :meth:`reset` starts the next episode's log.
+        """
+        return {}
+
     def for_worker(self) -> Agent:
         """The instance one concurrent worker uses: a shallow copy (heavy resources are shared)."""
         return copy.copy(self)

@@ -3,7 +3,11 @@
 The env's messages and tool schemas are sent as they are (assistant tool-call turns as
 OpenAI ``tool_calls``, tool outputs as ``tool`` messages); the reply's ``tool_calls`` come
 back as the env's tool-call text (``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``),
-after any text the model wrote. Timeouts and retries with exponential backoff (honouring
+after any text the model wrote. When tools are sent natively, the system prompt's sentence
+asking for tool calls as text (``info["tool_call_instruction"]``) is replaced by
+:data:`NATIVE_TOOL_INSTRUCTION`. Each episode's raw assistant messages (ids and all) and its
+summed token usage are kept for the run's ``results.jsonl`` (:meth:`OpenAIAgent.episode_log`).
+Timeouts and retries with exponential backoff (honouring
 ``Retry-After``) come from the ``openai`` client; a semaphore shared by every worker bounds
 the requests in flight.
 """
@@ -22,6 +26,21 @@ from affectgym.agents.base import Agent, text_without_tool_calls, tool_call_text
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: Sent when no key is set: local servers (vLLM, Ollama) accept any key.
 PLACEHOLDER_KEY = "EMPTY"
+#: What the system prompt says of tool calls when they are sent as OpenAI ``tools``.
+NATIVE_TOOL_INSTRUCTION = "Call a tool through the function-calling tools of this chat"
+
+
+def with_native_tools(messages: list[dict[str, Any]], instruction: str) -> list[dict[str, Any]]:
+    """``messages`` with the system prompt's text tool-call ``instruction`` replaced by :data:`NATIVE_TOOL_INSTRUCTION`.
+
+    >>> with_native_tools([{"role": "system", "content": "Label it. Call a tool as <tool_call>...</tool_call> (twice)."}],
+    ...                   "Call a tool as <tool_call>...</tool_call>")[0]["content"]
+    'Label it. Call a tool through the function-calling tools of this chat (twice).'
+    """
+    if not instruction:
+        return messages
+    return [{**m, "content": m["content"].replace(instruction, NATIVE_TOOL_INSTRUCTION)}
+            if m.get("role") == "system" and isinstance(m.get("content"), str) else m for m in messages]
 
 
 def openai_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -155,6 +174,7 @@ class OpenAIAgent(Agent):
         self._client: Any = None
         self._client_lock = threading.Lock()
         self._async_clients: dict[int, tuple[Any, asyncio.Semaphore]] = {}
+        self._log: dict[str, Any] = _empty_log()
 
     @property
     def client(self) -> Any:
@@ -173,24 +193,35 @@ class OpenAIAgent(Agent):
         body: dict[str, Any] = {"model": self.model, "messages": openai_messages(info.get("messages") or []), **self.settings}
         tools = list(info.get("tools") or [])
         if tools:
+            body["messages"] = with_native_tools(body["messages"], str(info.get("tool_call_instruction") or ""))
             body["tools"] = tools
             body["tool_choice"] = "auto"
         if self.extra_body:
             body["extra_body"] = self.extra_body
         return body
 
+    def reset(self, seed: int | None = None) -> None:
+        """Start a new episode's log of raw messages and token usage."""
+        self._log = _empty_log()
+
     def act(self, observation: str, info: Mapping[str, Any]) -> str:
         """Ask the model for its next message; raises when the request fails after retries."""
         with self._slots:
             response = self.client.chat.completions.create(**self.request(info))
-        return _action(response)
+        return self._record(response)
 
     async def aact(self, observation: str, info: Mapping[str, Any]) -> str:
         """Async :meth:`act` with ``openai.AsyncOpenAI`` (one client per event loop)."""
         client, slots = self._async_client()
         async with slots:
             response = await client.chat.completions.create(**self.request(info))
-        return _action(response)
+        return self._record(response)
+
+    def episode_log(self) -> dict[str, Any]:
+        """This episode's assistant messages as the server sent them (``raw_messages``) and
+        its token usage summed over its requests (``usage``: ``prompt_tokens``,
+        ``completion_tokens``, ``total_tokens``, as the server reports them)."""
+        return {"raw_messages": list(self._log["raw_messages"]), "usage": dict(self._log["usage"])}
 
     def describe(self) -> dict[str, Any]:
         """Class, model, endpoint and sampling settings (never the key)."""
@@ -213,11 +244,29 @@ class OpenAIAgent(Agent):
         return self._async_clients[loop_id]
 
 
-def _action(response: Any) -> str:
-    if not response.choices:
-        raise ValueError(f"the chat-completions response has no choices: {json.dumps(response.model_dump())[:300]}")
-    message = response.choices[0].message
-    return action_from_message(message.content, message.tool_calls)
+    def _record(self, response: Any) -> str:
+        """The env action of ``response``, after logging its message and usage."""
+        if not response.choices:
+            raise ValueError(f"the chat-completions response has no choices: {json.dumps(response.model_dump())[:300]}")
+        message = response.choices[0].message
+        self._log["raw_messages"].append(message.model_dump(exclude_none=True))
+        usage = response.usage.model_dump(exclude_none=True) if response.usage is not None else {}
+        for key, count in usage.items():
+            if isinstance(count, int):
+                self._log["usage"][key] = self._log["usage"].get(key, 0) + count
+        return action_from_message(message.content, message.tool_calls)
 
 
-__all__ = ["AGENT_SAMPLING_KEYS", "OpenAIAgent", "action_from_message", "openai_messages", "sampling_kwargs"]
+def _empty_log() -> dict[str, Any]:
+    return {"raw_messages": [], "usage": {}}
+
+
+__all__ = [
+    "AGENT_SAMPLING_KEYS",
+    "NATIVE_TOOL_INSTRUCTION",
+    "OpenAIAgent",
+    "action_from_message",
+    "openai_messages",
+    "sampling_kwargs",
+    "with_native_tools",
+]

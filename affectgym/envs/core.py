@@ -192,6 +192,7 @@ class AffectEnv(gym.Env[str, str]):
             raise ValueError(f"{type(self).__name__}: scenario ids must be unique")
         self.rubric = self._with_invalid_penalty(self.build_rubric())
         self._tools_json = json.dumps(self.tool_schemas)
+        self._tool_call_instruction = self.tool_call_instruction()
         self.scenario: Any = None
         self._messages: list[dict[str, Any]] = []
         self._trace: Trace = []
@@ -340,6 +341,20 @@ class AffectEnv(gym.Env[str, str]):
     def tool_schemas(self) -> list[dict[str, Any]]:
         """OpenAI function schemas of the tools."""
         return [spec.schema for spec in self.tools.values()]
+
+    def tool_call_instruction(self) -> str:
+        """The sentence of the system prompt that asks for tool calls as text (``""`` without tools).
+
+        ``info["tool_call_instruction"]`` repeats it, so an agent that sends the tools natively
+        (OpenAI ``tools``) can put its own sentence in its place.
+
+        >>> import affectgym
+        >>> affectgym.make("affectgym/Sarcasm-v0").unwrapped.tool_call_instruction()
+        'Call a tool as <tool_call>{"name": "get_transcript", "arguments": {}}</tool_call>'
+        """
+        if not self.tools:
+            return ""
+        return f'Call a tool as <tool_call>{{"name": "{next(iter(self.tools))}", "arguments": {{}}}}</tool_call>'
 
     @property
     def trace(self) -> tuple[dict[str, Any], ...]:
@@ -542,6 +557,7 @@ class AffectEnv(gym.Env[str, str]):
         return {
             "messages": [_copy_message(m) for m in self._messages],
             "tools": json.loads(self._tools_json),
+            "tool_call_instruction": self._tool_call_instruction,
             "scenario_id": self.scenario.id,
             "split": self.split,
             "turn": self._turn,

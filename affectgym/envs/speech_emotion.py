@@ -260,8 +260,7 @@ class SpeechEmotionEnv(AffectEnv):
             "- get_prosody_features(): pitch, loudness, voice quality, pauses and speaking rate, "
             "with bands relative to typical speech\n"
             "- get_pitch_contour(): the pitch over time as a sparkline, with its trend\n"
-            f"Call a tool as <tool_call>{{\"name\": \"get_transcript\", \"arguments\": {{}}}}</tool_call> "
-            f"(at most {self.max_tool_calls} calls; the delivery often matters more than the words).\n"
+            f"{self.tool_call_instruction()} (at most {self.max_tool_calls} calls; the delivery often matters more than the words).\n"
             + self.task_format.final_instruction(self.label_set)
         )
 
