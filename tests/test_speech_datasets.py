@@ -17,6 +17,7 @@ import soundfile
 
 import affectgym
 from affectgym.data import DatasetError
+from affectgym.envs.checker import check_env
 from affectgym.envs.sarcasm import SarcasmEnv
 
 RATE_HZ = 16_000
@@ -500,6 +501,7 @@ def test_msp_podcast_reads_its_consensus_labels_speakers_and_own_partitions(tmp_
     assert every.label_set == ("angry", "neutral", "sad") and len(every.all_clips) == 9, "X (no agreement) is left out"
     test = affectgym.make("affectgym/SpeechEmotion-v0", dataset="msp-podcast", data_dir=str(tmp_path), split="test1").unwrapped
     assert len(test.scenarios) == 3 and {c.speaker for c in test.scenarios} <= {"speaker100", "speaker101", "speaker102"}
+    check_env(every)
 
 
 def test_meld_reads_its_csvs_mp4_clips_and_the_dialogue_context(tmp_path):
@@ -528,6 +530,7 @@ def test_meld_reads_its_csvs_mp4_clips_and_the_dialogue_context(tmp_path):
     dev = affectgym.make("affectgym/SpeechEmotion-v0", dataset="meld", data_dir=str(tmp_path), split="dev")
     dev.reset(seed=0)
     assert "Pitch: mean=" in dev.step(PROSODY)[0], "the audio is decoded from the mp4"
+    check_env(every)
 
 
 def _emobox(root, folds=2):
@@ -561,6 +564,7 @@ def test_emobox_metadata_gives_each_fold_its_own_train_and_test_clips_with_the_l
     assert {os.path.basename(c.audio_path)[:2] for c in fold2.unwrapped.scenarios} == {"01"}
     fold2.reset(seed=0)
     assert "Pitch: mean=" in fold2.step(PROSODY)[0]
+    check_env(affectgym.make("affectgym/SpeechEmotion-v0", dataset="emobox", data_dir=str(meta), split="all"))
 
 
 def test_emobox_reads_audio_from_another_root_and_counts_the_rows_it_leaves_out(tmp_path, caplog):
@@ -607,3 +611,15 @@ def test_an_emobox_fold_that_does_not_exist_lists_the_folds_found(tmp_path):
 def test_dataset_must_be_a_name_or_a_speech_dataset():
     with pytest.raises(ValueError, match="dataset must be a registered name .* or a SpeechDataset, got int"):
         affectgym.make("affectgym/SpeechEmotion-v0", dataset=3)
+
+
+def test_a_clip_too_long_to_measure_is_named_when_the_env_is_made_not_served_as_no_audio(tmp_path, caplog):
+    from affectgym.features.audio import DEFAULT_MAX_DURATION_S
+
+    _folder(tmp_path)
+    rate_hz = 1000
+    soundfile.write(str(tmp_path / "calm" / "lecture.wav"), np.zeros(int((DEFAULT_MAX_DURATION_S + 1) * rate_hz)), rate_hz)
+    env = affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(tmp_path), split="all").unwrapped
+    assert len(env.all_clips) == 4 and "lecture.wav: too long: 601.0 s of audio, at most 600 s are measured" in caplog.text
+    with pytest.raises(DatasetError, match="lecture.wav: too long"):
+        affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(tmp_path), on_bad_clip="error")

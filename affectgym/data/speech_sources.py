@@ -261,7 +261,8 @@ def screen_clips(
     """The clips whose audio file passes fast header checks; the bad ones skipped or refused.
 
     A clip is bad when its file is missing, a dangling link, a folder, empty, not audio
-    libsndfile can read, or shorter than ``min_duration_s`` (see
+    libsndfile can read, shorter than ``min_duration_s`` or longer than the audio loader
+    measures (:data:`~affectgym.features.audio.DEFAULT_MAX_DURATION_S`; see
     :func:`~affectgym.features.audio.audio_file_problem`). Clips without audio
     (``audio_path=None``) are kept: their audio tools say there is none.
 

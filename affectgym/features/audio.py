@@ -120,7 +120,9 @@ def load_audio(
     return _finish(samples, rate, name, sr, max_duration_s)
 
 
-def audio_file_problem(path: str | os.PathLike, min_duration_s: float = 0.0) -> str | None:
+def audio_file_problem(
+    path: str | os.PathLike, min_duration_s: float = 0.0, max_duration_s: float | None = DEFAULT_MAX_DURATION_S
+) -> str | None:
     """Why a file cannot serve as a clip, or ``None``: fast checks of the file and its header.
 
     Nothing is decoded. Formats libsndfile reads (wav, flac, ogg, aiff, mp3, ...) have their
@@ -131,6 +133,8 @@ def audio_file_problem(path: str | os.PathLike, min_duration_s: float = 0.0) -> 
         path: The audio file.
         min_duration_s: Shortest usable length (e.g. :attr:`ProsodyParams.min_duration_s
             <affectgym.features.prosody.ProsodyParams.min_duration_s>`).
+        max_duration_s: Longest usable length (:func:`load_audio` refuses longer audio;
+            ``None``: no cap).
 
     Returns:
         The reason (e.g. ``"empty file (0 bytes)"``), or ``None`` when the file looks usable.
@@ -168,6 +172,8 @@ def audio_file_problem(path: str | os.PathLike, min_duration_s: float = 0.0) -> 
     duration_s = info.frames / float(info.samplerate)
     if duration_s + 1e-9 < min_duration_s:
         return f"too short: {duration_s:.3f} s of audio, at least {min_duration_s:.3f} s needed"
+    if max_duration_s is not None and duration_s > max_duration_s:
+        return f"too long: {duration_s:.1f} s of audio, at most {max_duration_s:g} s are measured"
     return None
 
 
