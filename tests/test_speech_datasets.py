@@ -488,6 +488,19 @@ def test_iemocap_loads_four_classes_with_excited_as_happy_or_every_label_and_hol
     check_env(affectgym.make("affectgym/SpeechEmotion-v0", dataset="iemocap", data_dir=str(tmp_path), split="all"))
 
 
+def test_iemocap_folds_hold_each_session_out_once(tmp_path):
+    from affectgym.data.speech_datasets import iemocap
+
+    _iemocap(tmp_path)
+    held_out = {}
+    for fold in range(1, 6):
+        env = affectgym.make("affectgym/SpeechEmotion-v0", dataset=iemocap(fold=fold), data_dir=str(tmp_path), split="eval")
+        held_out[fold] = {c.speaker for c in env.unwrapped.scenarios}
+    assert held_out == {k: {f"Ses0{k}F", f"Ses0{k}M"} for k in range(1, 6)}
+    with pytest.raises(ValueError, match="fold must be an IEMOCAP session number 1-5, got 6"):
+        iemocap(fold=6)
+
+
 def test_msp_podcast_reads_its_consensus_labels_speakers_and_own_partitions(tmp_path):
     records = {}
     for k, (code, f0_hz) in enumerate([("A", 260.0), ("N", 130.0), ("X", 180.0), ("S", 110.0)] * 3):

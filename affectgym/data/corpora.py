@@ -10,7 +10,8 @@
   from ``SessionN/dialog/EmoEvaluation/<dialog>.txt`` and transcripts from
   ``SessionN/dialog/transcriptions/<dialog>.txt``; the usual 4 classes (neutral, happy with
   excited merged in, angry, sad) or every label (``labels="all"``). Its own split: sessions
-  1-4 train, session 5 eval (each session's two speakers held out whole). Licence: the
+  1-4 train, session 5 eval (each session's two speakers held out whole); any other session
+  held out for leave-one-session-out folds (``eval_session``). Licence: the
   USC release agreement (research only; not redistributable).
 * :func:`load_msp_podcast` -- MSP-Podcast's ``Labels/labels_consensus.json`` (``EmoClass``,
   ``SpkrID``, ``Split_Set``) beside ``Audios/<file>.wav``; its own partitions as splits
@@ -112,20 +113,24 @@ _IEMOCAP_TRANSCRIPT_LINE = re.compile(r"^(\S+) \[[\d.]+-[\d.]+\]: (.*)$")
 IEMOCAP_EVAL_SESSION = 5
 
 
-def load_iemocap(data_dir: str | Path, labels: str = "four") -> list[SpeechClip]:
+def load_iemocap(data_dir: str | Path, labels: str = "four", eval_session: int = IEMOCAP_EVAL_SESSION) -> list[SpeechClip]:
     """IEMOCAP's utterances under ``data_dir`` (the folder of ``Session1`` ... ``Session5``).
 
     Args:
         data_dir: The corpus folder.
         labels: ``"four"`` (neutral, happy + excited, angry, sad; the rest left out) or
             ``"all"`` (every evaluated label but ``xxx``, no agreement).
+        eval_session: The session in split ``"eval"``, the other four in ``"train"``: the
+            fold of leave-one-session-out cross-validation (1-5; the common split holds out 5).
 
     Raises:
-        DatasetError: ``data_dir`` is not a folder, ``labels`` is unknown, or no labelled
-            utterance with its audio was found.
+        DatasetError: ``data_dir`` is not a folder, ``labels`` or ``eval_session`` is
+            unknown, or no labelled utterance with its audio was found.
     """
     if labels not in ("four", "all"):
         raise DatasetError(f"IEMOCAP labels must be 'four' or 'all', got {labels!r}")
+    if isinstance(eval_session, bool) or eval_session not in range(1, 6):
+        raise DatasetError(f"IEMOCAP eval_session must be a session number 1-5, got {eval_session!r}")
     root = Path(data_dir)
     if not root.is_dir():
         raise DatasetError(f"dataset='iemocap' needs data_dir=<the folder of Session1..Session5>; {str(root)!r} is not a folder")
@@ -151,7 +156,7 @@ def load_iemocap(data_dir: str | Path, labels: str = "four") -> list[SpeechClip]
                 speaker = f"{utterance[:5]}{utterance.rsplit('_', 1)[1][0]}"  # e.g. Ses01F: session and gender
                 clips.append(SpeechClip(id=hashed_clip_id(audio, root, copies), transcript=transcripts.get(utterance, ""),
                                         label=mapping[found.group(2)], audio_path=str(audio), speaker=speaker,
-                                        group=speaker, split="eval" if number == IEMOCAP_EVAL_SESSION else "train"))
+                                        group=speaker, split="eval" if number == eval_session else "train"))
     if not clips:
         raise DatasetError(f"no labelled IEMOCAP utterance with audio under {str(root)!r}; expected "
                            "Session1/dialog/EmoEvaluation/*.txt and Session1/sentences/wav/<dialog>/<utterance>.wav")

@@ -4,7 +4,7 @@
 :class:`SpeechDataset` registered under ``NAME``; no env method is overridden to add one.
 Built in: ``"folder"`` (``DIR/<label>/<clip>.wav``), ``"manifest"`` (a CSV/JSONL of
 ``path,label[,transcript,speaker,group,split]``), ``"ravdess"``, ``"crema-d"``,
-``"iemocap"``, ``"iemocap-all"``, ``"msp-podcast"``, ``"meld"``, ``"emobox"`` (:func:`emobox` for
+``"iemocap"``, ``"iemocap-all"`` (:func:`iemocap` for the other leave-one-session-out folds), ``"msp-podcast"``, ``"meld"``, ``"emobox"`` (:func:`emobox` for
 another fold), ``"mustard"`` (its JSON format), ``"mustard-hub"`` and the two embedded corpora. A package
 adds its own through the entry-point group ``affectgym.datasets``: each entry point is a
 :class:`SpeechDataset` (or a function returning one), registered when first looked up::
@@ -103,6 +103,29 @@ def emobox(fold: int = 1, audio_root: str | Path | None = None) -> SpeechDataset
                          f"EmoBox metadata data/<corpus>/ (label_map.json, fold_{fold}/); splits train/test[/valid]")
 
 
+def iemocap(fold: int = 5, labels: str = "four") -> SpeechDataset:
+    """IEMOCAP with session ``fold`` as split ``"eval"``: one fold of leave-one-session-out cross-validation.
+
+    ``dataset="iemocap"`` is fold 5 (the common split); ``dataset=iemocap(fold=k)`` for
+    k = 1..4 gives the other folds, ``labels="all"`` every evaluated label.
+
+    >>> [iemocap(fold=k).name for k in (5, 2)], iemocap(labels="all").name
+    (['iemocap', 'iemocap-fold2'], 'iemocap-all')
+    """
+    if isinstance(fold, bool) or fold not in range(1, 6):
+        raise ValueError(f"fold must be an IEMOCAP session number 1-5, got {fold!r}")
+    if labels not in ("four", "all"):
+        raise ValueError(f"labels must be 'four' or 'all', got {labels!r}")
+    from affectgym.data import corpora
+
+    def load(data_dir: str | Path | None, on_bad_clip: str) -> list[SpeechClip]:
+        return corpora.load_iemocap(data_dir, labels=labels, eval_session=fold)
+
+    name = "iemocap" + ("-all" if labels == "all" else "") + (f"-fold{fold}" if fold != 5 else "")
+    what = "4 classes (excited merged into happy)" if labels == "four" else "every evaluated label"
+    return SpeechDataset(name, load, f"IEMOCAP, {what}; session {fold} eval, the others train")
+
+
 def _load_plugins() -> None:
     global _plugins_loaded
     if _plugins_loaded:
@@ -128,10 +151,8 @@ def _register_builtins() -> None:
                       "RAVDESS speech, Actor_NN/03-01-EE-II-SS-RR-NN.wav; split by actor"),
         SpeechDataset("crema-d", lambda data_dir, on_bad: corpora.load_crema_d(data_dir),
                       "CREMA-D, AudioWAV/AAAA_SSS_EEE_LL.wav; split by actor"),
-        SpeechDataset("iemocap", lambda data_dir, on_bad: corpora.load_iemocap(data_dir),
-                      "IEMOCAP, 4 classes (excited merged into happy); sessions 1-4 train, 5 eval"),
-        SpeechDataset("iemocap-all", lambda data_dir, on_bad: corpora.load_iemocap(data_dir, labels="all"),
-                      "IEMOCAP with every evaluated label; sessions 1-4 train, 5 eval"),
+        iemocap(),
+        iemocap(labels="all"),
         SpeechDataset("msp-podcast", lambda data_dir, on_bad: corpora.load_msp_podcast(data_dir),
                       "MSP-Podcast, Labels/labels_consensus.json + Audios/; its Split_Set partitions as splits"),
         SpeechDataset("meld", lambda data_dir, on_bad: corpora.load_meld(data_dir),
@@ -152,4 +173,4 @@ def _register_builtins() -> None:
 _register_builtins()
 
 
-__all__ = ["PLUGIN_GROUP", "SpeechDataset", "emobox", "register_speech_dataset", "speech_dataset", "speech_datasets"]
+__all__ = ["PLUGIN_GROUP", "SpeechDataset", "emobox", "iemocap", "register_speech_dataset", "speech_dataset", "speech_datasets"]
