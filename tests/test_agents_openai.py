@@ -120,9 +120,9 @@ def test_native_tools_replace_the_prompts_text_tool_call_format_and_the_run_keep
     assert "<tool_call>" not in system and "Call a tool through the function-calling tools of this chat" in system
     assert "<final>" in system, "the answer format is still asked for as text"
     (record,), _ = read_results(tmp_path / "run" / "results.jsonl")
-    raw = record["agent"]["raw_messages"]
+    raw = record["agent_log"]["raw_messages"]
     assert [m["role"] for m in raw] == ["assistant", "assistant"] and raw[0]["tool_calls"][0]["id"] == "srv-call-7"
-    usage = record["agent"]["usage"]
+    usage = record["agent_log"]["usage"]
     assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"] > 0
     assert record["reward"] is not None and record["tool_calls"] == ["get_prosody_features"]
 

@@ -94,7 +94,7 @@ class Agent:
     def episode_log(self) -> dict[str, Any]:
         """What the agent keeps of the episode it just played, beyond the env's messages (``{}`` by default).
 
-        The eval runner writes it to the episode's ``results.jsonl`` line under ``"agent"``
+        The eval runner writes it to the episode's ``results.jsonl`` line under ``"agent_log"``
         (an API agent: the raw messages the server sent and the token usage). Called after
         :meth:`play` on the worker's copy; :meth:`reset` starts the next episode's log.
         """

@@ -217,7 +217,7 @@ def play_episode(env: Any, agent: Agent, scenario_id: str, rollout: int, seed: i
         The record written to ``results.jsonl``, with the env's ``info["outcome"]`` under
         ``"outcome"`` (empty when the episode failed), the judge's failures of its steps
         (the sum of their ``info["judge_failures"]``) under ``"judge_failures"`` and the
-        agent's :meth:`~affectgym.agents.base.Agent.episode_log` under ``"agent"``.
+        agent's :meth:`~affectgym.agents.base.Agent.episode_log` under ``"agent_log"``.
     """
     started = time.perf_counter()
     state: dict[str, Any] = {"done": False, "terminated": False, "truncated": False, "info": None}
@@ -277,7 +277,7 @@ def play_episode(env: Any, agent: Agent, scenario_id: str, rollout: int, seed: i
         "judge_failures": judge_failures,
         "outcome": dict(info.get("outcome") or {}) if error is None else {},
         "messages": messages,
-        "agent": agent.episode_log(),
+        "agent_log": agent.episode_log(),
     }
 
 
