@@ -11,8 +11,9 @@ import soundfile
 
 import affectgym
 from affectgym.data.speech_sources import DatasetError
+from affectgym.data.speech_splits import mustard_fold
 from affectgym.envs.checker import check_env
-from affectgym.envs.sarcasm import SarcasmEnv
+from affectgym.envs.sarcasm import SPEAKER_INDEPENDENT, SarcasmEnv
 from affectgym.envs.speech_emotion import SpeechEmotionEnv
 
 MUSTARD = Path(__file__).resolve().parents[2] / "shared" / "data" / "mustard"
@@ -108,7 +109,7 @@ def test_train_and_eval_splits_are_disjoint_stable_and_class_balanced():
 
 
 def test_unknown_arguments_fail_with_the_accepted_values():
-    with pytest.raises(ValueError, match="accepted: 'train', 'eval', 'all', 'fold-k'"):
+    with pytest.raises(ValueError, match="accepted: 'train', 'eval', 'all', or a ClipSplit"):
         SarcasmEnv(split="validation")
     with pytest.raises(ValueError, match="rubric must be a Rubric or one of multi, single, label"):
         SarcasmEnv(rubric="dense")
@@ -148,16 +149,18 @@ def test_mustard_folds_and_speaker_independent_split_match_the_published_setup()
     kwargs = {"dataset": "mustard", "data_dir": str(MUSTARD)}
     folds = json.loads((MUSTARD / "split_indices.json").read_text())
     for k in (1, 5):
-        test = SarcasmEnv(split=f"fold-{k}", **kwargs)
-        train = SarcasmEnv(split=f"fold-{k}/train", **kwargs)
+        test = SarcasmEnv(split=mustard_fold(k), **kwargs)
+        train = SarcasmEnv(split=mustard_fold(k, part="train"), **kwargs)
         assert len(test.scenarios) == len(folds[k - 1]["test"]) and not set(test.scenario_ids) & set(train.scenario_ids)
-    independent = SarcasmEnv(split="speaker-independent", **kwargs)
+    independent = SarcasmEnv(split=SPEAKER_INDEPENDENT, **kwargs)
     assert {c.show for c in independent.scenarios} == {"FRIENDS"} and len(independent.scenarios) == 356
+    rest = SarcasmEnv(split=SPEAKER_INDEPENDENT.with_part("train"), **kwargs)
+    assert "FRIENDS" not in {c.show for c in rest.scenarios} and len(rest.scenarios) == len(rest.all_clips) - 356
 
 
 @needs_mustard
 def test_mustard_clip_without_audio_says_so_plainly_and_passes_check_env():
-    env = SarcasmEnv(dataset="mustard", data_dir=str(MUSTARD), split="fold-1")
+    env = SarcasmEnv(dataset="mustard", data_dir=str(MUSTARD), split=mustard_fold(1))
     env.reset(seed=0)
     assert env.step(call("get_prosody_features"))[0].startswith("No audio for this clip")
     check_env(env, fuzz_actions=500, max_scenarios=20)

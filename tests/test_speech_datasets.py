@@ -17,6 +17,7 @@ import soundfile
 
 import affectgym
 from affectgym.data import DatasetError
+from affectgym.data.speech_splits import mustard_fold
 from affectgym.envs.checker import check_env
 from affectgym.envs.sarcasm import SarcasmEnv
 
@@ -205,7 +206,7 @@ def _mustard(root, records=None, folds=None):
 
 
 def test_valid_mustard_folder_loads_with_folds_by_clip_id(tmp_path):
-    env = SarcasmEnv(dataset="mustard", data_dir=str(_mustard(tmp_path)), split="fold-1")
+    env = SarcasmEnv(dataset="mustard", data_dir=str(_mustard(tmp_path)), split=mustard_fold(1))
     assert env.scenario_ids == ["1_2", "1_3"] and [c.label for c in env.scenarios] == ["sarcastic", "sincere"]
     assert env.scenarios[0].context == ("LEONARD: The printer is jammed again.", "PENNY: And the deadline is today.")
 
@@ -290,7 +291,7 @@ def test_unparsable_mustard_json_is_a_dataset_error_naming_the_file(tmp_path, te
 def test_bad_mustard_folds_are_dataset_errors_naming_file_fold_and_field(tmp_path, folds, problem):
     root = _mustard(tmp_path, folds=folds)
     with pytest.raises(DatasetError, match="split_indices.json") as raised:
-        SarcasmEnv(dataset="mustard", data_dir=str(root), split="fold-1")
+        SarcasmEnv(dataset="mustard", data_dir=str(root), split=mustard_fold(1))
     assert problem in str(raised.value)
 
 
@@ -298,11 +299,11 @@ def test_mustard_clip_with_bad_audio_is_skipped_and_leaves_its_fold(tmp_path, ca
     root = _mustard(tmp_path)
     (root / "audio" / "1_3.wav").write_bytes(b"")
     with caplog.at_level("WARNING", logger="affectgym.data.speech_sources"):
-        env = SarcasmEnv(dataset="mustard", data_dir=str(root), split="fold-1")
+        env = SarcasmEnv(dataset="mustard", data_dir=str(root), split=mustard_fold(1))
     assert env.scenario_ids == ["1_2"]
     assert any("1_3.wav: empty file (0 bytes)" in r.getMessage() for r in caplog.records)
     with pytest.raises(DatasetError, match="1_3.wav: empty file"):
-        SarcasmEnv(dataset="mustard", data_dir=str(root), split="fold-1", on_bad_clip="error")
+        SarcasmEnv(dataset="mustard", data_dir=str(root), split=mustard_fold(1), on_bad_clip="error")
 
 
 @pytest.mark.parametrize("option", [{"group_by": "speaker"}, {"norms": "speaker"}])
@@ -533,17 +534,21 @@ def test_meld_reads_its_csvs_mp4_clips_and_the_dialogue_context(tmp_path):
                 (tmp_path / folder).mkdir(exist_ok=True)
                 subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-loglevel", "error", "-i", str(wav), "-c:a", "aac",
                                 str(tmp_path / folder / f"dia{dialogue}_utt{utterance}.mp4")], check=True)
-                rows.append(f"{len(rows) + 1},Line {utterance} of {dialogue},{speaker},{emotion},neutral,{dialogue},"
+                rows.append(f"{len(rows) + 1},{split} line {utterance} of {dialogue},{speaker},{emotion},neutral,{dialogue},"
                             f"{utterance},1,1,00:00:01,000,00:00:02,000\n")
         (tmp_path / table).write_text(header + "".join(rows))
     every = affectgym.make("affectgym/SpeechEmotion-v0", dataset="meld", data_dir=str(tmp_path), split="all").unwrapped
     assert every.label_set == ("joy", "sadness") and len(every.all_clips) == 8
-    answer = next(c for c in every.all_clips if c.transcript == "Line 1 of 0" and c.split == "train")
-    assert answer.context == ("Joey: Line 0 of 0",) and answer.speaker == "Ross"
+    answer = next(c for c in every.all_clips if c.transcript == "train line 1 of 0")
+    assert answer.split == "train" and answer.context == ("Joey: train line 0 of 0",) and answer.speaker == "Ross"
     dev = affectgym.make("affectgym/SpeechEmotion-v0", dataset="meld", data_dir=str(tmp_path), split="dev")
     dev.reset(seed=0)
     assert "Pitch: mean=" in dev.step(PROSODY)[0], "the audio is decoded from the mp4"
-    check_env(every)
+    report = check_env(every, raise_on_problem=False)
+    # the leakage check runs on the corpus's own train and dev partitions (in this fixture the
+    # speaker decides the emotion, so a text memoriser beats chance: the check says so)
+    assert report.leakage.startswith("text memoriser on 4 eval scenarios")
+    assert [p for p in report.problems if not p.startswith("leakage:")] == []
 
 
 def _emobox(root, folds=2):
@@ -636,3 +641,62 @@ def test_a_clip_too_long_to_measure_is_named_when_the_env_is_made_not_served_as_
     assert len(env.all_clips) == 4 and "lecture.wav: too long: 601.0 s of audio, at most 600 s are measured" in caplog.text
     with pytest.raises(DatasetError, match="lecture.wav: too long"):
         affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(tmp_path), on_bad_clip="error")
+
+
+# --------------------------------------------------------------------------- splits as objects
+def test_leave_one_speaker_out_holds_that_speaker_out_whole_and_check_env_tests_its_two_sides(tmp_path):
+    from affectgym.data.speech_splits import LeaveOneGroupOut
+
+    _ravdess(tmp_path)
+    split = LeaveOneGroupOut("speaker", "actor03")
+    held = affectgym.make("affectgym/SpeechEmotion-v0", dataset="ravdess", data_dir=str(tmp_path), split=split)
+    base = held.unwrapped
+    assert {c.speaker for c in base.scenarios} == {"actor03"} and len(base.scenarios) == 6
+    assert base.split == "speaker=actor03/eval" and held.reset(seed=0)[1]["split"] == "speaker=actor03/eval"
+    train = affectgym.make("affectgym/SpeechEmotion-v0", dataset="ravdess", data_dir=str(tmp_path),
+                           split=split.with_part("train")).unwrapped
+    assert "actor03" not in {c.speaker for c in train.scenarios} and len(train.scenarios) == 24
+    assert base.split_parts() == (split.with_part("train"), split)
+    report = check_env(held, max_scenarios=4, fuzz_actions=100, raise_on_problem=False)
+    assert report.leakage.endswith(": OK"), report.leakage
+
+
+def test_a_split_object_that_cannot_apply_names_what_the_dataset_has(tmp_path):
+    from affectgym.data.speech_splits import LeaveOneGroupOut, Partition
+
+    _ravdess(tmp_path)
+    kwargs = {"dataset": "ravdess", "data_dir": str(tmp_path)}
+    with pytest.raises(DatasetError, match=r"no clip has speaker 'actor99'; the dataset's are actor01, actor02"):
+        affectgym.make("affectgym/SpeechEmotion-v0", split=LeaveOneGroupOut("speaker", "actor99"), **kwargs)
+    with pytest.raises(DatasetError, match=r"needs every clip's show, but 30 of 30 clips name none"):
+        affectgym.make("affectgym/SpeechEmotion-v0", split=LeaveOneGroupOut("show", "FRIENDS"), **kwargs)
+    with pytest.raises(DatasetError, match="is a partition of the dataset, but 30 of 30 clips have none"):
+        affectgym.make("affectgym/SpeechEmotion-v0", split=Partition("test"), **kwargs)
+    with pytest.raises(ValueError, match="field must be one of speaker, show, group, got 'actor'"):
+        LeaveOneGroupOut("actor", "01")
+    with pytest.raises(ValueError, match="part must be one of train, eval, got 'dev'"):
+        LeaveOneGroupOut("speaker", "actor01", part="dev")
+
+
+def test_a_manifests_own_partitions_are_partition_objects_whose_sides_check_env_remakes(tmp_path):
+    from affectgym.data.speech_splits import Partition
+
+    rows = _manifest_corpus(tmp_path)
+    manifest = tmp_path / "corpus.jsonl"
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    env = affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(manifest), split="eval").unwrapped
+    assert env.clip_split == Partition("eval", "train") and env.split_parts() == (Partition("eval", "train", part="train"),
+                                                                                   Partition("eval", "train"))
+    train = affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(manifest), split="train").unwrapped
+    assert train.clip_split.with_part("eval") == env.clip_split  # the train side's other side is the eval partition
+
+
+def test_mustard_fold_strings_still_work_with_a_warning_naming_the_split_object(tmp_path):
+    root = _mustard(tmp_path)
+    with pytest.warns(FutureWarning, match=r"split='fold-1/train' is deprecated; pass split=mustard_fold\(1\)"
+                                           r"\.with_part\(\"train\"\)"):
+        old = SarcasmEnv(dataset="mustard", data_dir=str(root), split="fold-1/train")
+    new = SarcasmEnv(dataset="mustard", data_dir=str(root), split=mustard_fold(1, part="train"))
+    assert old.scenario_ids == new.scenario_ids == ["1_0", "1_1"] and old.split == "fold-1/train"
+    with pytest.raises(ValueError, match=r"split 'fold-2': fold must be 1..1, got 2"):
+        SarcasmEnv(dataset="mustard", data_dir=str(root), split=mustard_fold(2))

@@ -15,7 +15,8 @@ determinism), an affectgym text environment must:
 4. score each of its reward-hacking canaries below its reference answer;
 5. hold its eval split out: a text-only memoriser fitted on the train split must stay at
    chance on eval (:mod:`affectgym.envs.leakage`; run for envs made by ``gym.make`` whose
-   scenarios carry labels and that define ``scenario_text``).
+   scenarios carry labels and that define ``scenario_text``, on the two sides of the env's
+   own split when it names them with ``split_parts()``, else ``"train"`` and ``"eval"``).
 """
 
 from __future__ import annotations
@@ -250,7 +251,9 @@ def _check_split_leakage(env: gym.Env, report: CheckReport) -> None:
         )
         return
     try:
-        splits = [gym.make(spec.id, **{**spec.kwargs, "split": split}) for split in ("train", "eval")]
+        # an env whose split is an object names its two sides (split_parts); else the names
+        parts = base.split_parts() if hasattr(base, "split_parts") else ("train", "eval")
+        splits = [gym.make(spec.id, **{**spec.kwargs, "split": split}) for split in parts]
     except (ValueError, TypeError, KeyError) as exc:
         report.leakage = f"skipped: its train and eval splits could not be made ({exc})"
         return

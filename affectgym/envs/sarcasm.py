@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import re
+import warnings
 from collections.abc import Mapping
-from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from affectgym.data.speech_sources import (
-    SpeechClip,
-    mustard_folds,
-)
+from affectgym.data.speech_splits import ClipSplit, LeaveOneGroupOut, mustard_fold
 from affectgym.envs.speech_emotion import SpeechEmotionEnv
 
 SPEAKER_INDEPENDENT_TEST_SHOW = "FRIENDS"  # MUStARD's speaker-independent setup tests on FRIENDS
-_FOLD = re.compile(r"^fold-([1-9])(?:/(train|eval))?$")
-_SPEAKER_INDEPENDENT = re.compile(r"^speaker-independent(?:/(train|eval))?$")
+#: MUStARD's speaker-independent split: test on FRIENDS, train on the other shows.
+SPEAKER_INDEPENDENT = LeaveOneGroupOut("show", SPEAKER_INDEPENDENT_TEST_SHOW)
 
 
 class SarcasmEnv(SpeechEmotionEnv):
@@ -64,9 +60,12 @@ class SarcasmEnv(SpeechEmotionEnv):
     ``split``: ``"train"`` / ``"eval"`` / ``"all"`` (stable 80/20 hash split by line: both
     deliveries of a pivot line are held out together, so eval keeps its pivot pairs and no
     eval line is heard in train; ``group_by`` changes the grouping),
-    ``"fold-k"`` or ``"fold-k/train"`` (MUStARD's speaker-dependent fold k = 1..5, its test
-    part by default; needs ``DIR/split_indices.json``), ``"speaker-independent"`` or
-    ``"speaker-independent/train"`` (test on FRIENDS, train on the other shows).
+    ``mustard_fold(k)`` or ``mustard_fold(k, part="train")`` (MUStARD's speaker-dependent
+    fold k = 1..5, its test part by default; needs ``DIR/split_indices.json``),
+    ``SPEAKER_INDEPENDENT`` or ``SPEAKER_INDEPENDENT.with_part("train")`` (test on FRIENDS,
+    train on the other shows), or any split object of :mod:`affectgym.data.speech_splits`
+    (the strings ``"fold-k"`` and ``"speaker-independent"``, with ``/train``, still work with
+    a FutureWarning naming the object).
     Plus every argument of ``SpeechEmotionEnv`` (``task_format``, ``rubric``, ``reward_weights``,
     ``max_tool_calls``, ``prosody_backend``, ``norms``, ``on_bad_clip``, ``max_turns``, ...).
 
@@ -89,29 +88,26 @@ class SarcasmEnv(SpeechEmotionEnv):
     #: ``dataset="embedded"`` is the shipped sarcasm corpus, ``"hub"`` MUStARD from the hub.
     dataset_aliases: ClassVar[Mapping[str, str]] = {"embedded": "embedded-sarcasm", "hub": "mustard-hub"}
 
-    def load_scenarios(self) -> list[SpeechClip]:
-        fold = _FOLD.match(self.split)
-        if fold:
-            return self._fold_clips(int(fold.group(1)), fold.group(2) or "eval")
-        independent = _SPEAKER_INDEPENDENT.match(self.split)
-        if independent:
-            held_out = (independent.group(1) or "eval") == "eval"
-            return [c for c in self.all_clips if (c.show == SPEAKER_INDEPENDENT_TEST_SHOW) == held_out]
-        if self.split not in ("train", "eval", "all"):
-            raise ValueError(
-                f"unknown split {self.split!r}; accepted: 'train', 'eval', 'all', 'fold-k' or 'fold-k/train' "
-                "(k = 1..5), 'speaker-independent' or 'speaker-independent/train'"
-            )
-        return self.clips_in_split(self.all_clips)
-
-    def _fold_clips(self, k: int, part: str) -> list[SpeechClip]:
-        if self.data_dir is None:
-            raise ValueError(f"split {self.split!r} needs dataset='mustard' and data_dir with split_indices.json")
-        folds = mustard_folds(Path(self.data_dir))
-        if not 1 <= k <= len(folds):
-            raise ValueError(f"split {self.split!r}: fold must be 1..{len(folds)}")
-        by_id = {clip.id: clip for clip in self.all_clips}  # clips skipped for bad audio are absent
-        return [by_id[i] for i in folds[k - 1]["test" if part == "eval" else "train"] if i in by_id]
+    def __init__(self, *, split: str | ClipSplit = "train", **kwargs: Any):
+        super().__init__(split=_split_object(split), **kwargs)
 
 
-__all__ = ["SarcasmEnv"]
+def _split_object(split: str | ClipSplit) -> str | ClipSplit:
+    """``split``, with the former MUStARD names (``fold-k``, ``speaker-independent``, ``.../train``) as objects."""
+    if not isinstance(split, str):
+        return split
+    name, _, part = split.partition("/")
+    if name == "speaker-independent":
+        new, replacement = "SPEAKER_INDEPENDENT", SPEAKER_INDEPENDENT
+    elif name.startswith("fold-") and name[5:].isdigit():
+        new, replacement = f"mustard_fold({name[5:]})", mustard_fold(int(name[5:]))
+    else:
+        return split
+    if part:
+        new, replacement = f'{new}.with_part("{part}")', replacement.with_part(part)
+    warnings.warn(f"split={split!r} is deprecated; pass split={new} (affectgym.envs.sarcasm / "
+                  "affectgym.data.speech_splits)", FutureWarning, stacklevel=3)
+    return replacement
+
+
+__all__ = ["SPEAKER_INDEPENDENT", "SarcasmEnv"]

@@ -18,7 +18,7 @@ from affectgym.data.speech_sources import (
     require_speakers,
     screen_clips,
 )
-from affectgym.data.splits import select_split
+from affectgym.data.speech_splits import ClipSplit, HashSplit, SplitContext, coerce_split
 from affectgym.envs.core import AffectEnv, Trace, successful_tool_calls, tool
 from affectgym.envs.label_format import LabelFormat, final_answer, parse_label_answer
 from affectgym.envs.speech_rubrics import (
@@ -99,7 +99,9 @@ class SpeechEmotionEnv(AffectEnv):
     (:mod:`affectgym.data.corpora`); or a plug-in's), ``data_dir``, ``split`` ("train", "eval", "all",
     or one of the dataset's own partitions when every clip has one, e.g. a manifest's ``split`` column;
     a stable hash split by group: every clip of a group lands on one side, and groups whose
-    clips carry the same labels are held out in the same proportion), ``group_by`` (what a
+    clips carry the same labels are held out in the same proportion; or a split object of
+    :mod:`affectgym.data.speech_splits`: ``HashSplit``, ``Partition``, ``LeaveOneGroupOut``
+    (one speaker, show or session out), ``IdFolds``), ``group_by`` (what a
     group is: ``"transcript"``, the default when ``None``: every clip of one line, whatever
     the voice or delivery; ``"speaker"``; ``"clip"``: no grouping; or a JSON/CSV file mapping
     each clip, by path under ``data_dir`` or by id, to a group), ``eval_fraction`` (0.2),
@@ -139,7 +141,7 @@ class SpeechEmotionEnv(AffectEnv):
         *,
         dataset: str | SpeechDataset = "embedded",
         data_dir: str | None = None,
-        split: str = "train",
+        split: str | ClipSplit = "train",
         group_by: str | None = None,
         eval_fraction: float = 0.2,
         task_format: LabelFormat | str | Mapping[str, Any] | None = None,
@@ -198,12 +200,14 @@ class SpeechEmotionEnv(AffectEnv):
         self.task_format.check_labels(self.label_set)
         self._norms_cache: dict[str | None, Any] = {}
         self._unmeasurable: set[str] = set()
-        self._groups: dict[str, str] = {}
         # Rendered tool outputs by (tool, scenario): keyed on the whole scenario, label included,
         # so the checker's label-flip test still sees a fresh rendering of a flipped scenario.
         self._rendered: dict[tuple[str, SpeechClip], str] = {}
+        self.clip_split = coerce_split(split, self.all_clips)
+        # the split groups: what the hash split holds out whole, and the order of flat training rows
+        self._groups = clip_groups(self.all_clips, group_by, data_dir) if isinstance(self.clip_split, HashSplit) else {}
         super().__init__(
-            split=split,
+            split=self.clip_split.name,
             max_turns=max_turns,
             max_tool_calls=max_tool_calls,
             invalid_action_penalty=invalid_action_penalty,
@@ -230,21 +234,17 @@ class SpeechEmotionEnv(AffectEnv):
         return source
 
     def load_scenarios(self) -> list[SpeechClip]:
-        return self.clips_in_split(self.all_clips)
+        context = SplitContext(data_dir=self.data_dir, groups=self._groups, eval_fraction=self.eval_fraction)
+        return self.clip_split.select(self.all_clips, context)
 
-    def clips_in_split(self, clips: Sequence[SpeechClip]) -> list[SpeechClip]:
-        """The clips of ``self.split`` among ``clips``: the source's own partition when every clip has one
-        (a manifest's ``split`` column), else split by ``group_by`` groups."""
-        partitions = {c.split for c in clips}
-        if clips and None not in partitions and self.split != "all":
-            if self.split not in partitions:
-                raise DatasetError(f"split {self.split!r} is not one of the dataset's own splits {sorted(partitions)} "
-                                   "(its split column), nor 'all'")
-            return [c for c in clips if c.split == self.split]
-        items = [(c.id, c.label) for c in clips]
-        self._groups.update(clip_groups(clips, self.group_by, self.data_dir))
-        chosen = set(select_split(items, self.split, self.eval_fraction, groups=self._groups))
-        return [c for c in clips if c.id in chosen]
+    def split_parts(self) -> tuple[ClipSplit, ClipSplit]:
+        """The train and eval sides of this env's split (``check_env`` remakes both to test for leakage).
+
+        For ``split="all"``, the dataset's default sides: its own partitions when every clip
+        has one, else the hash split by group.
+        """
+        split = coerce_split("train", self.all_clips) if self.clip_split.name == "all" else self.clip_split
+        return split.with_part("train"), split.with_part("eval")
 
     def split_group(self, scenario: SpeechClip) -> str:
         """The clip's ``group_by`` group (by default its line)."""
