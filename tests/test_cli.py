@@ -199,6 +199,26 @@ def test_python_dash_m_affectgym_prints_the_version():
     assert result.returncode == 0 and result.stdout.strip() == f"affectgym {affectgym.__version__}"
 
 
+def test_list_verbose_prints_each_envs_manual_naming_every_rubric_and_task_format_it_takes_by_name():
+    from affectgym.envs.emotion_style import STYLE_RUBRICS
+    from affectgym.envs.label_format import LABEL_FORMATS
+    from affectgym.envs.speech_rubrics import SPEECH_RUBRICS
+
+    result = affectgym_cli("list", "-v")
+    assert result.returncode == 0
+    ids = affectgym.list_envs()
+    starts = sorted(result.stdout.index(f"{env_id}\n") for env_id in ids)
+    manuals = {result.stdout[start:].split("\n", 1)[0]: result.stdout[start:end]
+               for start, end in zip(starts, [*starts[1:], len(result.stdout)], strict=True)}
+    assert set(manuals) == set(ids)
+    for env_id, manual in manuals.items():
+        for section in ("## Description", "## Rewards", "## Episode End", "## Arguments"):
+            assert section in manual, f"{env_id}: no {section}"
+    speech = manuals["affectgym/SpeechEmotion-v0"]
+    assert all(f'"{name}"' in speech for name in (*SPEECH_RUBRICS, *LABEL_FORMATS))
+    assert all(f'"{name}"' in manuals["affectgym/EmotionStyle-v0"] for name in STYLE_RUBRICS)
+
+
 def test_list_filters_by_text_in_the_id_or_the_summary():
     result = affectgym_cli("list", "state")
     assert result.returncode == 0

@@ -9,7 +9,8 @@ import pytest
 from toy_env import NOTES, ToyMoodEnv
 
 from affectgym.envs.checker import BAD_ACTIONS, EnvCheckError, check_env
-from affectgym.envs.core import tool
+from affectgym.envs.core import AffectEnv, tool
+from affectgym.rewards.rubric import Criterion, Rubric
 
 READ = '<tool_call>{"name": "read_note", "arguments": {}}</tool_call>'
 
@@ -192,3 +193,39 @@ def test_a_tool_call_is_never_read_as_a_final_answer_when_a_flat_completion_is_s
     assert env.parse_reply(smuggled).answer is None and env.parse_reply("Yes").answer == {"label": "sarcastic", "confidence": 1.0}
     result = env.score(clip, smuggled, env.flat_trace(clip))
     assert result.components["correctness"] == 0.0 and result.components["format"] == 0.0
+
+
+# --------------------------------------------------------------------------- composition
+def test_the_base_calls_no_method_of_a_subclass_while_it_is_built():
+    calls = []
+
+    class Recording(ToyMoodEnv):
+        pass
+
+    for name, member in vars(AffectEnv).items():
+        if callable(member) and not name.startswith("_") and not isinstance(member, (staticmethod, classmethod)):
+            def spy(self, *args, _name=name, **kwargs):
+                calls.append(_name)
+                return getattr(ToyMoodEnv, _name)(self, *args, **kwargs)
+
+            setattr(Recording, name, spy)
+    env = Recording()
+    assert calls == [], f"AffectEnv.__init__ called {calls}"
+    env.reset(seed=0)
+    assert {"system_prompt", "first_observation", "tool_call_instruction"} <= set(calls)
+
+
+def test_an_env_built_from_the_former_hooks_still_works_with_a_warning_naming_the_new_form():
+    class HookedMood(ToyMoodEnv):
+        def __init__(self):
+            AffectEnv.__init__(self, split="all", max_turns=4)
+
+        def load_scenarios(self):
+            return NOTES[:2]
+
+        def build_rubric(self):
+            return Rubric([Criterion("correct", lambda scenario, reply, trace: float(reply.answer == scenario.label))])
+
+    with pytest.warns(FutureWarning, match="pass scenarios= and rubric= to AffectEnv.__init__"):
+        env = HookedMood()
+    assert env.scenario_ids == [note.id for note in NOTES[:2]] and env.rubric.criteria[0].name == "correct"

@@ -21,8 +21,9 @@ LENGTH_ID = "affectgym-test/DpoLengthToy-v0"
 class LengthToy(toy_env.ToyMoodEnv):
     """The toy env scored by reply length: a tiny random model's replies differ in it."""
 
-    def build_rubric(self) -> Rubric:
-        return Rubric([Criterion("length", lambda scenario, reply, trace: len(reply.text or "") / 100)])
+    def __init__(self, **kwargs):
+        super().__init__(rubric=Rubric([Criterion("length", lambda scenario, reply, trace: len(reply.text or "") / 100)]),
+                         **kwargs)
 
 
 for env_id, entry_point in ((TOY_ID, toy_env.ToyMoodEnv), (LENGTH_ID, LengthToy)):

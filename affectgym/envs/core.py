@@ -39,13 +39,14 @@ The base class owns the episode's bookkeeping: the messages, the trace (both rea
 the tool budget, truncation, judge failures and steps after the end. A subclass implements public hooks
 only; no subclass overrides a private method.
 
-Every env provides:
+An env is composed: its constructor hands ``AffectEnv.__init__`` the ``scenarios`` of the
+chosen split (each with a string ``id``) and the ``rubric``, a
+:class:`~affectgym.rewards.rubric.Rubric` whose criteria receive ``(scenario, reply, trace)``;
+the base calls none of the subclass's methods while it is built, so a subclass sets its
+attributes in any order. Every env provides:
 
-* ``load_scenarios()`` -> the scenarios of the chosen split (each with a string ``id``)
 * ``system_prompt(scenario)`` and ``first_observation(scenario)``
 * ``parse_final(text)`` -> ``(answer, None)`` or ``(None, error message)``
-* ``build_rubric()`` -> a :class:`~affectgym.rewards.rubric.Rubric` whose criteria receive
-  ``(scenario, reply, trace)``
 * tools: methods decorated with :func:`~affectgym.envs.tools.tool` that read ``self.scenario``
 * for the checker: ``reference_answer(scenario)`` and ``canaries(scenario)``
 
@@ -72,8 +73,10 @@ See ``docs/plugins.md`` for a single-answer and a multi-step example.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
@@ -157,6 +160,8 @@ class AffectEnv(gym.Env[str, str]):
     def __init__(
         self,
         *,
+        scenarios: Sequence[Any] | None = None,
+        rubric: Rubric | None = None,
         split: str = "train",
         max_turns: int = 8,
         max_tool_calls: int | None = None,
@@ -184,15 +189,20 @@ class AffectEnv(gym.Env[str, str]):
         self.render_mode = render_mode
         self.observation_space = TextSpace(max_length=max_observation_chars)
         self.action_space = TextSpace(max_length=max_action_chars)
-        self.scenarios: list[Any] = list(self.load_scenarios())
+        if scenarios is None or rubric is None:
+            warnings.warn(
+                f"{type(self).__name__}: pass scenarios= and rubric= to AffectEnv.__init__; its calls of "
+                "load_scenarios() and build_rubric() for an env that does not are deprecated and will be removed "
+                "in the next release", FutureWarning, stacklevel=2)
+            scenarios = self.load_scenarios() if scenarios is None else scenarios
+            rubric = self.build_rubric() if rubric is None else rubric
+        self.scenarios: list[Any] = list(scenarios)
         if not self.scenarios:
             raise ValueError(f"{type(self).__name__}: split {split!r} has no scenarios")
         self._by_id = {s.id: s for s in self.scenarios}
         if len(self._by_id) != len(self.scenarios):
             raise ValueError(f"{type(self).__name__}: scenario ids must be unique")
-        self.rubric = self._with_invalid_penalty(self.build_rubric())
-        self._tools_json = json.dumps(self.tool_schemas)
-        self._tool_call_instruction = self.tool_call_instruction()
+        self.rubric = self._with_invalid_penalty(rubric)
         self.scenario: Any = None
         self._messages: list[dict[str, Any]] = []
         self._trace: Trace = []
@@ -204,7 +214,7 @@ class AffectEnv(gym.Env[str, str]):
 
     # ----------------------------------------------------------------- subclass API
     def load_scenarios(self) -> Sequence[Any]:
-        """The scenarios of ``self.split``, each with a unique string ``id`` (called once, in ``__init__``)."""
+        """Deprecated: pass ``scenarios=`` to ``AffectEnv.__init__`` (called there, with a warning, when it is not)."""
         raise NotImplementedError
 
     def system_prompt(self, scenario: Any) -> str:
@@ -232,7 +242,7 @@ class AffectEnv(gym.Env[str, str]):
         return (min(low, 0.0) - self.invalid_action_penalty, high)
 
     def build_rubric(self) -> Rubric:
-        """The rubric that :meth:`score` applies; its criteria receive ``(scenario, reply, trace)``."""
+        """Deprecated: pass ``rubric=`` to ``AffectEnv.__init__`` (called there, with a warning, when it is not)."""
         raise NotImplementedError
 
     def on_answer(self, reply: Reply) -> Continue | None:
@@ -557,7 +567,7 @@ class AffectEnv(gym.Env[str, str]):
         return {
             "messages": [_copy_message(m) for m in self._messages],
             "tools": json.loads(self._tools_json),
-            "tool_call_instruction": self._tool_call_instruction,
+            "tool_call_instruction": self._tool_call_text,
             "scenario_id": self.scenario.id,
             "split": self.split,
             "turn": self._turn,
@@ -711,6 +721,14 @@ class AffectEnv(gym.Env[str, str]):
             yield
         finally:
             self.scenario = saved
+
+    @functools.cached_property
+    def _tools_json(self) -> str:
+        return json.dumps(self.tool_schemas)
+
+    @functools.cached_property
+    def _tool_call_text(self) -> str:
+        return self.tool_call_instruction()
 
     def _with_invalid_penalty(self, rubric: Rubric) -> Rubric:
         if self.invalid_action_penalty == 0 or any(c.name == "invalid_actions" for c in rubric.criteria):

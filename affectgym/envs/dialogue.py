@@ -264,6 +264,8 @@ class DialogueEnv(AffectEnv):
         self.dialogues: list[Dialogue] = split_dialogues(self.all_dialogues, split, eval_fraction)
         self._dialogue_ids = {d.id for d in self.dialogues}
         super().__init__(
+            scenarios=self.load_scenarios(),
+            rubric=self.build_rubric(invalid_action_penalty),
             split=split,
             max_turns=max_turns,
             invalid_action_penalty=invalid_action_penalty,
@@ -328,14 +330,15 @@ class DialogueEnv(AffectEnv):
         return read_chatbot_reply(text), None
 
     # ------------------------------------------------------------------ reward
-    def build_rubric(self) -> Rubric:
+    def build_rubric(self, invalid_action_penalty: float) -> Rubric:
         """The per-turn rubric (the one passed in, else :meth:`default_turn_rubric`), weights overridden by
-        ``reward_weights``, then the episode's terms: earlier turns, invalid actions, completion and truncation."""
+        ``reward_weights``, then the episode's terms: earlier turns, invalid actions (each costing
+        ``invalid_action_penalty``), completion and truncation."""
         per_turn = (self.turn_rubric if self.turn_rubric is not None else self.default_turn_rubric())
         per_turn = per_turn.with_weights(self.reward_weights)
         episode = [
             Criterion("earlier_turns", earlier_turns, 1.0, capped=False),
-            Criterion("invalid_actions", count_invalid_actions, -self.invalid_action_penalty, capped=False),
+            Criterion("invalid_actions", count_invalid_actions, -float(invalid_action_penalty), capped=False),
             Criterion("completion_bonus", self._completion_bonus, 1.0, capped=False),
             Criterion("truncation_penalty", self._truncation_penalty, 1.0, capped=False),
         ]

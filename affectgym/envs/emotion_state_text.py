@@ -247,6 +247,8 @@ class EmotionStateTextEnv(AffectEnv):
         self._scratch = EmotionBatch(1)
         self._replays: BoundedMemo[tuple[str, tuple[tuple[float, ...], ...]], np.ndarray] = BoundedMemo(REPLAY_MEMO_ENTRIES)
         super().__init__(
+            scenarios=self.load_scenarios(split),
+            rubric=self.build_rubric(),
             split=split,
             max_turns=self.steps + int(spare_turns),
             invalid_action_penalty=invalid_action_penalty,
@@ -254,8 +256,9 @@ class EmotionStateTextEnv(AffectEnv):
         )
 
     # ----------------------------------------------------------------- AffectEnv API
-    def load_scenarios(self) -> list[EmotionArcScenario]:
-        chosen = set(arcs_in_split([arc.name for arc in self.core.arcs], self.split))
+    def load_scenarios(self, split: str) -> list[EmotionArcScenario]:
+        """The arcs of ``split``, as scenarios."""
+        chosen = set(arcs_in_split([arc.name for arc in self.core.arcs], split))
         return [EmotionArcScenario(arc.name, arc.description) for arc in self.core.arcs if arc.name in chosen]
 
     def system_prompt(self, scenario: Any) -> str:

@@ -420,6 +420,8 @@ class EmotionStyleEnv(AffectEnv):
             "judge": self.judge.model_id if self.judge is not None else None,
         }
         super().__init__(
+            scenarios=self.load_scenarios(split),
+            rubric=self.build_rubric(),
             split=split,
             max_turns=max_turns,
             invalid_action_penalty=invalid_action_penalty,
@@ -445,9 +447,10 @@ class EmotionStyleEnv(AffectEnv):
             items = load_embedded_instructions()
         return items[: self.max_instructions] if self.max_instructions is not None else items
 
-    def load_scenarios(self) -> list[StyleScenario]:
+    def load_scenarios(self, split: str) -> list[StyleScenario]:
+        """The scenarios of ``split``: each instruction of it, once per emotion asked of it."""
         items = self._load_instructions()
-        chosen = set(select_split([(item.id, "instruction") for item in items], self.split, self.eval_fraction))
+        chosen = set(select_split([(item.id, "instruction") for item in items], split, self.eval_fraction))
         scenarios = []
         for item in items:
             if item.id not in chosen:

@@ -106,7 +106,8 @@ class SpeechEmotionEnv(AffectEnv):
     the voice or delivery; ``"speaker"``; ``"clip"``: no grouping; or a JSON/CSV file mapping
     each clip, by path under ``data_dir`` or by id, to a group), ``eval_fraction`` (0.2),
     ``task_format`` (a :class:`~affectgym.envs.label_format.LabelFormat`, a name of
-    ``LABEL_FORMATS`` or its mapping, e.g. ``{"answer": "yesno", "flat_prompt": "compact"}``:
+    ``LABEL_FORMATS``: "json" (the default) | "word" | "yesno" | "short-yesno", or its
+    mapping, e.g. ``{"answer": "yesno", "flat_prompt": "compact"}`` ("short-yesno"):
     the answer "json" | "word" | "yesno", yes or no to "is it <first label>?", two labels
     only; the flat prompt "full": every tool output, or "compact": the transcript and the
     one-line delivery summary, a ~130-token prompt for CPU training), ``rubric`` (a
@@ -207,6 +208,8 @@ class SpeechEmotionEnv(AffectEnv):
         # the split groups: what the hash split holds out whole, and the order of flat training rows
         self._groups = clip_groups(self.all_clips, group_by, data_dir) if isinstance(self.clip_split, HashSplit) else {}
         super().__init__(
+            scenarios=self.load_scenarios(),
+            rubric=self.build_rubric(),
             split=self.clip_split.name,
             max_turns=max_turns,
             max_tool_calls=max_tool_calls,
