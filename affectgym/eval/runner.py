@@ -39,24 +39,19 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import math
-import platform
-import shlex
-import socket
-import sys
 import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
-from datetime import datetime, timezone
 from itertools import cycle, islice
 from pathlib import Path
 from typing import Any
 
 from affectgym.agents.base import Agent, chat_function
+from affectgym.eval.progress import EvalProgress
 from affectgym.eval.results import (
     METADATA_FILE,
     RESULTS_FILE,
@@ -67,12 +62,9 @@ from affectgym.eval.results import (
     records_to_resume,
     write_json,
 )
-from affectgym.eval.summary import check_outcome_summaries, format_number, print_summary, summarize
-
-#: Packages whose versions go into metadata.json (when installed).
-VERSIONED_PACKAGES = (
-    "affectgym", "gymnasium", "numpy", "torch", "transformers", "peft", "trl", "openai", "httpx", "dspy", "scikit-learn",
-)
+from affectgym.eval.resume import check_resumable, check_same_scoring, scoring_of
+from affectgym.eval.run_metadata import run_metadata, utc_now
+from affectgym.eval.summary import check_outcome_summaries, print_summary, summarize
 
 EpisodeKey = tuple[str, int]
 
@@ -326,26 +318,26 @@ def run_eval(
         # Held until the summary is written, and taken before reading what is there: a second
         # writer would duplicate or lose episodes (the lock leaves no folder behind on failure).
         cleanup.enter_context(lock_run_folder(out))
-        previous_metadata = _check_resumable(config, out)
+        previous_metadata = check_resumable(config, out)
         envs = _EnvPool(_env_factory(config, env_factory, cleanup))
         cleanup.callback(envs.close)
         agent = _open_agent(config, agent, cleanup, envs.probe)
         outcome_summaries = tuple(getattr(envs.probe.unwrapped, "outcome_summaries", ()))
         check_outcome_summaries(outcome_summaries, config.env_id)
-        env_kwargs, reward_weights = _scoring_of(config, envs.probe)
-        _check_same_scoring(previous_metadata, env_kwargs, reward_weights, out)
+        env_kwargs, reward_weights = scoring_of(config, envs.probe)
+        check_same_scoring(previous_metadata, env_kwargs, reward_weights, out)
 
         kept = records_to_resume(out / RESULTS_FILE, retry_errors=config.retry_errors)
         planned = _planned_episodes(config, envs.probe)
         done = {(r["scenario_id"], r["rollout"]) for r in kept}
         todo = [key for key in planned if key not in done]
-        metadata = _metadata(config, agent, previous_metadata, outcome_summaries, len(planned), len(kept),
+        metadata = run_metadata(config, agent, previous_metadata, outcome_summaries, len(planned), len(kept),
                              scorers=getattr(envs.probe.unwrapped, "scorers", None), reward_weights=reward_weights,
                              env_kwargs=env_kwargs)
         write_json(out / METADATA_FILE, metadata)
 
         writer = ResultsWriter(out / RESULTS_FILE, fsync=fsync)
-        progress = _Progress(config.progress, console, total=len(planned), done=len(kept),
+        progress = EvalProgress(config.progress, console, total=len(planned), done=len(kept),
                              rewards=[r["reward"] for r in kept if r.get("reward") is not None])
         session = _Session(
             limit=_FailureLimit(config.max_fail_fraction, len(planned), len(todo), sum(1 for r in kept if r.get("error")))
@@ -542,7 +534,7 @@ def _episode_player(envs: _EnvPool, agent: Agent, writer: ResultsWriter, seed: i
 
 def _play_all(
     todo: Iterable[EpisodeKey], play: Callable[[str, int], dict[str, Any]], concurrency: int,
-    session: _Session, progress: _Progress,
+    session: _Session, progress: EvalProgress,
 ) -> None:
     """Play ``todo`` on ``concurrency`` threads until done, aborted or interrupted.
 
@@ -585,113 +577,10 @@ def _write_summary(
         episodes_per_s_this_session=session.finished / session.elapsed_s if session.elapsed_s > 0 else None,
     )
     write_json(out / SUMMARY_FILE, summary)
-    metadata.update(finished_at=_now(), status=session.status)
+    metadata.update(finished_at=utc_now(), status=session.status)
     metadata["sessions"][-1].update(finished_at=metadata["finished_at"], episodes=session.finished, status=session.status)
     write_json(out / METADATA_FILE, metadata)
     return summary, records
-
-
-def _check_resumable(config: EvalConfig, out: Path) -> dict[str, Any] | None:
-    metadata_path = out / METADATA_FILE
-    results_path = out / RESULTS_FILE
-    has_results = results_path.exists() and results_path.stat().st_size > 0
-    if not config.resume:
-        if has_results:
-            raise FileExistsError(f"{results_path} already holds results; pass --resume to finish that run, or choose another --out")
-        return None
-    if not metadata_path.exists():
-        return None
-    previous = json.loads(metadata_path.read_text())
-    mine = {
-        "env_id": config.env_id, "agent_spec": config.agent, "split": config.split, "seed": config.seed,
-        "user_simulator": config.user_simulator,
-    }
-    if config.env_url is None:  # a served env's kwargs are the server's: checked once it answers
-        mine["env_kwargs"] = config.env_kwargs
-    clashes = [f"{key}: recorded {previous.get(key)!r}, now {value!r}" for key, value in mine.items() if key in previous and previous[key] != value]
-    if clashes:
-        raise ValueError(f"cannot resume the run in {out}: it differs in " + "; ".join(clashes))
-    return previous
-
-
-def _scoring_of(config: EvalConfig, probe_env: Any) -> tuple[dict[str, Any], dict[str, float] | None]:
-    """``(env_kwargs, reward_weights)`` the episodes are scored with: the served env's own when it is served."""
-    base = probe_env.unwrapped
-    weights = getattr(base, "reward_weights", None) if config.env_url is not None \
-        else getattr(getattr(base, "rubric", None), "weights", None)
-    kwargs = dict(getattr(base, "env_kwargs", {}) or {}) if config.env_url is not None else dict(config.env_kwargs)
-    return kwargs, None if weights is None else dict(weights)
-
-
-def _check_same_scoring(previous: Mapping[str, Any] | None, env_kwargs: Mapping[str, Any],
-                        reward_weights: Mapping[str, float] | None, out: Path) -> None:
-    """Refuse to resume a run whose episodes were scored by an env of other options or reward weights."""
-    if not previous:
-        return
-    clashes = [
-        f"{key}: recorded {previous[key]!r}, now {value!r}"
-        for key, value in (("env_kwargs", dict(env_kwargs)), ("reward_weights", reward_weights))
-        if previous.get(key) is not None and value is not None and previous[key] != value
-    ]
-    if clashes:
-        raise ValueError(
-            f"cannot resume the run in {out}: its episodes were scored by another env (" + "; ".join(clashes)
-            + "); serve or make the env it was started with, or start a new run in another --out"
-        )
-
-
-def _metadata(
-    config: EvalConfig, agent: Agent, previous: Mapping[str, Any] | None, outcome_summaries: Sequence[str],
-    planned_episodes: int, resumed_records: int, scorers: Mapping[str, Any] | None = None,
-    reward_weights: Mapping[str, float] | None = None, env_kwargs: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    from importlib import metadata as importlib_metadata
-
-    versions = {}
-    for package in VERSIONED_PACKAGES:
-        try:
-            versions[package] = importlib_metadata.version(package)
-        except importlib_metadata.PackageNotFoundError:
-            continue
-    session = {
-        "started_at": _now(),
-        "command": config.command if config.command is not None else shlex.join(sys.argv),
-        "resumed_records": resumed_records,
-        "concurrency": config.concurrency,
-        "host": socket.gethostname(),
-    }
-    sessions = list((previous or {}).get("sessions", [])) + [session]
-    return {
-        "env_id": config.env_id,
-        "env_kwargs": dict(config.env_kwargs if env_kwargs is None else env_kwargs),  # a served env's: the server's
-        "env_url": config.env_url,
-        "split": config.split,
-        "agent_spec": config.agent,
-        "agent": agent.describe(),
-        "agent_kwargs": config.agent_kwargs,
-        "user_simulator": config.user_simulator,
-        "scorers": dict(scorers) if scorers is not None else None,  # which classifier/judge an env scored with
-        "reward_weights": dict(reward_weights) if reward_weights is not None else None,  # of an AffectEnv's rubric
-        "outcome_summaries": list(outcome_summaries),
-        "seed": config.seed,
-        "n": config.n,
-        "rollouts": config.rollouts,
-        "planned_episodes": planned_episodes,
-        "max_fail_fraction": config.max_fail_fraction,
-        "started_at": (previous or {}).get("started_at", session["started_at"]),
-        "finished_at": None,
-        "status": "running",
-        "host": session["host"],
-        "platform": platform.platform(),
-        "python": sys.version.split()[0],
-        "versions": versions,
-        "command": session["command"],
-        "sessions": sessions,
-    }
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def _first_error(records: Sequence[Mapping[str, Any]]) -> str:
@@ -701,52 +590,7 @@ def _first_error(records: Sequence[Mapping[str, Any]]) -> str:
     return "none"
 
 
-class _Progress:
-    """A rich progress bar with the running mean reward (or nothing when disabled)."""
-
-    def __init__(self, enabled: bool, console: Any, total: int, done: int, rewards: list[float]):
-        self.enabled = enabled
-        self.rewards = list(rewards)
-        self.errors = 0
-        self._bar: Any = None
-        if enabled:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeRemainingColumn,
-            )
-
-            self._bar = Progress(
-                TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-                TimeRemainingColumn(), console=console, refresh_per_second=4,
-            )
-            self._task = self._bar.add_task(self._describe(), total=total, completed=done)
-
-    def __enter__(self) -> _Progress:
-        if self._bar is not None:
-            self._bar.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-
-    def advance(self, record: Mapping[str, Any]) -> None:
-        if record.get("reward") is not None:
-            self.rewards.append(float(record["reward"]))
-        self.errors += record.get("error") is not None
-        if self._bar is not None:
-            self._bar.update(self._task, advance=1, description=self._describe())
-
-    def _describe(self) -> str:
-        mean = math.fsum(self.rewards) / len(self.rewards) if self.rewards else math.nan
-        return f"mean reward {format_number(mean)}  errors {self.errors}"
-
-
 __all__ = [
-    "VERSIONED_PACKAGES",
     "EvalConfig",
     "RunAborted",
     "RunResult",
