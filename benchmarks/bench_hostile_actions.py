@@ -44,13 +44,13 @@ def time_case(env, action: str, repeats: int) -> tuple[float, str | None]:
 def bench_env(env_id: str, repeats: int, show: int) -> None:
     import gymnasium as gym
 
-    from affectgym.envs.checker import hostile_actions
+    from affectgym.envs.checker import hostile_actions_for
 
     env = gym.make(env_id).unwrapped
     env.reset(seed=0)
     # Warm up the scorers (a classifier loads on its first reply) before anything is timed.
     env.step(env.reference_answer(env.scenario)[0])
-    cases = hostile_actions(env.max_action_chars)
+    cases = hostile_actions_for(env)
     timed = []
     raised = []
     for name, action in cases.items():

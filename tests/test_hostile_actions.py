@@ -11,7 +11,7 @@ from toy_env import ToyMoodEnv
 
 import affectgym
 from affectgym.data.dialogues import split_tagged
-from affectgym.envs.checker import check_env, hostile_actions
+from affectgym.envs.checker import check_env, hostile_actions, hostile_actions_for
 from affectgym.envs.core import ANSWER_AFTER_TOOL_CALLS, AffectEnv
 from affectgym.envs.emotion_state import EmotionStateEnv, EmotionStateVectorEnv
 from affectgym.envs.emotion_state_text import EmotionStateTextEnv
@@ -91,7 +91,7 @@ def test_deep_tool_call_arguments_are_refused_with_the_depth_limit():
 # ----------------------------------------------------------------------------- item 3: linear-time parsing
 def test_every_text_env_answers_every_hostile_action_of_max_length(text_env):
     low, high = text_env.reward_range
-    for name, action in hostile_actions(text_env.max_action_chars).items():
+    for name, action in hostile_actions_for(text_env).items():
         text_env.reset(seed=0)
         observation, reward, *_ = text_env.step(action)
         assert text_env.observation_space.contains(observation), name
@@ -304,7 +304,7 @@ def test_checker_fuzz_sends_the_hostile_corpus_to_plugin_envs():
             return super().step(action)
 
     check_env(RecordingEnv(), fuzz_actions=2_000)
-    corpus = set(hostile_actions().values())
+    corpus = set(hostile_actions_for(RecordingEnv()).values())
     assert len(corpus & set(sent)) >= 5
     assert any("<tool_call>" in text and "<answer>" in text for text in sent)
 
@@ -326,3 +326,10 @@ def test_tool_calls_of_one_message_are_priced_as_if_each_came_alone():
     alone.reset(seed=0)
     separate = sum(alone.step(call)[1] for call in calls)
     assert one_message == pytest.approx(separate) and together.reward_range[0] <= one_message < 0
+
+
+def test_the_hostile_corpus_speaks_no_envs_vocabulary_but_names_the_checked_envs_tool_and_label():
+    neutral = "\n".join(hostile_actions(2_000).values())
+    assert "sarcastic" not in neutral and "get_transcript" not in neutral
+    toy = "\n".join(hostile_actions_for(ToyMoodEnv()).values())
+    assert '"name": "read_note"' in toy and '"label": "happy"' in toy and "sarcastic" not in toy

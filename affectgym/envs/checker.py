@@ -58,12 +58,20 @@ BAD_ACTIONS: tuple[str, ...] = (
 )
 
 
-_ANSWER = '{"label": "sarcastic", "confidence": 0.5}'
-_CALL = '<tool_call>{"name": "get_transcript", "arguments": {}}</tool_call>'
+#: The tool and label the hostile corpus names when it is not written for an env.
+NEUTRAL_TOOL, NEUTRAL_LABEL = "some_tool", "some_label"
 
 
-@functools.lru_cache(maxsize=8)
-def hostile_actions(max_chars: int = 32_768) -> dict[str, str]:
+def hostile_actions_for(env: Any) -> dict[str, str]:
+    """:func:`hostile_actions` of ``env``'s length, naming its first tool and label (neutral names where it has none)."""
+    base = getattr(env, "unwrapped", env)
+    tool = next(iter(getattr(base, "tools", {}) or {}), NEUTRAL_TOOL)
+    label = next(iter(getattr(base, "label_set", ()) or ()), NEUTRAL_LABEL)
+    return hostile_actions(base.max_action_chars, tool=tool, label=label)
+
+
+@functools.lru_cache(maxsize=32)
+def hostile_actions(max_chars: int = 32_768, *, tool: str = NEUTRAL_TOOL, label: str = NEUTRAL_LABEL) -> dict[str, str]:
     """Pathological agent messages of at most ``max_chars`` characters, by name.
 
     Every env must answer each of them within its usual time (linear-time parsing) and
@@ -74,8 +82,14 @@ def hostile_actions(max_chars: int = 32_768) -> dict[str, str]:
     and a final answer in one message. The repetitions fill ``max_chars``: the longest message
     an env reads is the one that has to be fast.
 
+    The corpus names no env's vocabulary: tool calls name ``tool`` and answers ``label``
+    (:func:`hostile_actions_for` passes an env's own, so the attacks reach its argument
+    checks and answer parser).
+
     Args:
         max_chars: The env's ``max_action_chars``.
+        tool: The tool the calls name.
+        label: The label the answers give.
 
     Returns:
         ``{case name: message}``.
@@ -83,7 +97,13 @@ def hostile_actions(max_chars: int = 32_768) -> dict[str, str]:
     >>> actions = hostile_actions(1_000)
     >>> len(actions["open_braces"]), max(len(a) for a in actions.values())
     (1000, 1000)
+    >>> hostile_actions(200, tool="read_note", label="happy")["nan_answer"]
+    '<final>{"label": "happy", "confidence": NaN}</final>'
     """
+    answer = json.dumps({"label": label, "confidence": 0.5})
+    call = f'<tool_call>{{"name": {json.dumps(tool)}, "arguments": {{}}}}</tool_call>'
+    name = json.dumps(tool)
+    label_json = json.dumps(label)
 
     def fill(unit: str, head: str = "", tail: str = "") -> str:
         return head + unit * max(1, (max_chars - len(head) - len(tail)) // len(unit)) + tail
@@ -93,38 +113,38 @@ def hostile_actions(max_chars: int = 32_768) -> dict[str, str]:
     big = "9" * digits
     depth = max(1, min(3_000, half - 50))
     cases = {
-        "big_integer_tool_argument": '<tool_call>{"name": "get_transcript", "arguments": {"x": ' + big + "}}</tool_call>",
-        "big_integer_answer": '<final>{"label": "sarcastic", "confidence": ' + "1" * digits + "}</final>",
-        "big_integer_bare_call": '{"name": "get_transcript", "arguments": {"x": -' + big + "}}",
+        "big_integer_tool_argument": '<tool_call>{"name": ' + name + ', "arguments": {"x": ' + big + "}}</tool_call>",
+        "big_integer_answer": '<final>{"label": ' + label_json + ', "confidence": ' + "1" * digits + "}</final>",
+        "big_integer_bare_call": '{"name": ' + name + ', "arguments": {"x": -' + big + "}}",
         "big_integer_object": '{"anger": ' + big + "}",
-        "big_integer_arguments_string": '{"name": "get_transcript", "arguments": "{\\"x\\": ' + big + '}"}',
-        "huge_exponent": '{"label": "sarcastic", "confidence": 1e999999}',
-        "nan_answer": '<final>{"label": "sarcastic", "confidence": NaN}</final>',
-        "nan_tool_argument": '<tool_call>{"name": "get_transcript", "arguments": {"x": NaN, "y": -Infinity}}</tool_call>',
+        "big_integer_arguments_string": '{"name": ' + name + ', "arguments": "{\\"x\\": ' + big + '}"}',
+        "huge_exponent": '{"label": ' + label_json + ', "confidence": 1e999999}',
+        "nan_answer": '<final>{"label": ' + label_json + ', "confidence": NaN}</final>',
+        "nan_tool_argument": '<tool_call>{"name": ' + name + ', "arguments": {"x": NaN, "y": -Infinity}}</tool_call>',
         "digits": fill("9"),
         "deep_list_in_object": '{"anger": ' + "[" * depth + "]" * depth + "}",
         "deep_objects": '{"a": ' * (max_chars // 7) + "1" + "}" * (max_chars // 7),
-        "deep_tool_arguments": '<tool_call>{"name": "get_transcript", "arguments": ' + "[" * depth + "]" * depth + "}</tool_call>",
+        "deep_tool_arguments": '<tool_call>{"name": ' + name + ', "arguments": ' + "[" * depth + "]" * depth + "}</tool_call>",
         "deep_answer": "<final>" + "[" * depth + "]" * depth + "</final>",
-        "deep_arguments_string": '{"name": "get_transcript", "arguments": "' + "[" * depth + '"}',
+        "deep_arguments_string": '{"name": ' + name + ', "arguments": "' + "[" * depth + '"}',
         "open_braces": fill("{"),
         "open_brackets": fill("["),
         "close_braces": fill("}"),
         "balanced_brackets": "[" * half + "]" * half,
-        "balanced_braces_around_answer": "{" * (half // 2) + _ANSWER + "}" * (half // 2),
+        "balanced_braces_around_answer": "{" * (half // 2) + answer + "}" * (half // 2),
         "spaces_between_words": fill(" ", "x", "x"),
         "spaces_in_fence": fill(" ", "```json", "x```"),
         "spaces_after_i": fill(" ", "I", "x"),
         "spaces_after_makes_me": fill(" ", "makes me", "x"),
         "intensifiers_without_feeling": fill("really ", "I am ", "x"),
         "newlines": fill("\n", tail="x"),
-        "final_tags_then_answer": fill("<final>", tail=_ANSWER),
-        "final_tags_closed_once": fill("<final>", tail=_ANSWER + "</final>"),
-        "closing_final_tags": fill("</final>", head=_ANSWER),
+        "final_tags_then_answer": fill("<final>", tail=answer),
+        "final_tags_closed_once": fill("<final>", tail=answer + "</final>"),
+        "closing_final_tags": fill("</final>", head=answer),
         "tool_call_tags": fill("<tool_call>"),
-        "tool_call_tags_then_call": fill("<tool_call>", tail=_CALL),
+        "tool_call_tags_then_call": fill("<tool_call>", tail=call),
         "closing_tool_call_tags": fill("</tool_call>"),
-        "many_tool_calls": fill(_CALL),
+        "many_tool_calls": fill(call),
         "think_tags": fill("<think>"),
         "fences": fill("```"),
         "json_fences": fill("```json\n"),
@@ -139,7 +159,7 @@ def hostile_actions(max_chars: int = 32_768) -> dict[str, str]:
         "quotes": fill('"'),
         "backslashes": fill("\\"),
         "empty_objects": fill("{}"),
-        "answers": fill(_ANSWER),
+        "answers": fill(answer),
         "open_keys": fill('{"'),
         "open_string_values": fill('{"a": "'),
         "unterminated_string": fill("x", '{"label": "'),
@@ -147,12 +167,12 @@ def hostile_actions(max_chars: int = 32_768) -> dict[str, str]:
         "lone_surrogates": fill("\udfff"),
         "surrogate_in_answer": '<final>{"label": "\ud800", "confidence": 0.5}</final>',
         "surrogate_in_tool_name": '<tool_call>{"name": "\ud800", "arguments": {"\udc00": 1}}</tool_call>',
-        "tool_call_and_answer": _CALL + "\n<final>" + _ANSWER + "</final>",
-        "answer_and_tool_call": "<final>" + _ANSWER + "</final>\n" + _CALL,
-        "bare_call_and_answer": '{"name": "get_transcript", "arguments": {}} ' + _ANSWER,
+        "tool_call_and_answer": call + "\n<final>" + answer + "</final>",
+        "answer_and_tool_call": "<final>" + answer + "</final>\n" + call,
+        "bare_call_and_answer": '{"name": ' + name + ', "arguments": {}} ' + answer,
         "escaped_quotes": fill('\\"', '{"a": "'),
     }
-    return {name: action for name, action in cases.items() if len(action) <= max_chars}
+    return {case: action for case, action in cases.items() if len(action) <= max_chars}
 
 
 class EnvCheckError(AssertionError):
@@ -335,7 +355,7 @@ def _fuzz(env: AffectEnv, report: CheckReport, n_actions: int, seed: int) -> Non
         st.booleans(),
     )
     well_formed = env.fuzz_actions() or ["<noop>"]
-    calls = [a for a in well_formed if "<tool_call>" in a] or [_CALL]
+    calls = [a for a in well_formed if "<tool_call>" in a] or [hostile_actions_for(env)["tool_call_and_answer"]]
     answers = _reference_answers(env) or well_formed
     mixed = st.builds(
         lambda call, answer, call_first: f"{call}\n{answer}" if call_first else f"{answer}\n{call}",
@@ -346,7 +366,7 @@ def _fuzz(env: AffectEnv, report: CheckReport, n_actions: int, seed: int) -> Non
     surrogates = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
     actions = st.one_of(
         st.sampled_from(BAD_ACTIONS),
-        st.sampled_from(tuple(hostile_actions(env.max_action_chars).values())),
+        st.sampled_from(tuple(hostile_actions_for(env).values())),
         st.sampled_from(well_formed),
         st.text(max_size=200),
         st.text(st.characters() | surrogates, max_size=50),
