@@ -42,7 +42,9 @@ from typing import Any
 from stages import append_jsonl, done, read_jsonl, rerun_options, run_missing, use_threads
 
 from affectgym.envs.emotion_style import RULE_WEIGHTS
+from affectgym.rewards.classifier import check_neutral_weight
 from affectgym.train.recipes import (
+    CALIBRATED_NEUTRAL_WEIGHT,
     EMOTION_STYLE_ENV_ID,
     STYLE_MAX_NEW_TOKENS,
     emotion_style_grpo_config,
@@ -63,34 +65,48 @@ METRICS = ("target_accuracy", "target_probability", "valence_agreement", "any_ru
 GRPO_STEPS = 48
 
 
-def train_stage(arm: str, seed: int, steps: int) -> tuple[Path, dict[str, Any]]:
+def variant(steps: int, neutral_weight: float) -> str:
+    """The folder suffix of a run of ``steps`` GRPO steps under a classifier of ``neutral_weight``."""
+    return f"{steps}steps" + ("" if neutral_weight == 1.0 else f"-neutral{neutral_weight:g}")
+
+
+def eval_env_kwargs(neutral_weight: float) -> dict[str, Any]:
+    """The held-out env's options: the offline classifier, at ``neutral_weight``."""
+    if neutral_weight == 1.0:
+        return dict(EVAL_ENV_KWARGS)
+    return {**EVAL_ENV_KWARGS, "classifier_options": {"neutral_weight": neutral_weight}}
+
+
+def train_stage(arm: str, seed: int, steps: int, neutral_weight: float) -> tuple[Path, dict[str, Any]]:
     """The arm's GRPO adapter and its training summary."""
     from affectgym.train.grpo import train
 
-    out = WORK / f"s{seed}" / f"{arm}-{steps}steps"
+    out = WORK / f"s{seed}" / f"{arm}-{variant(steps, neutral_weight)}"
     if not done(out):
-        config = emotion_style_grpo_config(out, seed=seed, max_steps=steps, control=arm == "control")
+        config = emotion_style_grpo_config(out, seed=seed, max_steps=steps, control=arm == "control",
+                                           neutral_weight=neutral_weight)
         train(config, progress=True, **rerun_options(out))
     return out / "adapter", json.loads((out / "summary.json").read_text(encoding="utf-8"))
 
 
-def play(arm: str, seed: int, adapter: Path | None) -> dict[str, Any]:
+def play(arm: str, seed: int, adapter: Path | None, neutral_weight: float) -> dict[str, Any]:
     """The arm's held-out replies through the eval runner: its metrics and every reply."""
     from affectgym.eval.results import read_results
     from affectgym.eval.runner import EvalConfig, run_eval
 
-    out = WORK / ("eval-base" if adapter is None else f"s{seed}/eval-{adapter.parent.name}")
+    base = "eval-base" if neutral_weight == 1.0 else f"eval-base-neutral{neutral_weight:g}"
+    out = WORK / (base if adapter is None else f"s{seed}/eval-{adapter.parent.name}")
     agent_kwargs: dict[str, Any] = {"max_new_tokens": STYLE_MAX_NEW_TOKENS, "temperature": 0.0, "max_batch_size": 16}
     if adapter is not None:
         agent_kwargs["adapter"] = str(adapter)
     if not done(out):
         run_eval(EvalConfig(env_id=EMOTION_STYLE_ENV_ID, agent="hf:smollm2-135m", out=out, n=EVAL_SCENARIOS,
-                            split="eval", seed=0, env_kwargs=dict(EVAL_ENV_KWARGS), agent_kwargs=agent_kwargs,
+                            split="eval", seed=0, env_kwargs=eval_env_kwargs(neutral_weight), agent_kwargs=agent_kwargs,
                             concurrency=16, progress=False, max_fail_fraction=1.0, resume=out.exists()))
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     records, _ = read_results(out / "results.jsonl")
     samples = [
-        {"arm": arm, "seed": seed, "scenario_id": r["scenario_id"],
+        {"arm": arm, "seed": seed, "neutral_weight": neutral_weight, "scenario_id": r["scenario_id"],
          "prompt": next((m["content"] for m in r["messages"] if m.get("role") == "user"), None),
          "target": (r.get("outcome") or {}).get("target"), "reply": r.get("final_text"), "reward": r.get("reward"),
          "reward_components": r.get("reward_components"),
@@ -100,14 +116,15 @@ def play(arm: str, seed: int, adapter: Path | None) -> dict[str, Any]:
     return {"metrics": {**summary["style"], "reward": summary["reward"]["mean"]}, "samples": samples}
 
 
-def run_arm(arm: str, seed: int, steps: int) -> None:
+def run_arm(arm: str, seed: int, steps: int, neutral_weight: float) -> None:
     """Train (as needed) and evaluate one arm of one seed; append its row and its replies."""
     adapter, cost = None, {"steps": 0, "train_s": 0.0}
     if arm != "base":
-        adapter, summary = train_stage(arm, seed, steps)
+        adapter, summary = train_stage(arm, seed, steps, neutral_weight)
         cost = {"steps": summary["steps"], "train_s": summary["train_s"]}
-    played = play(arm, seed, adapter)
-    row = {"arm": arm, "seed": seed, "grpo_steps": cost["steps"], **played["metrics"], **cost,
+    played = play(arm, seed, adapter, neutral_weight)
+    row = {"arm": arm, "seed": seed, "grpo_steps": cost["steps"], "neutral_weight": neutral_weight,
+           **played["metrics"], **cost,
            "steps_per_min": 60 * cost["steps"] / cost["train_s"] if cost["train_s"] else None}
     append_jsonl(SAMPLES_FILE, played["samples"])
     append_jsonl(RUNS_FILE, [row])
@@ -198,12 +215,23 @@ def markdown_table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def report(steps: int = GRPO_STEPS) -> dict[str, Any]:
-    """Summarise the runs of ``steps`` GRPO steps (and the base model), write the summary, print the table."""
-    rows = [r for r in read_jsonl(RUNS_FILE) if r.get("kind") == "speed" or r["grpo_steps"] in (0, steps)]
+def summary_file(neutral_weight: float) -> Path:
+    """Where the summary of the runs under a classifier of ``neutral_weight`` goes."""
+    if neutral_weight == 1.0:
+        return SUMMARY_FILE
+    return SUMMARY_FILE.with_name(f"{SUMMARY_FILE.stem}_neutral{neutral_weight:g}.json")
+
+
+def report(steps: int = GRPO_STEPS, neutral_weight: float = 1.0) -> dict[str, Any]:
+    """Summarise the runs of ``steps`` GRPO steps (and the base model) under one classifier, write the summary,
+    print the table."""
+    rows = [r for r in read_jsonl(RUNS_FILE) if r.get("kind") == "speed" or (
+        r["grpo_steps"] in (0, steps) and r.get("neutral_weight", 1.0) == neutral_weight)]
     summary = summarise(rows)
-    SUMMARY_FILE.parent.mkdir(parents=True, exist_ok=True)
-    SUMMARY_FILE.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    summary["neutral_weight"] = neutral_weight
+    target = summary_file(neutral_weight)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     print(markdown_table(summary))
     return summary
 
@@ -216,17 +244,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--speed-steps", type=int, default=0,
                         help="time N steps of the recipe (after a warm-up step), split into generation and the rest")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (1 when two runs share the machine)")
+    parser.add_argument("--neutral-weight", type=float, default=1.0,
+                        help="the offline classifier's neutral weight, in training and held out (default 1; the "
+                             f"calibrated one is {CALIBRATED_NEUTRAL_WEIGHT}); its runs are kept apart")
     parser.add_argument("--report-only", action="store_true", help="summarise the results file and train nothing")
     args = parser.parse_args(argv)
+    check_neutral_weight(args.neutral_weight)
     if not args.report_only:
         use_threads(args.threads)
-        finished = {(r["arm"], r["seed"], r["grpo_steps"]) for r in read_jsonl(RUNS_FILE) if r.get("kind") != "speed"}
+        finished = {(r["arm"], r["seed"], r["grpo_steps"], r.get("neutral_weight", 1.0))
+                    for r in read_jsonl(RUNS_FILE) if r.get("kind") != "speed"}
         run_missing(args.seeds, args.arms,
-                    lambda arm, seed: (arm, seed, 0 if arm == "base" else args.steps) in finished,
-                    lambda arm, seed: run_arm(arm, seed, args.steps))
+                    lambda arm, seed: (arm, seed, 0 if arm == "base" else args.steps, args.neutral_weight) in finished,
+                    lambda arm, seed: run_arm(arm, seed, args.steps, args.neutral_weight))
         if args.speed_steps:
             measure_speed(args.speed_steps, WORK)
-    report(args.steps)
+    report(args.steps, args.neutral_weight)
     return 0
 
 

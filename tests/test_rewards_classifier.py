@@ -199,3 +199,35 @@ def test_nade_backend_scores_offline() -> None:
         _assert_distribution(distribution)
     assert max(scores[0], key=scores[0].get) == "joy"
     assert scores[3]["disgust"] > scores[0]["disgust"]
+
+
+def test_a_lower_neutral_weight_lets_a_mildly_rated_emotion_outrank_neutral() -> None:
+    mild = {"sadness": 0.3, "joy": 0.1}
+    at_one, calibrated = plutchik_to_basic(mild), plutchik_to_basic(mild, neutral_weight=0.25)
+    assert max(at_one, key=at_one.get) == "neutral" and max(calibrated, key=calibrated.get) == "sadness"
+    assert math.isclose(sum(calibrated.values()), 1.0)
+    flat = plutchik_to_basic({}, neutral_weight=0.25)
+    assert flat["neutral"] == 1.0, "a text rated for no emotion stays neutral at any weight"
+
+
+@pytest.mark.parametrize("weight", [0.0, -0.5, 1.5, float("nan"), True, "0.5"])
+def test_a_neutral_weight_outside_zero_to_one_is_refused_naming_it(weight: object) -> None:
+    with pytest.raises(ValueError, match=r"neutral_weight must be a number in \(0, 1\], got"):
+        EmotionClassifier("nade", neutral_weight=weight)  # type: ignore[arg-type]
+
+
+def test_the_neutral_weight_reaches_nade_through_the_envs_classifier_options_and_is_recorded() -> None:
+    pytest.importorskip("nade")
+    import affectgym
+    from affectgym.rewards.factories import make_classifier
+    from affectgym.train.recipes import CALIBRATED_NEUTRAL_WEIGHT, emotion_style_grpo_config
+
+    assert make_classifier("nade", options={"neutral_weight": 0.5}).neutral_weight == 0.5
+    config = emotion_style_grpo_config("runs/unused", neutral_weight=CALIBRATED_NEUTRAL_WEIGHT)
+    assert config.env_kwargs["classifier_options"] == {"neutral_weight": CALIBRATED_NEUTRAL_WEIGHT}
+    assert "classifier_options" not in emotion_style_grpo_config("runs/unused").env_kwargs
+    env = affectgym.make("affectgym/EmotionStyle-v0", **config.env_kwargs).unwrapped
+    assert env.scorers["classifier"] == f"nade:neutral_weight={CALIBRATED_NEUTRAL_WEIGHT:g}"
+    text = "We finally won the cup and the whole street was singing all night!"
+    calibrated, plain = env.classifier.scores([text])[0], EmotionClassifier("nade").scores([text])[0]
+    assert calibrated["neutral"] < plain["neutral"] and calibrated["joy"] > plain["joy"]

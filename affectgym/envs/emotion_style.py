@@ -701,10 +701,15 @@ def reward_breakdown(
 
 
 def _classifier_name(classifier: EmotionClassifier | None) -> str | None:
-    """``"nade"``, ``"transformers:<model>"``, ``"callable"`` or ``None`` (open labels only)."""
+    """``"nade"`` (``"nade:neutral_weight=W"`` when W is not 1), ``"transformers:<model>"``, ``"callable"``
+    or ``None`` (open labels only): what scored, as results record it."""
     if classifier is None:
         return None
-    return f"transformers:{classifier.model}" if classifier.backend == "transformers" else classifier.backend
+    if classifier.backend == "transformers":
+        return f"transformers:{classifier.model}"
+    if classifier.backend == "nade" and classifier.neutral_weight != 1.0:
+        return f"nade:neutral_weight={classifier.neutral_weight:g}"
+    return classifier.backend
 
 
 def _scorable(reply: str | None) -> str:

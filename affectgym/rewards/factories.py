@@ -69,7 +69,7 @@ def make_classifier(
             callable ``list[str] -> list[dict[label, prob]]``.
         device: Torch device of a transformer model.
         options: Further keyword arguments of :class:`EmotionClassifier` (``precision``,
-            ``batch_size``, ``max_length``).
+            ``batch_size``, ``max_length`` for a transformer model; ``neutral_weight`` for ``nade``).
 
     Returns:
         The classifier; ``"auto"`` says in the log, once, which backend it chose.
@@ -91,7 +91,7 @@ def make_classifier(
             f"or a callable; got {classifier!r}"
         )
     if classifier == "nade":
-        return EmotionClassifier("nade")
+        return EmotionClassifier("nade", **options)
     if classifier == "auto":
         if _model_available(DEFAULT_EMOTION_MODEL):
             candidate = EmotionClassifier("transformers", model=DEFAULT_EMOTION_MODEL, device=device, **options)
@@ -99,12 +99,12 @@ def make_classifier(
                 candidate.scores(["warming up"])
             except (OSError, ValueError, ImportError) as exc:
                 log_once("auto-nade", _NADE_FALLBACK, DEFAULT_EMOTION_MODEL, str(exc).splitlines()[0], level=logging.WARNING)
-                return EmotionClassifier("nade")
+                return EmotionClassifier("nade", **options)
             log_once("auto-transformers", "classifier 'auto' uses %s", DEFAULT_EMOTION_MODEL)
             return candidate
         log_once("auto-nade", _NADE_FALLBACK, DEFAULT_EMOTION_MODEL, "it is neither cached nor reachable on the hub",
                  level=logging.WARNING)
-        return EmotionClassifier("nade")
+        return EmotionClassifier("nade", **options)
     model = DEFAULT_EMOTION_MODEL if classifier == "transformers" else classifier
     return EmotionClassifier("transformers", model=model, device=device, **options)
 

@@ -277,8 +277,15 @@ STYLE_MAX_NEW_TOKENS = 40
 STYLE_EMOTION_WEIGHT = 3.0
 
 
+#: The offline classifier's neutral weight chosen on the embedded dialogue corpus's train
+#: references (``benchmarks/bench_classifier_calibration.py``: highest macro recall of the
+#: writers' tags; at 1, neutral outranks the tagged emotion in 9 emotional sentences of 10).
+CALIBRATED_NEUTRAL_WEIGHT = 0.25
+
+
 def emotion_style_grpo_config(output_dir: str | Path, *, seed: int = 0, max_steps: int = 48, control: bool = False,
-                              model: str = "smollm2-135m", **overrides: Any) -> TrainConfig:
+                              model: str = "smollm2-135m", neutral_weight: float = 1.0,
+                              **overrides: Any) -> TrainConfig:
     """Flat GRPO on EmotionStyle-v0 (EMOTRON): the offline classifier's P(target) and the rules, no judge.
 
     4 instructions a step, 8 sampled replies each (at most :data:`STYLE_MAX_NEW_TOKENS`
@@ -298,10 +305,15 @@ def emotion_style_grpo_config(output_dir: str | Path, *, seed: int = 0, max_step
             emotion than the one shown; the rules the shown one): the same budget, with no
             reward for following the requested emotion.
         model: Policy model.
+        neutral_weight: The offline classifier's neutral weight (``classifier_options``;
+            :data:`CALIBRATED_NEUTRAL_WEIGHT` is the calibrated one): 1 keeps the
+            mapping under which neutral tops 99% of the base model's samples.
         **overrides: Any other :class:`~affectgym.train.config.TrainConfig` field.
     """
-    env_kwargs = {"classifier": "nade", "rubric": "shuffled-target" if control else "default",
-                  "reward_weights": {"emotion_probability": STYLE_EMOTION_WEIGHT}}
+    env_kwargs: dict[str, Any] = {"classifier": "nade", "rubric": "shuffled-target" if control else "default",
+                                  "reward_weights": {"emotion_probability": STYLE_EMOTION_WEIGHT}}
+    if neutral_weight != 1.0:
+        env_kwargs["classifier_options"] = {"neutral_weight": neutral_weight}
     options: dict[str, Any] = {
         "env_id": EMOTION_STYLE_ENV_ID, "model": model, "mode": "flat", "max_steps": max_steps, "num_generations": 8,
         "batch_size": 32, "learning_rate": 1e-3, "warmup_steps": max_steps // 6, "lr_scheduler": "constant",
