@@ -264,8 +264,8 @@ class DialogueEnv(AffectEnv):
         self.dialogues: list[Dialogue] = split_dialogues(self.all_dialogues, split, eval_fraction)
         self._dialogue_ids = {d.id for d in self.dialogues}
         super().__init__(
-            scenarios=self.load_scenarios(),
-            rubric=self.build_rubric(invalid_action_penalty),
+            scenarios=self.turn_scenarios(),
+            rubric=self.episode_rubric(invalid_action_penalty),
             split=split,
             max_turns=max_turns,
             invalid_action_penalty=invalid_action_penalty,
@@ -288,7 +288,8 @@ class DialogueEnv(AffectEnv):
             "or 'file' with data_file=PATH"
         )
 
-    def load_scenarios(self) -> list[DialogueTurn]:
+    def turn_scenarios(self) -> list[DialogueTurn]:
+        """Every turn of the split's dialogues, in order."""
         return [turn for dialogue in self.dialogues for turn in dialogue.turns]
 
     # ------------------------------------------------------------------ prompts
@@ -330,7 +331,7 @@ class DialogueEnv(AffectEnv):
         return read_chatbot_reply(text), None
 
     # ------------------------------------------------------------------ reward
-    def build_rubric(self, invalid_action_penalty: float) -> Rubric:
+    def episode_rubric(self, invalid_action_penalty: float) -> Rubric:
         """The per-turn rubric (the one passed in, else :meth:`default_turn_rubric`), weights overridden by
         ``reward_weights``, then the episode's terms: earlier turns, invalid actions (each costing
         ``invalid_action_penalty``), completion and truncation."""

@@ -247,8 +247,8 @@ class EmotionStateTextEnv(AffectEnv):
         self._scratch = EmotionBatch(1)
         self._replays: BoundedMemo[tuple[str, tuple[tuple[float, ...], ...]], np.ndarray] = BoundedMemo(REPLAY_MEMO_ENTRIES)
         super().__init__(
-            scenarios=self.load_scenarios(split),
-            rubric=self.build_rubric(),
+            scenarios=self.arc_scenarios(split),
+            rubric=self.component_rubric(),
             split=split,
             max_turns=self.steps + int(spare_turns),
             invalid_action_penalty=invalid_action_penalty,
@@ -256,7 +256,7 @@ class EmotionStateTextEnv(AffectEnv):
         )
 
     # ----------------------------------------------------------------- AffectEnv API
-    def load_scenarios(self, split: str) -> list[EmotionArcScenario]:
+    def arc_scenarios(self, split: str) -> list[EmotionArcScenario]:
         """The arcs of ``split``, as scenarios."""
         chosen = set(arcs_in_split([arc.name for arc in self.core.arcs], split))
         return [EmotionArcScenario(arc.name, arc.description) for arc in self.core.arcs if arc.name in chosen]
@@ -284,7 +284,7 @@ class EmotionStateTextEnv(AffectEnv):
         """Read the JSON action (see :func:`parse_emotion_action`)."""
         return parse_emotion_action(text)
 
-    def build_rubric(self) -> Rubric:
+    def component_rubric(self) -> Rubric:
         """Mean of each reward component over the episode's steps, weighted as in the numeric env."""
         weights = dict(zip(COMPONENT_NAMES, self.core.reward_table.weights.tolist(), strict=True))
         criteria = [

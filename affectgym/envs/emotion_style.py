@@ -420,8 +420,8 @@ class EmotionStyleEnv(AffectEnv):
             "judge": self.judge.model_id if self.judge is not None else None,
         }
         super().__init__(
-            scenarios=self.load_scenarios(split),
-            rubric=self.build_rubric(),
+            scenarios=self.instruction_scenarios(split),
+            rubric=self.composed_rubric(),
             split=split,
             max_turns=max_turns,
             invalid_action_penalty=invalid_action_penalty,
@@ -447,7 +447,7 @@ class EmotionStyleEnv(AffectEnv):
             items = load_embedded_instructions()
         return items[: self.max_instructions] if self.max_instructions is not None else items
 
-    def load_scenarios(self, split: str) -> list[StyleScenario]:
+    def instruction_scenarios(self, split: str) -> list[StyleScenario]:
         """The scenarios of ``split``: each instruction of it, once per emotion asked of it."""
         items = self._load_instructions()
         chosen = set(select_split([(item.id, "instruction") for item in items], split, self.eval_fraction))
@@ -493,7 +493,7 @@ class EmotionStyleEnv(AffectEnv):
         return None
 
     # ------------------------------------------------------------------ scoring
-    def build_rubric(self) -> Rubric:
+    def composed_rubric(self) -> Rubric:
         """The rubric the env was composed with (see :data:`STYLE_RUBRICS`), weights overridden by ``reward_weights``.
 
         The default: classifier + judge + rule penalties + overlap metric, capped on core

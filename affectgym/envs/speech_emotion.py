@@ -208,8 +208,8 @@ class SpeechEmotionEnv(AffectEnv):
         # the split groups: what the hash split holds out whole, and the order of flat training rows
         self._groups = clip_groups(self.all_clips, group_by, data_dir) if isinstance(self.clip_split, HashSplit) else {}
         super().__init__(
-            scenarios=self.load_scenarios(),
-            rubric=self.build_rubric(),
+            scenarios=self.split_clips(),
+            rubric=self.weighted_rubric(),
             split=self.clip_split.name,
             max_turns=max_turns,
             max_tool_calls=max_tool_calls,
@@ -236,7 +236,8 @@ class SpeechEmotionEnv(AffectEnv):
             raise DatasetError(f"dataset={self.dataset!r} needs data_dir=<{source.summary}>")
         return source
 
-    def load_scenarios(self) -> list[SpeechClip]:
+    def split_clips(self) -> list[SpeechClip]:
+        """The clips of this env's split (:attr:`clip_split`)."""
         context = SplitContext(data_dir=self.data_dir, groups=self._groups, eval_fraction=self.eval_fraction)
         return self.clip_split.select(self.all_clips, context)
 
@@ -426,7 +427,7 @@ class SpeechEmotionEnv(AffectEnv):
         return self._norms_cache[key]
 
     # ------------------------------------------------------------------ reward
-    def build_rubric(self) -> Rubric:
+    def weighted_rubric(self) -> Rubric:
         """The rubric the env was composed with, its weights overridden by ``reward_weights``."""
         return self.speech_rubric.with_weights(self.reward_weights)
 
