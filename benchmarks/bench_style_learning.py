@@ -8,7 +8,10 @@ classifier's P(target) and the rule penalties, no judge). Three arms:
 * ``control``: the same budget on the ``"shuffled-target"`` rubric: the classifier scores
   another emotion than the one the prompt shows, the rules still the shown one. What it
   gains (a generic emotive style, a length) cannot pass for following the requested emotion;
-* ``trained``: the env's own reward.
+* ``trained``: the env's own reward;
+* ``dpo`` (with ``--arms dpo``): one round of DPO on the base policy's own replies ranked by the
+  env's reward (:func:`affectgym.train.recipes.emotion_style_dpo_config`; its folder and
+  row are keyed by ``--steps`` like the others, its own optimizer steps are the recipe's).
 
 Every arm answers the same held-out scenarios (:data:`EVAL_SCENARIOS` of the eval split's
 instructions, none seen in training) through the eval runner, greedily, at most
@@ -47,6 +50,7 @@ from affectgym.train.recipes import (
     CALIBRATED_NEUTRAL_WEIGHT,
     EMOTION_STYLE_ENV_ID,
     STYLE_MAX_NEW_TOKENS,
+    emotion_style_dpo_config,
     emotion_style_grpo_config,
 )
 
@@ -56,7 +60,7 @@ RUNS_FILE = RESULTS / "emotion_style_learning_runs.jsonl"
 SAMPLES_FILE = RESULTS / "emotion_style_samples.jsonl"
 SUMMARY_FILE = RESULTS / "emotion_style_learning.json"
 WORK = ROOT / "runs" / "bench_style"
-ARMS = ("base", "control", "trained")
+ARMS = ("base", "control", "trained", "dpo")
 #: Held-out scenarios every arm answers: the first of the eval split in the runner's order for seed 0.
 EVAL_SCENARIOS = 112
 EVAL_ENV_KWARGS = {"classifier": "nade"}
@@ -78,10 +82,16 @@ def eval_env_kwargs(neutral_weight: float) -> dict[str, Any]:
 
 
 def train_stage(arm: str, seed: int, steps: int, neutral_weight: float) -> tuple[Path, dict[str, Any]]:
-    """The arm's GRPO adapter and its training summary."""
+    """The arm's adapter (GRPO; DPO for ``dpo``) and its training summary."""
+    from affectgym.train.dpo import train_dpo
     from affectgym.train.grpo import train
 
     out = WORK / f"s{seed}" / f"{arm}-{variant(steps, neutral_weight)}"
+    if arm == "dpo":
+        if not done(out):
+            train_dpo(emotion_style_dpo_config(out, seed=seed, neutral_weight=neutral_weight), progress=True,
+                      **rerun_options(out))
+        return out / "adapter", json.loads((out / "summary.json").read_text(encoding="utf-8"))
     if not done(out):
         config = emotion_style_grpo_config(out, seed=seed, max_steps=steps, control=arm == "control",
                                            neutral_weight=neutral_weight)
@@ -123,7 +133,7 @@ def run_arm(arm: str, seed: int, steps: int, neutral_weight: float) -> None:
         adapter, summary = train_stage(arm, seed, steps, neutral_weight)
         cost = {"steps": summary["steps"], "train_s": summary["train_s"]}
     played = play(arm, seed, adapter, neutral_weight)
-    row = {"arm": arm, "seed": seed, "grpo_steps": cost["steps"], "neutral_weight": neutral_weight,
+    row = {"arm": arm, "seed": seed, "grpo_steps": 0 if arm == "base" else steps, "neutral_weight": neutral_weight,
            **played["metrics"], **cost,
            "steps_per_min": 60 * cost["steps"] / cost["train_s"] if cost["train_s"] else None}
     append_jsonl(SAMPLES_FILE, played["samples"])
@@ -161,19 +171,18 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             if values:
                 entry[f"{metric}_mean"], entry[f"{metric}_ci95"] = mean_ci95(values)
         arms[arm] = entry
-    trained = by_arm.get("trained", {})
     differences: dict[str, Any] = {}
-    for other in ("control", "base"):
-        reference = by_arm.get(other, {})
+    for arm, other in (("trained", "control"), ("trained", "base"), ("dpo", "control"), ("dpo", "base")):
+        trained, reference = by_arm.get(arm, {}), by_arm.get(other, {})
         paired = sorted(set(trained) & set(reference)) if other == "control" else sorted(trained)
         if not paired or not reference:
             continue
         base_row = next(iter(reference.values()))
-        differences[f"trained_vs_{other}"] = {"seeds": len(paired)}
+        differences[f"{arm}_vs_{other}"] = {"seeds": len(paired)}
         for metric in METRICS:
             deltas = [trained[s][metric] - (reference[s] if other == "control" else base_row)[metric] for s in paired]
             mean, half = mean_ci95(deltas)
-            differences[f"trained_vs_{other}"][metric] = {"mean": mean, "ci95_low": mean - half, "ci95_high": mean + half}
+            differences[f"{arm}_vs_{other}"][metric] = {"mean": mean, "ci95_low": mean - half, "ci95_high": mean + half}
     return {"env_id": EMOTION_STYLE_ENV_ID, "env_kwargs": EVAL_ENV_KWARGS, "split": "eval",
             "decoding": {"greedy": True, "max_new_tokens": STYLE_MAX_NEW_TOKENS},
             "grpo_steps": max((r["grpo_steps"] for r in rows if "grpo_steps" in r), default=0), "arms": arms,
@@ -207,10 +216,11 @@ def markdown_table(summary: dict[str, Any]) -> str:
         lines.append(f"\nSpeed, {speed['recipe']}: {60 / speed['step_s_median']:.2f} steps/min "
                      f"({speed['step_s_median']:.1f} s a step: generation {speed['generate_s_median']:.1f} s, "
                      f"loss and reward {speed['rest_s_median']:.1f} s; {speed['prompt_tokens']} prompt tokens).")
-    for key, name in (("trained_vs_control", "control"), ("trained_vs_base", "base")):
+    for key in ("trained_vs_control", "trained_vs_base", "dpo_vs_control", "dpo_vs_base"):
         if key in summary:
             delta = summary[key]["target_accuracy"]
-            lines.append(f"\nTrained - {name} target accuracy: {delta['mean']:+.3f} "
+            arm, name = key.split("_vs_")
+            lines.append(f"\n{arm.capitalize()} - {name} target accuracy: {delta['mean']:+.3f} "
                          f"(95% CI {delta['ci95_low']:+.3f} to {delta['ci95_high']:+.3f}), {summary[key]['seeds']} seeds.")
     return "\n".join(lines)
 
@@ -228,7 +238,7 @@ def report(steps: int = GRPO_STEPS, neutral_weight: float = 1.0) -> dict[str, An
     rows = [r for r in read_jsonl(RUNS_FILE) if r.get("kind") == "speed" or (
         r["grpo_steps"] in (0, steps) and r.get("neutral_weight", 1.0) == neutral_weight)]
     summary = summarise(rows)
-    summary["neutral_weight"] = neutral_weight
+    summary.update(neutral_weight=neutral_weight, env_kwargs=eval_env_kwargs(neutral_weight))
     target = summary_file(neutral_weight)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
