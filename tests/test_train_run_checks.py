@@ -10,7 +10,7 @@ from tiny_models import tiny_causal_lm
 from affectgym.train import commands
 from affectgym.train.config import TrainConfig, config_to_yaml, load_config
 from affectgym.train.grpo import check_policy, train
-from affectgym.train.recipes import RECIPES, recipe_config, sarcasm_cpu_config
+from affectgym.train.recipes import RECIPES, recipe_config, recipe_needs, sarcasm_cpu_config
 from affectgym.train.run_dir import OutputDirInUseError, claim_output_dir
 
 ENV_ID = "affectgym/Sarcasm-v0"
@@ -101,6 +101,20 @@ def test_named_recipes_are_listed_and_start_a_cli_config(tmp_path, capsys):
         recipe_config("sarcasm-chat-grpo", {})
     with pytest.raises(SystemExit):
         run_cli(["--recipe", "no-such-recipe"])
+
+
+@pytest.mark.parametrize("name", sorted(name for name in RECIPES if not recipe_needs(name)))
+def test_every_recipe_that_needs_nothing_builds_a_valid_config_of_its_own_env(name, tmp_path):
+    config = recipe_config(name, {"output_dir": str(tmp_path / name)})
+    assert config.output_dir == str(tmp_path / name) and config.env_id.startswith("affectgym/")
+
+
+def test_the_emotion_style_recipes_score_with_the_calibrated_classifier_where_asked():
+    from affectgym.train.recipes import CALIBRATED_NEUTRAL_WEIGHT
+
+    dpo = recipe_config("emotion-style-dpo")
+    assert dpo.algo == "dpo" and dpo.env_kwargs["classifier_options"] == {"neutral_weight": CALIBRATED_NEUTRAL_WEIGHT}
+    assert "classifier_options" not in recipe_config("emotion-style-grpo").env_kwargs
 
 
 class Interrupt(Exception):
