@@ -61,6 +61,8 @@ SAMPLES_FILE = RESULTS / "emotion_style_samples.jsonl"
 SUMMARY_FILE = RESULTS / "emotion_style_learning.json"
 WORK = ROOT / "runs" / "bench_style"
 ARMS = ("base", "control", "trained", "dpo")
+#: How the table's paired differences name the trained arms.
+ARM_TITLES = {"trained": "Trained", "dpo": "DPO"}
 #: Held-out scenarios every arm answers: the first of the eval split in the runner's order for seed 0.
 EVAL_SCENARIOS = 112
 EVAL_ENV_KWARGS = {"classifier": "nade"}
@@ -220,8 +222,10 @@ def markdown_table(summary: dict[str, Any]) -> str:
         if key in summary:
             delta = summary[key]["target_accuracy"]
             arm, name = key.split("_vs_")
-            lines.append(f"\n{arm.capitalize()} - {name} target accuracy: {delta['mean']:+.3f} "
-                         f"(95% CI {delta['ci95_low']:+.3f} to {delta['ci95_high']:+.3f}), {summary[key]['seeds']} seeds.")
+            seeds = summary[key]["seeds"]
+            interval = (f"95% CI {delta['ci95_low']:+.3f} to {delta['ci95_high']:+.3f}, {seeds} seeds" if seeds > 1
+                        else "one seed: no interval")
+            lines.append(f"\n{ARM_TITLES[arm]} - {name} target accuracy: {delta['mean']:+.3f} ({interval}).")
     return "\n".join(lines)
 
 
@@ -230,6 +234,10 @@ def summary_file(neutral_weight: float) -> Path:
     if neutral_weight == 1.0:
         return SUMMARY_FILE
     return SUMMARY_FILE.with_name(f"{SUMMARY_FILE.stem}_neutral{neutral_weight:g}.json")
+
+
+#: The summary of the runs under the calibrated classifier (the README's table).
+CALIBRATED_SUMMARY_FILE = summary_file(CALIBRATED_NEUTRAL_WEIGHT)
 
 
 def report(steps: int = GRPO_STEPS, neutral_weight: float = 1.0) -> dict[str, Any]:
@@ -249,7 +257,8 @@ def report(steps: int = GRPO_STEPS, neutral_weight: float = 1.0) -> dict[str, An
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
+    parser.add_argument("--arms", nargs="+", choices=ARMS, default=["base", "control", "trained"],
+                        help="arms to run (default base, control, trained; dpo on request)")
     parser.add_argument("--steps", type=int, default=GRPO_STEPS, help="GRPO steps per run")
     parser.add_argument("--speed-steps", type=int, default=0,
                         help="time N steps of the recipe (after a warm-up step), split into generation and the rest")

@@ -102,6 +102,8 @@ BENCHMARK_TABLES = {
                        "\n<!-- end of transfer table -->"),
     "bench_dialogue_learning": ("<!-- dialogue table: python benchmarks/bench_dialogue_learning.py --report-only -->\n",
                                 "\n<!-- end of dialogue table -->"),
+    "bench_style_learning": ("<!-- style table: python benchmarks/bench_style_learning.py --neutral-weight 0.25 "
+                             "--report-only -->\n", "\n<!-- end of style table -->", "CALIBRATED_SUMMARY_FILE"),
 }
 
 
@@ -110,7 +112,7 @@ def test_the_readme_benchmark_tables_are_the_committed_benchmark_results(script)
     import json
 
     bench = repo_module("benchmarks", script)
-    start, end = BENCHMARK_TABLES[script]
+    start, end, *summary_name = BENCHMARK_TABLES[script]
     in_readme = readme_between(start, end, f"{script} table")
-    summary = json.loads(bench.SUMMARY_FILE.read_text(encoding="utf-8"))
+    summary = json.loads(getattr(bench, *summary_name or ["SUMMARY_FILE"]).read_text(encoding="utf-8"))
     assert in_readme == bench.markdown_table(summary), f"README.md's table is stale: rerun {script}.py --report-only"
