@@ -42,6 +42,7 @@ class EvalProgress:
             self._bar.stop()
 
     def advance(self, record: Mapping[str, Any]) -> None:
+        """Count one finished episode (its reward, or its error) and redraw the bar."""
         if record.get("reward") is not None:
             self.rewards.append(float(record["reward"]))
         self.errors += record.get("error") is not None
