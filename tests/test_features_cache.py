@@ -250,3 +250,26 @@ def test_eviction_removes_temporary_files_of_killed_writers_only(tmp_path):
     store.evict()
     assert not orphan.exists() and live.exists()
     assert len(store.entries()) == 1
+
+
+def test_filling_a_cache_scans_its_folder_far_fewer_times_than_once_every_32_writes(tmp_path, monkeypatch):
+    store = ProsodyCache(tmp_path, max_bytes=10**9)
+    prosody = extract_prosody(_tone_audio())
+    scans = []
+    scan = store.entries
+    monkeypatch.setattr(store, "entries", lambda: scans.append(1) or scan())
+    for i in range(2_000):
+        store.put(f"{i:064x}", prosody)
+    # a scan every 32 writes would be 63 scans of up to 2,000 entries; a quarter of the entries apart: ~17
+    assert len(scans) <= 20 and len(scan()) == 2_000
+
+
+def test_the_size_bound_holds_while_a_cache_fills_between_scans(tmp_path):
+    prosody = extract_prosody(_tone_audio())
+    probe = ProsodyCache(tmp_path / "probe")
+    probe.put("0" * 64, prosody)
+    entry_bytes = probe.entries()[0].stat().st_size
+    store = ProsodyCache(tmp_path / "bounded", max_bytes=50 * entry_bytes)
+    for i in range(300):
+        store.put(f"{i:064x}", prosody)
+    assert sum(p.stat().st_size for p in store.entries()) <= 51 * entry_bytes

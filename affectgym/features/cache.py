@@ -52,6 +52,8 @@ from affectgym.features.prosody import Prosody, ProsodyParams, extract_prosody
 
 CACHE_FORMAT = 3  # bump when the entry layout changes
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024  # 512 MiB of entries, ~10 KB-100 KB each
+#: Fewest writes between two scans of the cache folder (the size bound and orphaned files).
+SCAN_EVERY_WRITES = 32
 _MEMO_ENTRIES = 1024  # in-process results kept in front of the disk
 # A writer moves its temporary file into place within milliseconds; one this old (in
 # seconds) belongs to a writer that was killed, and eviction removes it.
@@ -81,7 +83,11 @@ class ProsodyCache:
     def __init__(self, root: str | Path | None = None, max_bytes: int = DEFAULT_MAX_BYTES):
         self.root = Path(root) if root is not None else default_cache_dir()
         self.max_bytes = int(max_bytes)
+        # Scanning the folder costs a stat per entry, so it runs when this process's estimate of
+        # the size passes the bound, or after a number of writes that grows with the entries.
         self._writes_since_scan = 0
+        self._writes_between_scans = 0  # 0: scan at the next write (the first one measures)
+        self._estimated_bytes = 0
         self._memo: LRUCache[str, Prosody] = LRUCache(maxsize=_MEMO_ENTRIES)
         self._write_failure_logged = False
 
@@ -158,7 +164,8 @@ class ProsodyCache:
         temporary = path.parent / f".{key}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            temporary.write_bytes(_encode_entry(prosody, key))
+            encoded = _encode_entry(prosody, key)
+            temporary.write_bytes(encoded)
             os.replace(temporary, path)
         except OSError as err:
             self._log_write_failure(err)
@@ -166,7 +173,8 @@ class ProsodyCache:
         finally:
             _remove_quietly(temporary)
         self._writes_since_scan += 1
-        if self._writes_since_scan >= 32 or self._writes_since_scan == 1:
+        self._estimated_bytes += len(encoded)
+        if self._writes_since_scan > self._writes_between_scans or self._estimated_bytes > self.max_bytes:
             self.evict()
         return True
 
@@ -226,6 +234,10 @@ class ProsodyCache:
                 continue
             sized.append((stat_result.st_mtime_ns, stat_result.st_size, path))
         total = sum(size for _, size, _ in sized)
+        # the next scan after a quarter as many writes again as there are entries (at least 32):
+        # filling a cache of n entries then costs O(n) stats in all, not O(n^2 / 32)
+        self._writes_between_scans = max(SCAN_EVERY_WRITES, len(sized) // 4)
+        self._estimated_bytes = total
         if total <= self.max_bytes:
             return 0
         deleted = 0
@@ -236,6 +248,7 @@ class ProsodyCache:
             if _remove_quietly(path):
                 deleted += 1
             total -= size
+        self._estimated_bytes = total
         return deleted
 
 
