@@ -100,10 +100,9 @@ def hostile_actions(max_chars: int = 32_768, *, tool: str = NEUTRAL_TOOL, label:
     >>> hostile_actions(200, tool="read_note", label="happy")["nan_answer"]
     '<final>{"label": "happy", "confidence": NaN}</final>'
     """
+    name, label_json = json.dumps(tool), json.dumps(label)
     answer = json.dumps({"label": label, "confidence": 0.5})
-    call = f'<tool_call>{{"name": {json.dumps(tool)}, "arguments": {{}}}}</tool_call>'
-    name = json.dumps(tool)
-    label_json = json.dumps(label)
+    call = f'<tool_call>{{"name": {name}, "arguments": {{}}}}</tool_call>'
 
     def fill(unit: str, head: str = "", tail: str = "") -> str:
         return head + unit * max(1, (max_chars - len(head) - len(tail)) // len(unit)) + tail

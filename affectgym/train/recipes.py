@@ -283,6 +283,16 @@ STYLE_EMOTION_WEIGHT = 3.0
 CALIBRATED_NEUTRAL_WEIGHT = 0.25
 
 
+def _style_env_kwargs(neutral_weight: float, rubric: str) -> dict[str, Any]:
+    """EmotionStyle-v0's options in its recipes: the offline classifier (at ``neutral_weight``), ``rubric``, and
+    P(target) weighed :data:`STYLE_EMOTION_WEIGHT`."""
+    env_kwargs: dict[str, Any] = {"classifier": "nade", "rubric": rubric,
+                                  "reward_weights": {"emotion_probability": STYLE_EMOTION_WEIGHT}}
+    if neutral_weight != 1.0:
+        env_kwargs["classifier_options"] = {"neutral_weight": neutral_weight}
+    return env_kwargs
+
+
 def emotion_style_grpo_config(output_dir: str | Path, *, seed: int = 0, max_steps: int = 48, control: bool = False,
                               model: str = "smollm2-135m", neutral_weight: float = 1.0,
                               **overrides: Any) -> TrainConfig:
@@ -310,10 +320,7 @@ def emotion_style_grpo_config(output_dir: str | Path, *, seed: int = 0, max_step
             mapping under which neutral tops 99% of the base model's samples.
         **overrides: Any other :class:`~affectgym.train.config.TrainConfig` field.
     """
-    env_kwargs: dict[str, Any] = {"classifier": "nade", "rubric": "shuffled-target" if control else "default",
-                                  "reward_weights": {"emotion_probability": STYLE_EMOTION_WEIGHT}}
-    if neutral_weight != 1.0:
-        env_kwargs["classifier_options"] = {"neutral_weight": neutral_weight}
+    env_kwargs = _style_env_kwargs(neutral_weight, rubric="shuffled-target" if control else "default")
     options: dict[str, Any] = {
         "env_id": EMOTION_STYLE_ENV_ID, "model": model, "mode": "flat", "max_steps": max_steps, "num_generations": 8,
         "batch_size": 32, "learning_rate": 1e-3, "warmup_steps": max_steps // 6, "lr_scheduler": "constant",
@@ -347,9 +354,7 @@ def emotion_style_dpo_config(output_dir: str | Path, *, seed: int = 0, max_steps
         model: Policy model.
         **overrides: Any other :class:`~affectgym.train.config.TrainConfig` field.
     """
-    env_kwargs: dict[str, Any] = {"classifier": "nade", "reward_weights": {"emotion_probability": STYLE_EMOTION_WEIGHT}}
-    if neutral_weight != 1.0:
-        env_kwargs["classifier_options"] = {"neutral_weight": neutral_weight}
+    env_kwargs = _style_env_kwargs(neutral_weight, rubric="default")
     options: dict[str, Any] = {
         "env_id": EMOTION_STYLE_ENV_ID, "algo": "dpo", "model": model, "rounds": 1, "samples_per_prompt": 8,
         "pair_margin": 0.1, "dpo_beta": 0.1, "n_train": 128, "max_steps": max_steps, "batch_size": 4,
