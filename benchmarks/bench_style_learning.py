@@ -52,6 +52,7 @@ from affectgym.train.recipes import (
     STYLE_MAX_NEW_TOKENS,
     emotion_style_dpo_config,
     emotion_style_grpo_config,
+    neutral_weight_options,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,16 +72,14 @@ METRICS = ("target_accuracy", "target_probability", "valence_agreement", "any_ru
 GRPO_STEPS = 48
 
 
-def variant(steps: int, neutral_weight: float) -> str:
-    """The folder suffix of a run of ``steps`` GRPO steps under a classifier of ``neutral_weight``."""
-    return f"{steps}steps" + ("" if neutral_weight == 1.0 else f"-neutral{neutral_weight:g}")
+def neutral_suffix(neutral_weight: float) -> str:
+    """What the folders of runs under a classifier of ``neutral_weight`` end with (nothing at 1)."""
+    return "" if neutral_weight == 1.0 else f"-neutral{neutral_weight:g}"
 
 
 def eval_env_kwargs(neutral_weight: float) -> dict[str, Any]:
     """The held-out env's options: the offline classifier, at ``neutral_weight``."""
-    if neutral_weight == 1.0:
-        return dict(EVAL_ENV_KWARGS)
-    return {**EVAL_ENV_KWARGS, "classifier_options": {"neutral_weight": neutral_weight}}
+    return {**EVAL_ENV_KWARGS, **neutral_weight_options(neutral_weight)}
 
 
 def train_stage(arm: str, seed: int, steps: int, neutral_weight: float) -> tuple[Path, dict[str, Any]]:
@@ -88,16 +87,15 @@ def train_stage(arm: str, seed: int, steps: int, neutral_weight: float) -> tuple
     from affectgym.train.dpo import train_dpo
     from affectgym.train.grpo import train
 
-    out = WORK / f"s{seed}" / f"{arm}-{variant(steps, neutral_weight)}"
-    if arm == "dpo":
-        if not done(out):
+    out = WORK / f"s{seed}" / f"{arm}-{steps}steps{neutral_suffix(neutral_weight)}"
+    if not done(out):
+        if arm == "dpo":
             train_dpo(emotion_style_dpo_config(out, seed=seed, neutral_weight=neutral_weight), progress=True,
                       **rerun_options(out))
-        return out / "adapter", json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    if not done(out):
-        config = emotion_style_grpo_config(out, seed=seed, max_steps=steps, control=arm == "control",
-                                           neutral_weight=neutral_weight)
-        train(config, progress=True, **rerun_options(out))
+        else:
+            config = emotion_style_grpo_config(out, seed=seed, max_steps=steps, control=arm == "control",
+                                               neutral_weight=neutral_weight)
+            train(config, progress=True, **rerun_options(out))
     return out / "adapter", json.loads((out / "summary.json").read_text(encoding="utf-8"))
 
 
@@ -106,8 +104,7 @@ def play(arm: str, seed: int, adapter: Path | None, neutral_weight: float) -> di
     from affectgym.eval.results import read_results
     from affectgym.eval.runner import EvalConfig, run_eval
 
-    base = "eval-base" if neutral_weight == 1.0 else f"eval-base-neutral{neutral_weight:g}"
-    out = WORK / (base if adapter is None else f"s{seed}/eval-{adapter.parent.name}")
+    out = WORK / (f"eval-base{neutral_suffix(neutral_weight)}" if adapter is None else f"s{seed}/eval-{adapter.parent.name}")
     agent_kwargs: dict[str, Any] = {"max_new_tokens": STYLE_MAX_NEW_TOKENS, "temperature": 0.0, "max_batch_size": 16}
     if adapter is not None:
         agent_kwargs["adapter"] = str(adapter)

@@ -283,14 +283,20 @@ STYLE_EMOTION_WEIGHT = 3.0
 CALIBRATED_NEUTRAL_WEIGHT = 0.25
 
 
+def neutral_weight_options(neutral_weight: float) -> dict[str, Any]:
+    """The env option that sets the offline classifier's neutral weight (none at the default 1).
+
+    >>> neutral_weight_options(1.0), neutral_weight_options(0.25)
+    ({}, {'classifier_options': {'neutral_weight': 0.25}})
+    """
+    return {} if neutral_weight == 1.0 else {"classifier_options": {"neutral_weight": neutral_weight}}
+
+
 def _style_env_kwargs(neutral_weight: float, rubric: str) -> dict[str, Any]:
     """EmotionStyle-v0's options in its recipes: the offline classifier (at ``neutral_weight``), ``rubric``, and
     P(target) weighed :data:`STYLE_EMOTION_WEIGHT`."""
-    env_kwargs: dict[str, Any] = {"classifier": "nade", "rubric": rubric,
-                                  "reward_weights": {"emotion_probability": STYLE_EMOTION_WEIGHT}}
-    if neutral_weight != 1.0:
-        env_kwargs["classifier_options"] = {"neutral_weight": neutral_weight}
-    return env_kwargs
+    return {"classifier": "nade", "rubric": rubric, "reward_weights": {"emotion_probability": STYLE_EMOTION_WEIGHT},
+            **neutral_weight_options(neutral_weight)}
 
 
 def emotion_style_grpo_config(output_dir: str | Path, *, seed: int = 0, max_steps: int = 48, control: bool = False,
