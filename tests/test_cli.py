@@ -200,9 +200,12 @@ def test_python_dash_m_affectgym_prints_the_version():
 
 
 def test_list_verbose_prints_each_envs_manual_naming_every_rubric_and_task_format_it_takes_by_name():
+    from affectgym.envs.dialogue_format import DIALOGUE_FORMATS
     from affectgym.envs.emotion_style import STYLE_RUBRICS
     from affectgym.envs.label_format import LABEL_FORMATS
     from affectgym.envs.speech_rubrics import SPEECH_RUBRICS
+    from affectgym.envs.state_text_format import STATE_TEXT_FORMATS
+    from affectgym.envs.style_format import STYLE_FORMATS
 
     result = affectgym_cli("list", "-v")
     assert result.returncode == 0
@@ -216,7 +219,9 @@ def test_list_verbose_prints_each_envs_manual_naming_every_rubric_and_task_forma
             assert section in manual, f"{env_id}: no {section}"
     speech = manuals["affectgym/SpeechEmotion-v0"]
     assert all(f'"{name}"' in speech for name in (*SPEECH_RUBRICS, *LABEL_FORMATS))
-    assert all(f'"{name}"' in manuals["affectgym/EmotionStyle-v0"] for name in STYLE_RUBRICS)
+    assert all(f'"{name}"' in manuals["affectgym/EmotionStyle-v0"] for name in (*STYLE_RUBRICS, *STYLE_FORMATS))
+    assert all(f'"{name}"' in manuals["affectgym/EmpatheticDialogue-v0"] for name in DIALOGUE_FORMATS)
+    assert all(f'"{name}"' in manuals["affectgym/EmotionStateText-v0"] for name in STATE_TEXT_FORMATS)
 
 
 def test_list_filters_by_text_in_the_id_or_the_summary():

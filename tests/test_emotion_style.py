@@ -136,7 +136,7 @@ def test_prompt_shows_the_emotion_and_a_third_carry_the_preface(nade_env: Emotio
     with_preface = next(s for s in nade_env.scenarios if s.preface)
     text = nade_env.first_observation(with_preface)
     assert "never name the emotion" in text and "no stage directions" in text
-    assert not any(s.preface for s in EmotionStyleEnv(classifier="nade", preface_fraction=0.0).scenarios)
+    assert not any(s.preface for s in EmotionStyleEnv(classifier="nade", task_format="tag-only").scenarios)
 
 
 def test_the_target_is_shown_so_there_is_no_hidden_label(nade_env: EmotionStyleEnv) -> None:

@@ -9,7 +9,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from affectgym.data.dialogues import (
-    DIALOGUE_LABELS,
     EMOTION_OF_LABEL,
     HUB_DATASET,
     Dialogue,
@@ -24,7 +23,6 @@ from affectgym.data.dialogues import (
 from affectgym.envs.core import AffectEnv, Continue, Trace, count_invalid_actions
 from affectgym.envs.dialogue_criteria import (
     FAR_OFF_LENGTH_CAP,
-    REPLY_WORDS_FULL_CREDIT,
     earlier_turns,
     length_credit,
     open_question,
@@ -35,8 +33,8 @@ from affectgym.envs.dialogue_criteria import (
     structure,
     tag_correctness,
 )
+from affectgym.envs.dialogue_format import DIALOGUE_FORMATS, DialogueFormat
 from affectgym.envs.dialogue_parsing import (
-    FORMAT_HINT,
     ChatbotReply,
     ChatbotTurn,
     chatbot_reply,
@@ -46,6 +44,7 @@ from affectgym.envs.dialogue_parsing import (
     read_chatbot_reply,
     tells_emotion,
 )
+from affectgym.envs.task_format import coerce_task_format
 from affectgym.rewards.classifier import EmotionClassifier, MemoisedClassifier
 from affectgym.rewards.factories import make_classifier, make_judge
 from affectgym.rewards.judge import EmpathyJudge
@@ -195,7 +194,11 @@ class DialogueEnv(AffectEnv):
     :class:`~affectgym.rewards.classifier.EmotionClassifier` | a callable; see
     :func:`~affectgym.rewards.factories.make_classifier`), ``reward_weights``, ``rubric`` (the
     per-turn :class:`~affectgym.rewards.rubric.Rubric`; default :meth:`default_turn_rubric`; the
-    episode's terms are added to any), ``judge`` (a
+    episode's terms are added to any), ``task_format`` (how a turn is asked for and the
+    reply read: "default" | "no-hint", see
+    :data:`~affectgym.envs.dialogue_format.DIALOGUE_FORMATS` | a
+    :class:`~affectgym.envs.dialogue_format.DialogueFormat` | a mapping of its fields),
+    ``judge`` (a
     ``dspy.LM`` or :class:`~affectgym.rewards.judge.EmpathyJudge`; off by default),
     ``judge_weight`` (0.2), ``completion_bonus`` (0.0), ``truncation_penalty`` (0.0),
     ``max_turns`` (8), ``invalid_action_penalty`` (0.05), ``render_mode``.
@@ -227,6 +230,7 @@ class DialogueEnv(AffectEnv):
         classifier: str | EmotionClassifier | Callable[..., Any] = "nade",
         reward_weights: Mapping[str, float] | None = None,
         rubric: Rubric | None = None,
+        task_format: DialogueFormat | str | Mapping[str, Any] | None = None,
         judge: Any = None,
         judge_weight: float = 0.2,
         completion_bonus: float = 0.0,
@@ -247,6 +251,7 @@ class DialogueEnv(AffectEnv):
             raise ValueError(f"rubric must be None (the default per-turn rubric) or a Rubric, got {rubric!r}")
         self.reward_weights = dict(reward_weights or {})
         self.turn_rubric = rubric
+        self.task_format = coerce_task_format(task_format, DialogueFormat, DIALOGUE_FORMATS)
         self.judge = make_judge(judge, judge_class=EmpathyJudge)
         self.judge_weight = float(judge_weight)
         self.completion_bonus = float(completion_bonus)
@@ -294,41 +299,20 @@ class DialogueEnv(AffectEnv):
 
     # ------------------------------------------------------------------ prompts
     def system_prompt(self, scenario: DialogueTurn) -> str:
-        return (
-            "You are an empathetic chatbot in an open-domain conversation. Every human turn starts with "
-            "its emotion tag. Answer each turn with exactly three sentences, each starting with its tag:\n"
-            f"{FORMAT_HINT}\n"
-            "- Sentence 1 carries the human's emotion (empathy), sentence 2 the emotion requested for this "
-            "turn, sentence 3 is a neutral, open-ended follow-up question that invites a full answer "
-            "(no yes/no question).\n"
-            f"- Tags: {', '.join(DIALOGUE_LABELS)}.\n"
-            f"- The three sentences together: {REPLY_WORDS_FULL_CREDIT[0]}-{REPLY_WORDS_FULL_CREDIT[1]} words.\n"
-            "- Show each emotion through what you say; do not name it ('I feel happy').\n"
-            "Answer with the chatbot turn only."
-        )
+        """The task format's chatbot instructions (the same for every turn)."""
+        return self.task_format.system_prompt()
 
     def first_observation(self, scenario: DialogueTurn) -> str:
-        user_tag, target, neutral = scenario.required_tags
-        return (
-            f"{scenario.user_line}\n\n"
-            f"Reply in three tagged sentences: ({user_tag}) ... ({target}) ... ({neutral}) ...? "
-            f"Sentence 2 must carry {target}."
-        )
+        """The task format's user message for the turn."""
+        return self.task_format.observation(scenario)
 
-    def flat_prompt(self, scenario: DialogueTurn) -> list[dict[str, str]]:
-        """System + one user message: the history so far (pre-rendered) and the turn to answer."""
-        parts = []
-        if scenario.history:
-            parts.append(f"Conversation so far:\n{render_history(scenario.history)}")
-        parts.append(self.first_observation(scenario))
-        return [
-            {"role": "system", "content": self.flat_system_prompt(scenario)},
-            {"role": "user", "content": "\n\n".join(parts)},
-        ]
+    def flat_observation(self, scenario: DialogueTurn) -> str:
+        """The history so far (pre-rendered) and the turn to answer, in one user message."""
+        return self.task_format.flat_observation(scenario)
 
     def parse_final(self, text: str) -> tuple[ChatbotReply, None]:
-        """Every text is a reply, read once (:func:`read_chatbot_reply`); structure is scored, not rejected."""
-        return read_chatbot_reply(text), None
+        """Every text is a reply, read once by the task format; structure is scored, not rejected."""
+        return self.task_format.parse(text)
 
     # ------------------------------------------------------------------ reward
     def episode_rubric(self, invalid_action_penalty: float) -> Rubric:

@@ -27,7 +27,14 @@ from affectgym.envs.emotion_state import (
     emotion_transition,
 )
 from affectgym.envs.emotion_state.data import ARCS_FILE, DATA_DIR, DATA_PACKAGE, arcs_in_split
-from affectgym.envs.parsing import NO_JSON_OBJECT, last_json_object
+from affectgym.envs.state_text_format import (
+    STATE_TEXT_FORMATS,
+    StateTextFormat,
+    intensity_word,
+    parse_emotion_action,
+    render_emotions,
+)
+from affectgym.envs.task_format import coerce_task_format
 from affectgym.rewards.memo import BoundedMemo
 from affectgym.rewards.rubric import Criterion, Reply, Rubric
 
@@ -41,13 +48,6 @@ DEFAULT_TEXT_ALPHA = 0.5
 # Extra messages allowed beyond the control steps (invalid replies) before truncation.
 DEFAULT_SPARE_TURNS = 4
 REPLAY_MEMO_ENTRIES = 256  # episodes whose replayed reward components are remembered
-_INTENSITY_WORDS = (
-    (0.1, "none"),
-    (0.3, "mild"),
-    (0.6, "moderate"),
-    (0.85, "strong"),
-    (1.01, "intense"),
-)
 
 
 @dataclass(frozen=True)
@@ -61,77 +61,6 @@ class EmotionArcScenario:
 
     id: str
     description: str
-
-
-def intensity_word(value: float) -> str:
-    """Name an intensity in [0, 1].
-
-    >>> [intensity_word(v) for v in (0.05, 0.2, 0.5, 0.7, 0.9)]
-    ['none', 'mild', 'moderate', 'strong', 'intense']
-    """
-    return next(word for limit, word in _INTENSITY_WORDS if value < limit)
-
-
-def render_emotions(values: Sequence[float]) -> str:
-    """Render seven intensities in words and numbers, in the fixed emotion order.
-
-    >>> render_emotions([0.9, 0, 0, 0.05, 0.3, 0, 0.5])[:48]
-    'anger 0.90 (intense), disgust 0.00 (none), fear '
-    """
-    return ", ".join(
-        f"{name} {float(v):.2f} ({intensity_word(float(v))})"
-        for name, v in zip(EMOTIONS, values, strict=True)
-    )
-
-
-def parse_emotion_action(text: str) -> tuple[np.ndarray | None, str | None]:
-    """Read a JSON action ``{"anger": 0.1, ...}`` with all seven emotions in [0, 1].
-
-    The last JSON object of the text is read, by the rule every env shares
-    (:func:`~affectgym.envs.parsing.last_json_object`); code fences and prose around it
-    are ignored.
-
-    Args:
-        text: The agent's message.
-
-    Returns:
-        ``(intensities (7,), None)`` or ``(None, what was wrong and what is accepted)``.
-
-    >>> action, error = parse_emotion_action('{"anger": 0, "disgust": 0, "fear": 0, "joy": 1, "neutral": 0, "sadness": 0, "surprise": 0.5}')
-    >>> action.tolist(), error
-    ([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.5], None)
-    >>> parse_emotion_action('{"joy": 2}')[1][:40]
-    'the JSON object is missing anger, disgus'
-    """
-    expected = "{" + ", ".join(f'"{name}": <number 0-1>' for name in EMOTIONS) + "}"
-    data, problem = last_json_object(text)
-    if data is None:
-        accepted = f"one JSON object {expected}" if problem == NO_JSON_OBJECT else expected
-        return None, f"{problem}; accepted: {accepted}"
-    missing = [name for name in EMOTIONS if name not in data]
-    extra = sorted(set(data) - set(EMOTIONS))
-    problems = []
-    if missing:
-        problems.append("is missing " + ", ".join(missing))
-    if extra:
-        problems.append(
-            "has unknown keys " + ", ".join(extra) + " (only the seven emotions are read)"
-        )
-    bad = [
-        name
-        for name in EMOTIONS
-        if name in data
-        and (
-            isinstance(data[name], bool)
-            or not isinstance(data[name], (int, float))
-            or not 0.0 <= data[name] <= 1.0
-        )
-    ]
-    if bad:
-        problems.append("needs numbers in [0, 1] for " + ", ".join(bad))
-    if problems:
-        return None, f"the JSON object {'; '.join(problems)}; accepted: {expected}"
-    return np.array([float(data[name]) for name in EMOTIONS]), None
 
 
 def _scaled_arcs(step_scale: float) -> dict[str, Any]:
@@ -208,6 +137,11 @@ class EmotionStateTextEnv(AffectEnv):
       targets are reachable in a few steps).
     - ``spare_turns`` (4): extra messages allowed for invalid replies.
     - ``reward_weights``, ``smoothness_scale``: as in the numeric env.
+    - ``task_format``: how the state is shown and the action read: ``"default"`` |
+      ``"state-only"`` (see :data:`~affectgym.envs.state_text_format.STATE_TEXT_FORMATS`) |
+      a :class:`~affectgym.envs.state_text_format.StateTextFormat` | a mapping of its fields.
+    - ``rubric``: a :class:`~affectgym.rewards.rubric.Rubric` of one's own (default: each
+      reward component's mean over the episode, weighted as in the numeric env).
     - ``split``: ``"all"`` (default), ``"train"`` or ``"eval"`` (a fixed hash split of arcs).
 
     ## Version History
@@ -215,7 +149,6 @@ class EmotionStateTextEnv(AffectEnv):
     * v0: Initial version.
     """
 
-    score_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
     #: The LLM-free agent ``affectgym eval --agent baseline`` plays: the proportional controller.
     recommended_baseline: ClassVar[str] = "controller"
 
@@ -228,6 +161,8 @@ class EmotionStateTextEnv(AffectEnv):
         spare_turns: int = DEFAULT_SPARE_TURNS,
         reward_weights: Mapping[str, float] | None = None,
         smoothness_scale: float | None = None,
+        task_format: StateTextFormat | str | Mapping[str, Any] | None = None,
+        rubric: Rubric | None = None,
         split: str = "all",
         invalid_action_penalty: float = 0.05,
         render_mode: str | None = None,
@@ -242,13 +177,16 @@ class EmotionStateTextEnv(AffectEnv):
             **extra,
         )
         self.steps = int(steps)
+        self.task_format = coerce_task_format(task_format, StateTextFormat, STATE_TEXT_FORMATS)
+        if rubric is not None and not isinstance(rubric, Rubric):
+            raise ValueError(f"rubric must be None (the reward components' means) or a Rubric, got {rubric!r}")
         self.narratives = _load_narratives()
         self._batch = EmotionBatch(1)
         self._scratch = EmotionBatch(1)
         self._replays: BoundedMemo[tuple[str, tuple[tuple[float, ...], ...]], np.ndarray] = BoundedMemo(REPLAY_MEMO_ENTRIES)
         super().__init__(
             scenarios=self.arc_scenarios(split),
-            rubric=self.component_rubric(),
+            rubric=rubric if rubric is not None else self.component_rubric(),
             split=split,
             max_turns=self.steps + int(spare_turns),
             invalid_action_penalty=invalid_action_penalty,
@@ -262,27 +200,17 @@ class EmotionStateTextEnv(AffectEnv):
         return [EmotionArcScenario(arc.name, arc.description) for arc in self.core.arcs if arc.name in chosen]
 
     def system_prompt(self, scenario: Any) -> str:
-        """The task, the dynamics, the reward and the reply format."""
-        keys = ", ".join(f'"{name}": 0.0' for name in EMOTIONS)
-        return (
-            "You steer an emotional state through a scene. The state has seven intensities in [0, 1]: "
-            f"{', '.join(EMOTIONS)}. Each turn, reply with the intensities you want next as one JSON object "
-            f"with all seven keys, e.g. {{{keys}}}.\n"
-            f"The state does not jump to your reply: each emotion moves a fraction ({self.core.alpha:g}) of the "
-            "way toward it per turn; some changes are slower (crossing from a negative to a positive emotion, "
-            "calming down from anger or grief) or blocked (delight straight out of disgust). If anger + sadness "
-            "exceed 1.2 both are cut by 30 %, and anger above 0.8 caps joy.\n"
-            "Each turn you are scored on how close the state is to the target, whether the target's emotions "
-            f"are expressed as strongly as asked, and how smoothly the state moves. The scene lasts {self.steps} turns."
-        )
+        """The task format's instructions: the task, the dynamics, the reward and the reply format."""
+        return self.task_format.system_prompt(self.core.alpha, self.steps)
 
     def first_observation(self, scenario: Any) -> str:
         """The first user message: the scene and the first state."""
-        return self._describe(scenario, 0)
+        start = self._start_state(scenario)
+        return self._describe(scenario, 0, start, start)
 
     def parse_final(self, text: str) -> tuple[Any, str | None]:
-        """Read the JSON action (see :func:`parse_emotion_action`)."""
-        return parse_emotion_action(text)
+        """The task format reads the JSON action (see :func:`parse_emotion_action`)."""
+        return self.task_format.parse(text)
 
     def component_rubric(self) -> Rubric:
         """Mean of each reward component over the episode's steps, weighted as in the numeric env."""
@@ -293,6 +221,11 @@ class EmotionStateTextEnv(AffectEnv):
             if name in self.core.component_names
         ]
         return Rubric(criteria=tuple(criteria))
+
+    def score_bounds(self) -> tuple[float, float]:
+        """The rubric's weights' negative and positive sums (every reward component is in [0, 1]), before
+        the invalid-action penalty."""
+        return self.rubric.without("invalid_actions").unit_bounds()
 
     def reference_answer(self, scenario: Any) -> tuple[str, Trace]:
         """Command the target at every step."""
@@ -324,14 +257,16 @@ class EmotionStateTextEnv(AffectEnv):
     def start_episode(self, options: Mapping[str, Any]) -> EmotionArcScenario:
         """The arc of the reset options (or one drawn with ``np_random``); the state starts at its first target."""
         scenario = super().start_episode(options)
-        first = self.core.schedules[self.core.arc_ids[scenario.id]][0]
-        start = self.core.start_states(first[None], np.random.default_rng(0), self._scratch)
         batch = self._batch
-        batch.state[:] = start
-        batch.prev[:] = start
-        batch.target[:] = first
+        batch.state[:] = batch.prev[:] = self._start_state(scenario)
+        batch.target[:] = self.core.schedules[self.core.arc_ids[scenario.id]][0]
         batch.time[:] = 1.0
         return scenario
+
+    def _start_state(self, scenario: EmotionArcScenario) -> np.ndarray:
+        """The arc's first target, constrained (the text env starts without noise): ``(7,)``."""
+        first = self.core.schedules[self.core.arc_ids[scenario.id]][0]
+        return self.core.start_states(first[None], np.random.default_rng(0), self._scratch)[0].copy()
 
     def on_answer(self, reply: Reply) -> Continue | None:
         """A valid JSON action advances the state and pays ``r_t / steps``; the last control step ends the episode."""
@@ -347,7 +282,7 @@ class EmotionStateTextEnv(AffectEnv):
             for name in self.core.component_names
         }
         return Continue(
-            observation=self._describe(self.scenario, taken + 1),
+            observation=self._describe(self.scenario, taken + 1, self._batch.state[0], self._batch.prev[0]),
             reward=float(np.dot(components, self.core.reward_table.weights)) / self.steps,
             components=named,
             entry={"type": "control", "action": intensities.tolist()},
@@ -398,7 +333,7 @@ class EmotionStateTextEnv(AffectEnv):
         components.setflags(write=False)
         return components
 
-    def _describe(self, scenario: Any, k: int) -> str:
+    def _describe(self, scenario: Any, k: int, state: np.ndarray, previous: np.ndarray) -> str:
         arc = self.core.arcs[self.core.arc_ids[scenario.id]]
         names = self.core.target_names[arc.name]
         shown = min(k, self.steps - 1)
@@ -407,15 +342,10 @@ class EmotionStateTextEnv(AffectEnv):
         segment = sum(1 for i in range(1, min(k, self.steps - 1) + 1) if names[i] != names[i - 1])
         lines = self.narratives.get(target_name, [""])
         situation = lines[zlib.crc32(f"{arc.name}/{segment}".encode()) % len(lines)]
-        batch = self._batch
-        return (
-            f"Turn {k + 1} of {self.steps}. Scene: {arc.description}.\n"
-            f"Situation: {situation}\n"
-            f"Current state: {render_emotions(batch.state[0].tolist())}\n"
-            f"Previous state: {render_emotions(batch.prev[0].tolist())}\n"
-            f"Target ({target_name}): {render_emotions(target.tolist())}\n"
-            "Reply with one JSON object giving all seven intensities you want next."
-        )
+        return self.task_format.observation(
+            turn=k, steps=self.steps, scene=arc.description, situation=situation,
+            state=state.tolist(), previous=previous.tolist(),
+            target_name=target_name, target=target.tolist())
 
 
 class _ComponentMean:

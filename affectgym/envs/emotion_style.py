@@ -21,6 +21,8 @@ from affectgym.data.instructions import (
 from affectgym.data.splits import select_split, stable_hash
 from affectgym.emotions import EMOTIONS, canonical_emotion
 from affectgym.envs.core import AffectEnv, Trace
+from affectgym.envs.style_format import STYLE_FORMATS, StyleFormat, style_prompt
+from affectgym.envs.task_format import with_former_arguments
 from affectgym.rewards.classifier import EmotionClassifier, MemoisedClassifier
 from affectgym.rewards.factories import log_once, make_classifier, make_judge
 from affectgym.rewards.judge import JudgeConfig, JudgeVerdict
@@ -61,8 +63,6 @@ LABEL_SETS: Mapping[str, tuple[str, ...]] = {
     "all": BASIC_LABELS + OPEN_LABELS,
 }
 
-DEFAULT_PREFACE_FRACTION = 1 / 3  # share of scenarios whose prompt carries the longer preface
-PREFACE_SALT = "emotion-style-preface-v1"
 CORE_RULE_CAP = 0.60  # highest total while a core rule (implicitness, response-only) is broken
 CACHE_ENTRIES = 8192  # replies whose classifier distribution is memoised
 
@@ -98,8 +98,6 @@ a learning benchmark, which gains only what a generic emotive style or a longer 
 TARGET_CRITERIA: tuple[str, ...] = ("emotion_probability", "judge", "judge_implicitness", "judge_response_only")
 """The criteria that read the target emotion as a scorer's label (the rules read it as words to avoid)."""
 
-DEFAULT_SYSTEM_MESSAGE = "You are a helpful assistant."
-
 
 # ----------------------------------------------------------------------------- scenario
 @dataclass(frozen=True)
@@ -121,26 +119,6 @@ class StyleScenario:
     emotion: str
     topic: str
     preface: bool = False
-
-
-def style_prompt(scenario: StyleScenario) -> str:
-    """The user message: ``EMOTION: <label>``, the optional preface, the instruction.
-
-    >>> s = StyleScenario("es001:joy", "es001", "Explain tides.", "joy", "tides")
-    >>> style_prompt(s)
-    'EMOTION: joy\\n\\nExplain tides.'
-    >>> style_prompt(StyleScenario("x:fear", "x", "Explain tides.", "fear", "tides", preface=True)).splitlines()[2][:40]
-    'Answer the request below so that every s'
-    """
-    head = f"EMOTION: {scenario.emotion}"
-    if not scenario.preface:
-        return f"{head}\n\n{scenario.instruction}"
-    preface = (
-        f"Answer the request below so that every sentence carries the emotion {scenario.emotion}. "
-        "Show it through tone, word choice and rhythm; never name the emotion or state how you feel. "
-        "Write only the reply itself: no narration, no stage directions, no commentary about the reply."
-    )
-    return f"{head}\n\n{preface}\n\n{scenario.instruction}"
 
 
 # ----------------------------------------------------------------------------- rules
@@ -263,7 +241,7 @@ class EmotionStyleEnv(AffectEnv):
     ## Description
     Each episode is one open-ended instruction and one target emotion, in the prompt as
     ``EMOTION: <label>`` above the instruction (EMOTRON's format). For a third of the
-    scenarios (``preface_fraction``, chosen by a stable hash of the id) a longer preface
+    scenarios (the task format's ``preface_fraction``, chosen by a stable hash of the id) a longer preface
     asks to answer in that emotion without naming it, without narration or commentary.
     Labels: the seven basic emotions (anger, disgust, fear, joy, neutral, sadness, surprise)
     for training; an open vocabulary (awe, condescending, pride, nostalgic, smug, ...) for
@@ -325,13 +303,16 @@ class EmotionStyleEnv(AffectEnv):
     WizardLM records or ``instruction`` records), ``max_instructions``, ``split`` ("train",
     "eval", "all"; a stable hash split by instruction), ``eval_fraction`` (0.2), ``labels``
     ("basic" | "open" | "all" | a list), ``emotions_per_instruction`` (None = every label),
-    ``preface_fraction`` (1/3), ``classifier`` ("auto" | "transformers" | "nade" | model id or
+    ``task_format`` (how the prompt is written and the reply read: "default" | "preface" |
+    "tag-only", see :data:`~affectgym.envs.style_format.STYLE_FORMATS` | a
+    :class:`~affectgym.envs.style_format.StyleFormat` | a mapping of its fields
+    ``system_message`` and ``preface_fraction`` (1/3)), ``classifier`` ("auto" | "transformers" | "nade" | model id or
     path | EmotionClassifier | callable), ``classifier_device``, ``classifier_options``,
     ``judge`` (None | EmotionJudge | dspy LM), ``judge_url``, ``judge_model``,
     ``judge_api_key_env``, ``judge_config``, ``reward_weights``, ``rubric`` ("default" |
     "shuffled-target", the control that scores another emotion than the one shown, see
     :data:`STYLE_RUBRICS` | a :class:`~affectgym.rewards.rubric.Rubric` of one's own),
-    ``cap`` (0.60; None turns it off), ``system_message``, ``max_turns`` (1), ``invalid_action_penalty`` (0.05),
+    ``cap`` (0.60; None turns it off), ``max_turns`` (1), ``invalid_action_penalty`` (0.05),
     ``render_mode``.
 
     ```python
@@ -356,7 +337,7 @@ class EmotionStyleEnv(AffectEnv):
         eval_fraction: float = 0.2,
         labels: str | Sequence[str] = "basic",
         emotions_per_instruction: int | None = None,
-        preface_fraction: float = DEFAULT_PREFACE_FRACTION,
+        task_format: StyleFormat | str | Mapping[str, Any] | None = None,
         classifier: str | EmotionClassifier | Callable[[list[str]], Any] = "auto",
         classifier_device: str = "cpu",
         classifier_options: Mapping[str, Any] | None = None,
@@ -368,15 +349,14 @@ class EmotionStyleEnv(AffectEnv):
         reward_weights: Mapping[str, float] | None = None,
         rubric: str | Rubric = "default",
         cap: float | None = CORE_RULE_CAP,
-        system_message: str = DEFAULT_SYSTEM_MESSAGE,
         max_turns: int = 1,
         invalid_action_penalty: float = 0.05,
         render_mode: str | None = None,
+        preface_fraction: float | None = None,
+        system_message: str | None = None,
     ):
         if instructions not in ("embedded", "wizardlm"):
             raise ValueError(f"instructions must be 'embedded' or 'wizardlm', got {instructions!r}")
-        if not 0.0 <= preface_fraction <= 1.0:
-            raise ValueError(f"preface_fraction must be in [0, 1], got {preface_fraction!r}")
         if emotions_per_instruction is not None and emotions_per_instruction < 1:
             raise ValueError(f"emotions_per_instruction must be None or >= 1, got {emotions_per_instruction!r}")
         if cap is not None and not 0.0 <= cap:
@@ -402,11 +382,12 @@ class EmotionStyleEnv(AffectEnv):
         self.max_instructions = max_instructions
         self.eval_fraction = eval_fraction
         self.emotions_per_instruction = emotions_per_instruction
-        self.preface_fraction = float(preface_fraction)
+        self.task_format = with_former_arguments(
+            task_format, StyleFormat, STYLE_FORMATS,
+            {"preface_fraction": preface_fraction, "system_message": system_message}, type(self).__name__)
         self.reward_weights = dict(reward_weights or {})
         self.style_rubric = rubric
         self.cap = cap
-        self.system_message = system_message
         self.uses_classifier = any(canonical_emotion(label) is not None for label in self.labels)
         self.classifier = (
             make_classifier(classifier, device=classifier_device, options=classifier_options)
@@ -464,7 +445,7 @@ class EmotionStyleEnv(AffectEnv):
                         instruction=item.text,
                         emotion=emotion,
                         topic=item.topic or instruction_topic(item.text),
-                        preface=stable_hash(scenario_id, salt=PREFACE_SALT) / 2**64 < self.preface_fraction,
+                        preface=self.task_format.has_preface(scenario_id),
                     )
                 )
         return scenarios
@@ -477,16 +458,16 @@ class EmotionStyleEnv(AffectEnv):
 
     # ------------------------------------------------------------------ prompts
     def system_prompt(self, scenario: StyleScenario) -> str:
-        """The configured system message (by default a plain assistant prompt)."""
-        return self.system_message
+        """The task format's system message (by default a plain assistant prompt)."""
+        return self.task_format.system_message
 
     def first_observation(self, scenario: StyleScenario) -> str:
-        """``EMOTION: <label>``, the optional preface, the instruction (see :func:`style_prompt`)."""
-        return style_prompt(scenario)
+        """``EMOTION: <label>``, the optional preface, the instruction (the task format's prompt)."""
+        return self.task_format.prompt(scenario)
 
     def parse_final(self, text: str) -> tuple[str, None]:
-        """Every non-empty message is the reply (the core rejects empty ones before)."""
-        return text, None
+        """The task format reads the reply: every non-empty message (the core rejects empty ones before)."""
+        return self.task_format.parse(text)
 
     def flip_label(self, scenario: StyleScenario) -> None:
         """The target emotion is shown to the agent by design: there is no hidden label."""

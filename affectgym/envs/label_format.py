@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from affectgym.envs.parsing import last_json_object, tagged_blocks
+from affectgym.envs.task_format import coerce_task_format
 
 ANSWER_FORMATS = ("json", "word", "yesno")
 FLAT_PROMPTS = ("full", "compact")
@@ -69,24 +70,7 @@ class LabelFormat:
         ...
         ValueError: task_format answer must be one of json, word, yesno, got 'maybe'
         """
-        if value is None:
-            return cls()
-        if isinstance(value, LabelFormat):
-            return value
-        if isinstance(value, str):
-            if value not in LABEL_FORMATS:
-                raise ValueError(f"unknown task_format {value!r}; named formats: {', '.join(LABEL_FORMATS)}")
-            return LABEL_FORMATS[value]
-        if isinstance(value, Mapping):
-            known = [f.name for f in fields(cls)]
-            unknown = sorted(map(str, set(value) - set(known)))
-            if unknown:
-                raise ValueError(f"unknown task_format fields {unknown}; accepted: {known}")
-            return cls(**value)
-        raise ValueError(
-            f"task_format must be a LabelFormat, one of {', '.join(LABEL_FORMATS)} or a mapping such as "
-            f"{{'answer': 'yesno', 'flat_prompt': 'compact'}}, got {type(value).__name__}"
-        )
+        return coerce_task_format(value, cls, LABEL_FORMATS)
 
     def as_dict(self) -> dict[str, str]:
         """The format as the mapping :meth:`coerce` reads (for configs and JSON)."""

@@ -215,6 +215,16 @@ class Rubric:
         weights.update({f"cap:{c.name}": 1.0 for c in self.caps})
         return weights
 
+    def unit_bounds(self) -> tuple[float, float]:
+        """The lowest and highest total when every criterion scores in [0, 1]: the sums of the
+        negative and of the positive weights (caps and gates only lower a total).
+
+        >>> Rubric([Criterion("a", lambda *_: 1.0, 0.7), Criterion("b", lambda *_: 0.0, -0.5)]).unit_bounds()
+        (-0.5, 0.7)
+        """
+        weights = [c.weight for c in self.criteria]
+        return (sum(w for w in weights if w < 0), sum(w for w in weights if w > 0))
+
     def with_weights(self, overrides: Mapping[str, float] | None) -> Rubric:
         """Return a copy with some criterion weights replaced.
 
