@@ -149,7 +149,7 @@ def test_emotion_state_episodes_record_as_video(tmp_path):
     pytest.importorskip("moviepy", reason="gymnasium's RecordVideo writes videos with moviepy")
     from gymnasium.wrappers import RecordVideo
 
-    env = RecordVideo(gym.make("affectgym/EmotionState-v0", render_mode="rgb_array", max_episode_steps=5), str(tmp_path))
+    env = RecordVideo(affectgym.make("affectgym/EmotionState-v0", render_mode="rgb_array", max_episode_steps=5), str(tmp_path))
     observation, _ = env.reset(seed=0)
     done = False
     while not done:

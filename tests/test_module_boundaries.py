@@ -1,4 +1,5 @@
-"""Modules talk through public names: no private call into another module, no thread-local state.
+"""Modules talk through public names: no private call into another module, no thread-local state,
+no reading of another function's frame.
 
 A private name (``_step``) is a module's own business. A call ``obj._name(...)`` is allowed
 on ``self``, ``cls`` or ``super()``, or when the module itself defines ``_name``; anything
@@ -15,9 +16,6 @@ from pathlib import Path
 PACKAGE_ROOT = Path(__file__).resolve().parents[1] / "affectgym"
 #: Private names every Python object of a kind has as public API.
 PUBLIC_PRIVATES = {"_replace", "_asdict", "_make", "_fields"}
-#: Calls allowed, with why. Gymnasium's ``make`` tells an env nothing of the TimeLimit it
-#: wraps it in; EmotionState-v0 reads it from ``make``'s frame (see its ``spec`` setter).
-ALLOWED = {("affectgym/envs/emotion_state/env.py", "sys._getframe")}
 
 
 def private_calls(path: Path) -> list[tuple[int, str]]:
@@ -43,7 +41,7 @@ def test_no_module_calls_a_private_name_of_another():
     relative = {path: path.relative_to(PACKAGE_ROOT.parent).as_posix() for path in sorted(PACKAGE_ROOT.rglob("*.py"))}
     offending = [
         f"{where}:{line}: {call}" for path, where in relative.items()
-        for line, call in private_calls(path) if (where, call) not in ALLOWED
+        for line, call in private_calls(path)
     ]
     assert not offending, "calls of another module's private names:\n" + "\n".join(offending)
 
@@ -54,6 +52,14 @@ def test_no_module_keeps_thread_local_state():
         if "threading.local" in path.read_text(encoding="utf-8")
     ]
     assert not offending, f"thread-local state in {offending}; pass what a thread needs, or return it"
+
+
+def test_no_module_reads_another_functions_frame():
+    offending = [
+        path.relative_to(PACKAGE_ROOT.parent).as_posix() for path in sorted(PACKAGE_ROOT.rglob("*.py"))
+        if any(word in path.read_text(encoding="utf-8") for word in ("_getframe", "inspect.currentframe", "f_back"))
+    ]
+    assert not offending, f"frame reading in {offending}; take what a function needs as an argument"
 
 
 def test_the_rule_catches_a_private_call_into_another_object(tmp_path: Path):

@@ -34,7 +34,7 @@ class BuiltinEnv:
         kwargs: Default keyword arguments passed to the class.
         vector_entry_point: ``"module:Class"`` of a native vector env, if any.
         max_episode_steps: The episode length ``gym.make`` enforces with its ``TimeLimit``
-            (``None``: the env ends its episodes itself); the env reads it, so both agree.
+            (``None``: the env ends its episodes itself).
     """
 
     entry_point: str
@@ -51,7 +51,6 @@ BUILTIN_ENVS: dict[str, BuiltinEnv] = {
     "affectgym/EmotionState-v0": BuiltinEnv(
         "affectgym.envs.emotion_state.env:EmotionStateEnv",
         vector_entry_point="affectgym.envs.emotion_state.vector:EmotionStateVectorEnv",
-        max_episode_steps=60,  # DEFAULT_MAX_EPISODE_STEPS of the env, not imported: `import affectgym` stays light
     ),
     "affectgym/EmotionStateText-v0": BuiltinEnv("affectgym.envs.emotion_state_text:EmotionStateTextEnv"),
 }

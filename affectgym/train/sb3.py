@@ -250,7 +250,7 @@ def train_sb3(
         output_dir: Where the files go.
         n_envs: Parallel training envs (``DummyVecEnv``).
         eval_episodes: Evaluation episodes for both policies (seeds from 10,000 + seed).
-        env_kwargs: Keyword arguments of ``gym.make``.
+        env_kwargs: Keyword arguments of ``affectgym.make``.
         algo_kwargs: Overrides of :data:`PPO_DEFAULTS` / :data:`SAC_DEFAULTS`.
         device: Torch device (the MLP is small; CPU is fastest).
         torch_threads: Torch CPU threads during training (restored afterwards); one is
@@ -268,11 +268,12 @@ def train_sb3(
         raise ValueError(
             f"timesteps, n_envs and eval_episodes must be >= 1, got {timesteps}, {n_envs}, {eval_episodes}"
         )
-    import gymnasium as gym
     import torch
     from stable_baselines3 import PPO, SAC
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv
+
+    import affectgym
 
     ensure_registered(env_id)
     env_kwargs = dict(env_kwargs or {})
@@ -284,7 +285,7 @@ def train_sb3(
 
     def make_env(index: int) -> Callable[[], Any]:
         def build() -> Any:
-            env = Monitor(gym.make(env_id, **env_kwargs), filename=str(monitor_dir / str(index)))
+            env = Monitor(affectgym.make(env_id, **env_kwargs), filename=str(monitor_dir / str(index)))
             env.reset(seed=seed + index)
             env.action_space.seed(seed + index)
             return env
@@ -309,7 +310,7 @@ def train_sb3(
     model.save(model_path)
     train_env.close()
 
-    eval_env = gym.make(env_id, **env_kwargs)
+    eval_env = affectgym.make(env_id, **env_kwargs)
     seeds = [EVAL_SEED_OFFSET + seed + i for i in range(eval_episodes)]
     low, high = eval_env.action_space.low, eval_env.action_space.high
 

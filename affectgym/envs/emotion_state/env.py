@@ -8,9 +8,7 @@ its mechanics kept and its mistakes fixed; each departure is documented in
 from __future__ import annotations
 
 import dataclasses
-import sys
 from collections.abc import Sequence
-from types import FrameType
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -19,7 +17,6 @@ from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec
 
 from affectgym.envs.emotion_state.config import (
-    DEFAULT_MAX_EPISODE_STEPS,
     EmotionStateConfig,
     EmotionStateCore,
 )
@@ -150,20 +147,23 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
 
     ## Episode End
 
-    No termination. The episode is truncated after ``max_episode_steps`` (default 60) steps.
-    The id is registered with that limit, so ``gym.make`` wraps the env in a ``TimeLimit`` of
-    60 steps and ``env.spec.max_episode_steps`` is 60; ``gym.make(..., max_episode_steps=N)``
-    sets the env's own limit to N as well, so the target schedule, the remaining-time entry
-    (0 on the last step) and the TimeLimit agree. The last step's ``info`` adds
+    No termination. The env ends its own episodes: it truncates after ``max_episode_steps``
+    (default 60) steps, and ``env.spec.max_episode_steps`` says so. The target schedule and the
+    remaining-time entry (0 on the last step) follow that limit, so the env is registered
+    without a ``TimeLimit``. ``affectgym.make(..., max_episode_steps=N)`` passes N to the env
+    as its own limit. Plain ``gym.make(..., max_episode_steps=N)`` cannot: Gymnasium hands N
+    to a ``TimeLimit`` wrapper and tells the env nothing, so with N below the env's limit the
+    wrapper cuts episodes early (the remaining-time entry above 0 at the cut). With
+    ``gym.make``, set the limit with ``config=EmotionStateConfig(max_episode_steps=N)``;
+    ``gym.make_vec`` passes ``max_episode_steps`` to the native vector env. The last step's ``info`` adds
     ``episode_reward_components`` (each component's mean over the episode) and ``outcome``
     (``arc``, ``steps``, ``mean_step_reward``).
 
     ## Arguments
 
     ```python
-    >>> import gymnasium as gym
-    >>> import affectgym  # registers the affectgym/ ids
-    >>> env = gym.make("affectgym/EmotionState-v0", alpha=0.2, max_episode_steps=60)
+    >>> import affectgym
+    >>> env = affectgym.make("affectgym/EmotionState-v0", alpha=0.2, max_episode_steps=60)
     >>> obs, info = env.reset(seed=0, options={"arc": "good_news"})
     >>> obs.shape, info["arc"]
     ((22,), 'good_news')
@@ -203,6 +203,8 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 10}
     #: The LLM-free agent ``affectgym eval --agent baseline`` plays: the proportional controller.
     recommended_baseline: ClassVar[str] = "controller"
+    #: The env ends its own episodes: ``affectgym.make`` passes ``max_episode_steps`` to it.
+    takes_step_limit: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -218,13 +220,11 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
                 f"render_mode {render_mode!r} is not supported (accepted: None, 'ansi', 'rgb_array'); render() returns None"
             )
         self.render_mode = render_mode
-        self._explicit_steps = config is not None and config.max_episode_steps != DEFAULT_MAX_EPISODE_STEPS
-        self._explicit_steps |= "max_episode_steps" in options
         self._spec: EnvSpec | None = None
         self._compile(EmotionStateCore(config, **options))
 
     def _compile(self, core: EmotionStateCore) -> None:
-        """Set the env up for ``core`` (again when ``gym.make`` changes the step limit)."""
+        """Set the env up for ``core``."""
         self.core = core
         self.observation_space = spaces.Box(0.0, 1.0, (core.obs_size,), dtype=np.float32)
         self.action_space = spaces.Box(0.0, 1.0, (NUM_EMOTIONS,), dtype=np.float32)
@@ -254,22 +254,7 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
 
     @spec.setter
     def spec(self, spec: EnvSpec | None) -> None:
-        # gymnasium.make builds the env, sets this spec (with max_episode_steps=None), then
-        # wraps the env in TimeLimit(max_episode_steps) and tells the env nothing. The target
-        # schedule and the remaining-time feature depend on the step limit, so the env takes
-        # the TimeLimit's value from make's arguments here, and both end episodes together.
-        # (A wrapper listed in the id's additional_wrappers, applied outside the TimeLimit,
-        # could read its spec instead, but gymnasium.make_vec refuses additional_wrappers for
-        # an id with a vector_entry_point, which this one has.)
-        limit = _time_limit_of_gymnasium_make(sys._getframe(1))
-        if limit is not None and limit != self.core.max_episode_steps:
-            if self._explicit_steps:
-                raise ValueError(
-                    f"the env was configured for max_episode_steps={self.core.max_episode_steps}, but gymnasium.make "
-                    f"wraps it in a TimeLimit of {limit} steps; pass max_episode_steps={self.core.max_episode_steps} "
-                    "to gym.make (it sets both) instead of in the config"
-                )
-            self._compile(EmotionStateCore(self.core.config, max_episode_steps=limit))
+        # The env ends its own episodes, so its spec reports its own step limit.
         if spec is not None:
             spec = dataclasses.replace(spec, max_episode_steps=self.core.max_episode_steps)
         self._spec = spec
@@ -407,19 +392,3 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
         if self._arc is None:
             return head
         return f"{head}\nstate:\n{describe_state(self._batch.state[0])}\ntarget:\n{describe_state(self._target_row)}"
-
-
-def _time_limit_of_gymnasium_make(frame: FrameType | None) -> int | None:
-    """The TimeLimit that the ``gymnasium.make`` call running in ``frame`` applies, or None.
-
-    None when ``frame`` is not ``gymnasium.make`` (the env is built directly) or when make
-    applies no TimeLimit (``max_episode_steps=-1``, or none given and none registered).
-    """
-    from gymnasium.envs import registration
-
-    if frame is None or frame.f_code is not registration.make.__code__:
-        return None
-    requested = frame.f_locals.get("max_episode_steps")
-    registered = getattr(frame.f_locals.get("env_spec"), "max_episode_steps", None)
-    limit = requested if requested is not None else registered
-    return None if limit is None or limit == -1 else int(limit)
