@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import soundfile
@@ -39,3 +41,27 @@ def test_a_clip_without_a_transcript_file_is_not_shown_as_a_spoken_line(folder_e
     line = folder_env.step(call("get_transcript"))[0].splitlines()[-1]
     assert '"' not in line and "no transcript for this clip" in line
 
+
+
+def test_the_tools_results_come_as_data_beside_their_text_the_numbers_the_text_shows_unrounded():
+    env = affectgym.make("affectgym/Sarcasm-v0")
+    env.reset(seed=0)
+    prosody_text, *_, info = env.step(call("get_prosody_features"))
+    measured = info["tool_data"]["get_prosody_features"]
+    assert f"range={measured['f0_range_st']:.1f}st" in prosody_text
+    assert f"Pauses: {measured['pause_count']}" in prosody_text or measured["pause_count"] == 0
+    transcript_text, *_, info = env.step(call("get_transcript"))
+    words = info["tool_data"]["get_transcript"]
+    assert f'Line ({words["speaker"]}): "{words["line"]}"' in transcript_text
+    assert all(line in transcript_text for line in words["context"])
+    assert env.unwrapped.trace[-1]["data"] == words
+    *_, info = env.step(call("get_pitch_contour"))
+    assert set(info["tool_data"]) == {"get_prosody_features", "get_transcript"}  # the contour has no data
+
+
+def test_a_clip_whose_audio_cannot_be_measured_gives_its_prosody_tool_no_data(folder_env):
+    env = folder_env
+    env.reset(seed=0)
+    Path(env.unwrapped.scenario.audio_path).write_bytes(b"not audio")
+    *_, info = env.step(call("get_prosody_features"))
+    assert "get_prosody_features" not in info["tool_data"]

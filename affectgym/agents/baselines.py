@@ -6,9 +6,9 @@ comparable with a model's:
 * ``majority`` -- always the most frequent label of the train split, confidence = its share;
 * ``random`` -- a uniformly random label, confidence 1/K;
 * ``prosody-rule`` -- calls the prosody tool and thresholds pitch range, pitch variability
-  and pauses (as z-scores against the corpus norms the tool reports), the threshold fitted
+  and pauses (as z-scores against the train split), the threshold fitted
   on the train split;
-* ``probe`` -- a scikit-learn logistic regression over TF-IDF of the transcript tool's text
+* ``probe`` -- a scikit-learn logistic regression over TF-IDF of the transcript's words
   (``features="text"``), the prosody numbers (``"prosody"``) or both (``"both"``, default),
   trained on the train split;
 * ``protocol`` -- the label-blind protocol demonstrator of :mod:`affectgym.agents.protocol`:
@@ -16,7 +16,8 @@ comparable with a model's:
 
 Fitting reads the train split through the public contract: each clip is reset by id, the
 tools are called, and the gold label comes from ``info["outcome"]`` after an answer, as a
-supervised learner would see it.
+supervised learner would see it. The tools' results are read as data (``info["tool_data"]``:
+the transcript's lines, the measurements by name), never parsed from the text the model reads.
 
 For the envs without labels, baselines that read only the observation:
 
@@ -57,64 +58,46 @@ from affectgym.agents.registry import agent_env_problem, make_agent, register_ag
 from affectgym.envs.label_format import final_answer
 from affectgym.envs.spaces import env_kind
 
-_NUMBER = r"([-+]?\d+(?:\.\d+)?)"
-# (feature name, pattern over get_prosody_features' text); missing values read as NaN.
-PROSODY_PATTERNS: tuple[tuple[str, str], ...] = (
-    ("f0_mean_st", rf"Pitch: mean={_NUMBER}Hz \({_NUMBER}st\)"),
-    ("f0_sd_st", rf"sd={_NUMBER}Hz \({_NUMBER}st\)"),
-    ("f0_range_st", rf"range={_NUMBER}st"),
-    ("f0_slope_st_per_s", rf"slope={_NUMBER}st/s"),
-    ("intensity_sd_db", rf"Loudness: mean={_NUMBER}dB[^,]*, sd={_NUMBER}dB"),
-    ("speaking_rate_syl_per_s", rf"speaking rate={_NUMBER}syl/s"),
-    ("pause_count", rf"Pauses: {_NUMBER}"),
-    ("pause_total_s", rf"Pauses: \d+ \(total {_NUMBER}s"),
+#: The prosody measurements the probe reads, by their names in ``get_prosody_features``' data.
+PROSODY_FEATURES: tuple[str, ...] = (
+    "f0_mean_st", "f0_sd_st", "f0_range_st", "f0_slope_st_per_s", "intensity_sd_db",
+    "speaking_rate_syl_per_s", "pause_count", "pause_total_s",
 )
 RULE_FEATURES = ("f0_range_st", "f0_sd_st", "pause_count")  # what the prosody rule thresholds
 
 
-def prosody_numbers(text: str) -> dict[str, float]:
-    """Numbers read back from ``get_prosody_features``' text (NaN where absent).
+def prosody_numbers(data: Mapping[str, Any] | None) -> dict[str, float]:
+    """The :data:`PROSODY_FEATURES` of ``get_prosody_features``' data (``info["tool_data"]``);
+    NaN where a feature was not measured or the clip has no audio (``None``).
 
-    >>> numbers = prosody_numbers("Pitch: mean=216Hz (35.1st) [HIGH], median=197Hz, sd=55Hz (4.3st) [WIDE], "
-    ...     "range=13.7st (143-314Hz)\\nPauses: none")
-    >>> numbers["f0_range_st"], numbers["f0_sd_st"], numbers["pause_count"]
-    (13.7, 4.3, 0.0)
+    >>> numbers = prosody_numbers({"f0_range_st": 13.7, "f0_sd_st": 4.3, "pause_count": 0, "f0_slope_st_per_s": None})
+    >>> numbers["f0_range_st"], numbers["pause_count"], numbers["f0_slope_st_per_s"]
+    (13.7, 0.0, nan)
     """
-    values = {}
-    for name, pattern in PROSODY_PATTERNS:
-        match = re.search(pattern, text)
-        values[name] = float(match.groups()[-1]) if match else math.nan
-    if "Pauses: none" in text:
-        values["pause_count"] = values["pause_total_s"] = 0.0
-    return values
+    data = data or {}
+    return {name: math.nan if data.get(name) is None else float(data[name]) for name in PROSODY_FEATURES}
 
 
-def transcript_words(text: str) -> str:
-    """The spoken words of ``get_transcript``' text: context + line, without speaker names.
+def transcript_words(data: Mapping[str, Any] | None) -> str:
+    """The spoken words of ``get_transcript``' data: the context lines and the line, without speaker names.
 
     Speaker names are left out so the probe models what is said (as MUStARD's text
     baselines do), not who tends to be sarcastic.
 
-    >>> transcript_words('Context:\\n  LEONARD: Nice plan.\\nLine (SHELDON): "Thank you."')
+    >>> transcript_words({"context": ["LEONARD: Nice plan."], "speaker": "SHELDON", "line": "Thank you."})
     'Nice plan. Thank you.'
     """
-    words = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line == "Context:" or not line:
-            continue
-        line = re.sub(r"^Line \([^)]*\):\s*", "", line)
-        line = re.sub(r"^[^:]{1,40}:\s+", "", line)
-        words.append(line.strip('"'))
-    return " ".join(words)
+    data = data or {}
+    spoken = [line.split(":", 1)[-1].strip() for line in data.get("context", [])]
+    return " ".join([*spoken, data.get("line") or ""]).strip()
 
 
 @dataclass(frozen=True)
 class LabelledClip:
     """What the train split shows an agent about one clip, and its gold label."""
 
-    transcript: str
-    prosody_text: str
+    transcript: Mapping[str, Any] | None
+    prosody: Mapping[str, Any] | None
     label: str
     pivot: bool
 
@@ -129,11 +112,12 @@ def collect_split(env_id: str, split: str = "train", env_kwargs: Mapping[str, An
     clips = []
     for scenario_id in base.scenario_ids:
         env.reset(options={"scenario_id": scenario_id})
-        transcript = env.step(tool_call_text("get_transcript", {}))[0]
-        prosody_text = env.step(tool_call_text("get_prosody_features", {}))[0]
+        env.step(tool_call_text("get_transcript", {}))
+        data = env.step(tool_call_text("get_prosody_features", {}))[-1]["tool_data"]
         *_, info = env.step(f'<final>{{"label": "{labels[0]}", "confidence": 0.5}}</final>')
         outcome = info["outcome"]
-        clips.append(LabelledClip(transcript, prosody_text, outcome["label"], bool(outcome.get("pivot"))))
+        clips.append(LabelledClip(data.get("get_transcript"), data.get("get_prosody_features"), outcome["label"],
+                                  bool(outcome.get("pivot"))))
     env.close()
     return clips, labels
 
@@ -214,21 +198,20 @@ class RandomAgent(LabelAnswerAgent):
 
 
 class _ToolThenAnswerAgent(LabelAnswerAgent):
-    """Calls ``tools`` in order, then answers from their outputs with :meth:`decide`."""
+    """Calls ``tools`` in order, then answers from their results as data (``info["tool_data"]``) with :meth:`decide`."""
 
     tools: tuple[str, ...] = ()
 
     def act(self, observation: str, info: Mapping[str, Any]) -> str:
         """The next tool call, or the answer once every tool has answered."""
-        messages = info.get("messages", [])
-        outputs = {m.get("name"): m.get("content", "") for m in messages if m.get("role") == "tool"}
+        called = {m.get("name") for m in info.get("messages", []) if m.get("role") == "tool"}
         for name in self.tools:
-            if name not in outputs:
+            if name not in called:
                 return tool_call_text(name, {})
-        label, confidence = self.decide(outputs)
+        label, confidence = self.decide(info.get("tool_data", {}))
         return final_answer(label, confidence)
 
-    def decide(self, outputs: Mapping[str, str]) -> tuple[str, float]:
+    def decide(self, data: Mapping[str, Any]) -> tuple[str, float]:
         raise NotImplementedError
 
 
@@ -259,7 +242,7 @@ class ProsodyRuleAgent(_ToolThenAnswerAgent):
         if self.marked_label not in labels or len(labels) != 2:
             raise ValueError(f"prosody-rule needs the labels sarcastic/sincere, {env_id} has {list(labels)}")
         self.other_label = next(label for label in labels if label != self.marked_label)
-        table = np.array([[prosody_numbers(c.prosody_text)[f] for f in RULE_FEATURES] for c in clips])
+        table = np.array([[prosody_numbers(c.prosody)[f] for f in RULE_FEATURES] for c in clips])
         self.mean = np.nanmean(table, axis=0)
         self.sd = np.where(np.nanstd(table, axis=0) > 0, np.nanstd(table, axis=0), 1.0)
         scores = self._scores(table)
@@ -272,9 +255,9 @@ class ProsodyRuleAgent(_ToolThenAnswerAgent):
     def _scores(self, table: np.ndarray) -> np.ndarray:
         return np.nan_to_num((table - self.mean) / self.sd).sum(axis=1)
 
-    def decide(self, outputs: Mapping[str, str]) -> tuple[str, float]:
+    def decide(self, data: Mapping[str, Any]) -> tuple[str, float]:
         """Threshold the cue score; confidence grows with the distance from the threshold."""
-        numbers = prosody_numbers(outputs["get_prosody_features"])
+        numbers = prosody_numbers(data.get("get_prosody_features"))
         score = float(self._scores(np.array([[numbers[f] for f in RULE_FEATURES]]))[0])
         if not any(math.isfinite(numbers[f]) for f in RULE_FEATURES):
             return self.other_label, 0.5
@@ -318,25 +301,25 @@ class ProbeAgent(_ToolThenAnswerAgent):
     def _fit(self, clips: Sequence[LabelledClip]) -> None:
         from sklearn.linear_model import LogisticRegression
 
-        rows = [{"get_transcript": c.transcript, "get_prosody_features": c.prosody_text} for c in clips]
+        rows = [{"get_transcript": c.transcript, "get_prosody_features": c.prosody} for c in clips]
         self._vectorizer = None
         x = self._matrix(rows, fit=True)
         self.model = LogisticRegression(max_iter=2_000, C=1.0, class_weight="balanced").fit(x, [c.label for c in clips])
 
-    def _matrix(self, rows: Sequence[Mapping[str, str]], fit: bool = False) -> Any:
+    def _matrix(self, rows: Sequence[Mapping[str, Any]], fit: bool = False) -> Any:
         from scipy import sparse
         from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.preprocessing import StandardScaler
 
         blocks = []
         if self.features in ("text", "both"):
-            texts = [transcript_words(r["get_transcript"]) for r in rows]
+            texts = [transcript_words(r.get("get_transcript")) for r in rows]
             if fit:
                 self._vectorizer = TfidfVectorizer(ngram_range=(1, 2), min_df=1, sublinear_tf=True)
                 self._vectorizer.fit(texts)
             blocks.append(self._vectorizer.transform(texts))
         if self.features in ("prosody", "both"):
-            table = np.array([[prosody_numbers(r["get_prosody_features"])[n] for n, _ in PROSODY_PATTERNS] for r in rows])
+            table = np.array([[prosody_numbers(r.get("get_prosody_features"))[n] for n in PROSODY_FEATURES] for r in rows])
             if fit:
                 self._fill = np.nan_to_num(np.nanmean(table, axis=0))
                 self._scaler = StandardScaler().fit(np.where(np.isnan(table), self._fill, table))
@@ -344,10 +327,9 @@ class ProbeAgent(_ToolThenAnswerAgent):
             blocks.append(sparse.csr_matrix(table))
         return sparse.hstack(blocks).tocsr()
 
-    def decide(self, outputs: Mapping[str, str]) -> tuple[str, float]:
+    def decide(self, data: Mapping[str, Any]) -> tuple[str, float]:
         """The probe's label and its predicted probability."""
-        row = {"get_transcript": outputs.get("get_transcript", ""), "get_prosody_features": outputs.get("get_prosody_features", "")}
-        probabilities = self.model.predict_proba(self._matrix([row]))[0]
+        probabilities = self.model.predict_proba(self._matrix([data]))[0]
         best = int(np.argmax(probabilities))
         return str(self.model.classes_[best]), float(probabilities[best])
 

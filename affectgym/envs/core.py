@@ -60,6 +60,9 @@ and may provide:
   where an episode starts (and any state of its own it starts with), the chat it starts
   after, extra ``info`` keys
 * ``step_contribution(entry, trace)``: the reward of a tool call or an invalid message
+* ``tool_data(name, arguments)``: the result of the tool call just made as data (numbers by
+  name) for programs that play the env (baselines, analysis); the base puts it in the
+  trace entry (``"data"``) and in ``info["tool_data"]`` (by tool name)
 * ``outcome(scenario, answer, result)``: facts for evaluation records
 * ``flat_tool_calls(scenario)``, ``flat_system_prompt(scenario)``, ``flat_prompt(scenario)``:
   the single-shot form
@@ -72,6 +75,7 @@ See ``docs/plugins.md`` for a single-answer and a multi-step example.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import json
@@ -296,6 +300,11 @@ class AffectEnv(gym.Env[str, str]):
         if entry["type"] == "invalid":
             return {"invalid_actions": -self.invalid_action_penalty}
         return {}
+
+    def tool_data(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The result of the call of tool ``name`` just made, as JSON-ready data; ``None`` (the default)
+        when the tool's text is all there is. Programs read it instead of parsing the text."""
+        return None
 
     def outcome(self, scenario: Any, answer: Any, result: RubricResult) -> dict[str, Any]:
         """Facts for evaluation records, revealed in ``info["outcome"]`` once the episode is over.
@@ -573,6 +582,7 @@ class AffectEnv(gym.Env[str, str]):
             "turn": self._turn,
             "max_turns": self.max_turns,
             "reward_components": dict(components),
+            "tool_data": copy.deepcopy({e["name"]: e["data"] for e in self._trace if e.get("type") == "tool_call" and "data" in e}),
             "unscored": dict(scored.unscored) if scored is not None else {},
             "judge_failures": _judge_failed(scored),
             **self.episode_info(self.scenario),
@@ -609,7 +619,11 @@ class AffectEnv(gym.Env[str, str]):
         failed = list(errors)
         for call in calls:
             output, ok = self._call_tool(call)
-            self._trace.append({"type": "tool_call", "name": call.name, "arguments": call.arguments, "output": output, "ok": ok})
+            entry = {"type": "tool_call", "name": call.name, "arguments": call.arguments, "output": output, "ok": ok}
+            data = self.tool_data(call.name, call.arguments) if ok else None
+            if data is not None:
+                entry["data"] = data
+            self._trace.append(entry)
             self._messages.append({"role": "tool", "tool_call_id": call.call_id, "name": call.name, "content": output})
             outputs.append(f"[{call.name}]\n{output}" if len(calls) > 1 else output)
             if not ok:

@@ -358,6 +358,21 @@ class SpeechEmotionEnv(AffectEnv):
             )
         return self._rendered[key]
 
+    def tool_data(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any] | None:
+        """``get_transcript``: the ``context`` lines (``"SPEAKER: text"``), the ``speaker`` and the
+        ``line``; ``get_prosody_features``: every scalar measurement of the clip by its name
+        (``f0_range_st``, ``pause_count``, ...; ``None`` where it could not be measured), the
+        numbers the text shows unrounded; ``None`` for a clip without audio and the other tools."""
+        clip = self.scenario
+        if name == "get_transcript":
+            return {"context": list(clip.context), "speaker": clip.speaker, "line": clip.transcript}
+        if name != "get_prosody_features":
+            return None
+        prosody = self._prosody(clip)
+        if prosody is None:
+            return None
+        return {key: value for key, value in prosody.to_dict().items() if not isinstance(value, list)}
+
     @tool
     def get_pitch_contour(self) -> str:
         """Draw the pitch over the line as a sparkline, with its range and trend."""
