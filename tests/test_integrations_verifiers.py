@@ -74,6 +74,8 @@ def test_vf_eval_on_load_environment_gives_affectgyms_rewards_and_components_for
             assert rollout["metrics"][name] == pytest.approx(value, abs=1e-12), name
         assert rollout["affectgym_outcome"] == episode["outcome"]
         assert rollout["affectgym_step_rewards"] == episode["step_rewards"]
+        last = rollout["completion"][-1]
+        assert last["role"] == "assistant" and "<final>" in last["content"], "no synthetic user turn after the answer"
     assert {r["info"]["split"] for r in rollouts} == {"eval"}
 
 

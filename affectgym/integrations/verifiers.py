@@ -204,7 +204,9 @@ def _classes() -> dict[str, type]:
             answer = reply_messages([call.id for call in reply.tool_calls or []], observation, info["messages"][before:])
             if terminated or truncated:
                 state[OUTCOME_KEY] = info.get("outcome") or {}
-                state["final_env_response"] = answer
+                # The episode is over: its tool results stay, the env's closing words ("the
+                # episode is over") would be a synthetic user turn at the transcript's end.
+                state["final_env_response"] = [m for m in answer if m["role"] != "user"]
             return answer
 
     for cls in (AffectRubric, AffectGymEnv):
