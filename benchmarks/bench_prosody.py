@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # for synthetic_audio
 
 
 def _pin_to_one_core() -> str:
@@ -147,9 +150,10 @@ def bench_speed(paths: list[Path], repeats: int) -> None:
 
 
 def bench_accuracy(duration_s: float) -> None:
+    from synthetic_audio import synthetic_voice
+
     from affectgym.features.audio import load_audio
     from affectgym.features.prosody import extract_prosody, hz_to_st
-    from affectgym.features.synthetic import synthetic_voice
 
     print(f"\n## Pitch accuracy, synthetic voice ({duration_s:.0f} s, F0 80-300 Hz, gaps)")
     print(f"   {'method':30s} {'MAE (st)':>9s} {'recall':>8s} {'false voicing':>14s}")

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # for openai_server
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # for openai_server, judge_answers, tiny_emotion_model
 
 DISTILROBERTA_SHAPE = {
     "hidden_size": 768,
@@ -49,9 +49,10 @@ def _synthetic_replies(count: int, mean_words: int, seed: int = 0) -> tuple[list
 def bench_classifier(replies_count: int, threads: int, initializer_range: float = 0.02) -> None:
     """Default CPU path against the naive path on a distilroberta-shaped random model."""
     import torch
+    from tiny_emotion_model import save_random_emotion_model
 
     from affectgym.emotions import EMOTIONS
-    from affectgym.rewards.classifier import EmotionClassifier, save_random_emotion_model
+    from affectgym.rewards.classifier import EmotionClassifier
 
     torch.set_num_threads(threads)
     replies, vocabulary = _synthetic_replies(replies_count, mean_words=118)
@@ -104,9 +105,10 @@ def bench_classifier(replies_count: int, threads: int, initializer_range: float 
 
 def bench_judge(calls: int, concurrency: int, latency_s: float) -> None:
     """Concurrent judge calls against sequential ones, and a cached repeat."""
+    from judge_answers import format_judge_reply
     from openai_server import OpenAIServer
 
-    from affectgym.rewards.judge import EmotionJudge, JudgeConfig, format_judge_reply
+    from affectgym.rewards.judge import EmotionJudge, JudgeConfig
 
     prompts = [f"Explain item {i} of the list." for i in range(calls)]
     targets = ["anger"] * calls

@@ -1,4 +1,4 @@
-"""Scripted answers of the EMOTRON judge, shared by the judge and EmotionStyle tests."""
+"""Scripted answers of the EMOTRON judge, as ratings and as the text a judge LM sends, for tests and benchmarks."""
 
 from __future__ import annotations
 
@@ -14,3 +14,10 @@ def ratings(**overrides: object) -> dict[str, object]:
         "quality": "high",
     }
     return best | overrides
+
+
+def format_judge_reply(**overrides: object) -> str:
+    """The text a judge LM answers with under DSPy's ChatAdapter: :func:`ratings` as
+    ``[[ ## field ## ]]`` sections ending in ``[[ ## completed ## ]]`` (for fake judge servers)."""
+    body = "\n\n".join(f"[[ ## {name} ## ]]\n{value}" for name, value in ratings(**overrides).items())
+    return f"{body}\n\n[[ ## completed ## ]]"

@@ -334,9 +334,10 @@ def test_a_failing_judge_gives_none_the_rest_still_counts_and_it_is_asked_again_
 
 def test_a_judge_answering_http_500_is_named_with_its_reason_in_the_final_info_and_counted_in_the_outcome() -> None:
     pytest.importorskip("dspy")
+    from judge_answers import format_judge_reply
     from openai_server import OpenAIServer
 
-    from affectgym.rewards.judge import JudgeConfig, format_judge_reply
+    from affectgym.rewards.judge import JudgeConfig
 
     config = JudgeConfig(cache=False, max_retries=1, timeout_s=10, backoff_s=0.001, max_backoff_s=0.01)
 
@@ -411,7 +412,7 @@ def test_classifier_names_pick_their_backend(tmp_path: Path) -> None:
 
 def test_a_local_transformer_model_scores_through_the_env(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    from affectgym.rewards.classifier import save_random_emotion_model
+    from tiny_emotion_model import save_random_emotion_model
 
     directory = save_random_emotion_model(tmp_path / "tiny", max_position_embeddings=66)
     env = EmotionStyleEnv(classifier=str(directory), classifier_options={"precision": "fp32"})

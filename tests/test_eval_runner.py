@@ -374,11 +374,12 @@ def test_a_reply_with_a_lone_surrogate_is_stored_replaced_and_flagged_and_resume
 def test_a_judge_answering_http_500_is_counted_in_each_record_the_summary_and_the_printed_table(tmp_path):
     import io
 
+    from judge_answers import format_judge_reply
     from openai_server import OpenAIServer
     from rich.console import Console
 
     import affectgym
-    from affectgym.rewards.judge import JudgeConfig, format_judge_reply
+    from affectgym.rewards.judge import JudgeConfig
 
     style_id = "affectgym/EmotionStyle-v0"
     if style_id not in affectgym.list_envs():

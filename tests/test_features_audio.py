@@ -7,9 +7,9 @@ import subprocess
 import numpy as np
 import pytest
 import soundfile
+from synthetic_audio import tone
 
 from affectgym.features.audio import Audio, AudioLoadError, load_audio
-from affectgym.features.synthetic import tone
 
 
 def _write_wav(path, samples, sample_rate_hz=16000):

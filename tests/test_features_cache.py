@@ -7,11 +7,11 @@ import os
 
 import pytest
 import soundfile
+from synthetic_audio import synthetic_voice, tone
 
 from affectgym import _version
 from affectgym.features.cache import ProsodyCache, cached_prosody, default_cache_dir, extract_many
 from affectgym.features.prosody import ProsodyParams, extract_prosody
-from affectgym.features.synthetic import synthetic_voice, tone
 
 
 @pytest.fixture

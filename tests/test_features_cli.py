@@ -6,9 +6,9 @@ import argparse
 import json
 
 import soundfile
+from synthetic_audio import synthetic_voice
 
 from affectgym.features.commands import register
-from affectgym.features.synthetic import synthetic_voice
 
 
 def _parse(argv):

@@ -6,10 +6,10 @@ import json
 
 import numpy as np
 import pytest
+from synthetic_audio import click_train, syllable_train, synthetic_voice, tone
 
 from affectgym.features.audio import load_audio
 from affectgym.features.prosody import Prosody, extract_prosody, hz_to_st
-from affectgym.features.synthetic import click_train, syllable_train, synthetic_voice, tone
 
 SR = 16000
 

@@ -11,11 +11,11 @@ import os
 from pathlib import Path
 
 import pytest
+from synthetic_audio import synthetic_voice
 
 from affectgym.features.audio import load_audio
 from affectgym.features.prosody import Prosody, extract_prosody
 from affectgym.features.render import ProsodyNorms, render_contour, render_prosody
-from affectgym.features.synthetic import synthetic_voice
 
 GOLDEN = Path(__file__).parent / "golden" / "features"
 UPDATE = os.environ.get("AFFECTGYM_UPDATE_GOLDEN") == "1"

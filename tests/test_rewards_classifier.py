@@ -6,13 +6,13 @@ import math
 from pathlib import Path
 
 import pytest
+from tiny_emotion_model import save_random_emotion_model
 
 from affectgym.emotions import EMOTIONS
 from affectgym.rewards.classifier import (
     EmotionClassifier,
     default_precision,
     plutchik_to_basic,
-    save_random_emotion_model,
 )
 
 TEXTS = [

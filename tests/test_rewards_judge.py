@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from judge_answers import ratings
+from judge_answers import format_judge_reply, ratings
 from openai_server import OpenAIServer, Reply, last_user_text
 
 from affectgym.rewards.judge import (
@@ -17,7 +17,6 @@ from affectgym.rewards.judge import (
     JudgeConfig,
     JudgeVerdict,
     fence_response,
-    format_judge_reply,
     truncate_reply,
 )
 from affectgym.rewards.rubric import Unscored

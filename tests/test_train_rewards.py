@@ -278,10 +278,11 @@ def test_a_sample_whose_judging_failed_gets_no_reward_from_any_function_and_the_
     """TRL 1.16 sums the reward functions with nansum: a None judge alone would score the sample as if the judge said 0."""
     import functools
 
+    from judge_answers import format_judge_reply
     from openai_server import OpenAIServer, Reply, last_user_text
 
     from affectgym.envs.emotion_style import EmotionStyleEnv
-    from affectgym.rewards.judge import JudgeConfig, format_judge_reply
+    from affectgym.rewards.judge import JudgeConfig
 
     def judge_server(request):
         return Reply(status=500) if "JUDGE-DOWN" in last_user_text(request) else format_judge_reply()

@@ -199,8 +199,9 @@ def extract_prosody(
         AudioLoadError: The audio could not be loaded, or is shorter than
             ``params.min_duration_s`` (the message names the clip and the minimum).
 
-    >>> from affectgym.features.synthetic import tone
-    >>> p = extract_prosody(load_audio(tone(200.0), input_sample_rate_hz=16000))
+    >>> t = np.arange(16000) / 16000  # one second at 16 kHz
+    >>> tone = (0.5 * np.sin(2 * np.pi * 200.0 * t)).astype(np.float32)  # a 200 Hz sine
+    >>> p = extract_prosody(load_audio(tone, input_sample_rate_hz=16000))
     >>> round(p.f0_median_hz)
     200
     """

@@ -73,7 +73,6 @@ from affectgym.rewards.judge.emotion import (
     SIGNATURE_VERSION,
     EmotionJudge,
     JudgeVerdict,
-    format_judge_reply,
     judge_signature,
 )
 from affectgym.rewards.judge.empathy import (
@@ -103,7 +102,6 @@ __all__ = [
     "empathy_score",
     "empathy_signature",
     "fence_response",
-    "format_judge_reply",
     "judge_signature",
     "truncate_reply",
 ]

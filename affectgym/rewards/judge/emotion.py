@@ -165,39 +165,6 @@ def judge_signature() -> type:
     return EmotionJudgeSignature
 
 
-def format_judge_reply(
-    emotion_match: str = "high",
-    quality: str = "high",
-    implicitness: bool = True,
-    intensity: bool = True,
-    authenticity: bool = True,
-    response_only: bool = True,
-) -> str:
-    """The text a judge LM answers with under DSPy's ChatAdapter (for tests and fake servers).
-
-    Args:
-        emotion_match: ``low``, ``medium`` or ``high``.
-        quality: ``low``, ``medium`` or ``high``.
-        implicitness: Rating.
-        intensity: Rating.
-        authenticity: Rating.
-        response_only: Rating.
-
-    Returns:
-        ``[[ ## field ## ]]`` sections ending in ``[[ ## completed ## ]]``.
-    """
-    values = {
-        "emotion_match": emotion_match,
-        "implicitness": implicitness,
-        "intensity": intensity,
-        "authenticity": authenticity,
-        "response_only": response_only,
-        "quality": quality,
-    }
-    body = "\n\n".join(f"[[ ## {name} ## ]]\n{value}" for name, value in values.items())
-    return f"{body}\n\n[[ ## completed ## ]]"
-
-
 class EmotionJudge(Judge):
     """The EMOTRON judge of emotional expression (see the module docstring).
 
