@@ -122,3 +122,52 @@ def test_load_environment_names_the_env_once_and_knows_its_ids():
         load_environment("affectgym/Nope-v0")
     with pytest.raises(ValueError, match="affectgym/EmotionState-v0 is a numeric env"):
         load_environment("affectgym/EmotionState-v0")
+
+
+def scripted_in_text(request: dict[str, Any]) -> str:
+    """Call the prosody tool in the env's text form, then answer from what it said."""
+    replies = sum(1 for m in request["messages"] if m.get("role") == "assistant")
+    if replies == 0:
+        return '<tool_call>{"name": "get_prosody_features", "arguments": {"detail": "summary"}}</tool_call>'
+    label = "sarcastic" if "WIDE" in request["messages"][-1]["content"] else "sincere"
+    return f'<final>{{"label": "{label}", "confidence": 0.75}}</final>'
+
+
+def played_directly(info: dict[str, Any]) -> tuple[float, dict[str, float]]:
+    """The return and final components of the same scripted replies played on the env itself."""
+    env = affectgym.make(info["env"], split=info["split"], **info["env_kwargs"])
+    observation, _ = env.reset(seed=info["seed"], options={"scenario_id": info["scenario_id"]})
+    messages, total = [{"role": "user", "content": observation}], 0.0
+    while True:
+        reply = scripted_in_text({"messages": messages})
+        observation, reward, terminated, truncated, step_info = env.step(reply)
+        total += reward
+        if terminated or truncated:
+            return total, step_info["reward_components"]
+        messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": observation}]
+
+
+def test_verifiers_v1_eval_of_the_taskset_gives_affectgyms_returns_and_components_and_ends_on_the_answer(tmp_path):
+    command = Path(sys.executable).with_name("eval")  # verifiers' v1 evaluation command
+    with OpenAIServer(scripted_in_text) as server:
+        result = subprocess.run(
+            [str(command), "affectgym-verifiers", "--env.taskset.env", SARCASM, "--env.player.harness.id", "null",
+             "--env.player.runtime.type", "subprocess", "-m", "test-model", "--client.base-url", server.url,
+             "--client.api-key-var", "VF_TEST_KEY", "-n", "3", "-c", "3", "--no-push", "--no-serve", "--no-rich",
+             "-o", str(tmp_path / "v1")],
+            capture_output=True, text=True, timeout=600, cwd=tmp_path,
+            env={**os.environ, "VF_TEST_KEY": "sk-test", "PATH": os.pathsep.join([str(command.parent), os.environ["PATH"]])})
+    assert result.returncode == 0, result.stderr[-3000:]
+    (traces_file,) = (tmp_path / "v1").rglob("traces.jsonl")
+    episodes = [json.loads(line) for line in traces_file.read_text().splitlines()]
+    assert len(episodes) == 3
+    for episode in episodes:
+        (trace,) = episode["traces"]
+        if any("failed to prepare uv script" in str(error) for error in trace["errors"]):
+            pytest.skip("verifiers' null harness could not install its program (uv sync --script needs the package index)")
+        assert trace["errors"] == [] and not server.requests[0].get("tools"), "tool calls travel in the text"
+        expected, components = played_directly(episode["task"]["data"]["info"])
+        assert trace["rewards"]["affectgym_reward"]["score"] == pytest.approx(expected, abs=1e-12)
+        assert trace["metrics"] == pytest.approx(components, abs=1e-12)
+        last = trace["nodes"][-1]["message"]
+        assert last["role"] == "assistant" and last["content"].startswith("<final>"), "nothing after the answer"
