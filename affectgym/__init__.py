@@ -25,9 +25,12 @@ def make(env_id: str | EnvSpec, **kwargs: Any) -> gym.Env:
     ``max_episode_steps`` as its own option. ``gymnasium.make`` would wrap it in a
     ``TimeLimit`` of that length and tell the env nothing.
     """
-    spec = env_id if isinstance(env_id, EnvSpec) else gym.spec(env_id)
     limit = kwargs.get("max_episode_steps")
-    if limit is None or limit == -1 or not getattr(load_env_creator(spec.entry_point), "takes_step_limit", False):
+    if limit is None or limit == -1:
+        return gym.make(env_id, **kwargs)
+    spec = env_id if isinstance(env_id, EnvSpec) else gym.spec(env_id)
+    creator = spec.entry_point if callable(spec.entry_point) else load_env_creator(spec.entry_point)
+    if not getattr(creator, "takes_step_limit", False):
         return gym.make(env_id, **kwargs)
     options = {name: value for name, value in kwargs.items() if name != "max_episode_steps"}
     return gym.make(dataclasses.replace(spec, kwargs={**spec.kwargs, "max_episode_steps": limit}), **options)
