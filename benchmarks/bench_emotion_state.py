@@ -7,9 +7,13 @@ Prints three ratios (higher is better for EmotionState):
 2. the native batched vector env (``vectorization_mode="vector_entry_point"``) at 1,024 envs:
    env-steps per second (target >= 1,000,000), and its ratio to the ``sync`` vector env;
 3. for reference, the raw (unwrapped) step times;
-4. why the envs step through the packed kernels (``emotion_state/packed.py``): one step of
-   the plain equations (``emotion_state/dynamics.py``: transition and reward, no env around
-   them) for one row and for 1,024 rows, against the same two targets.
+4. the equations alone (``emotion_state/dynamics.py``: ``next_state``, ``reward_components``,
+   ``step_reward``, no env around them), called one by one from Python, for one row and for
+   1,024 rows, against the same two targets; the envs make one call a step instead
+   (``emotion_state/batch.py``'s ``step_rows``, which calls the same three functions).
+
+The equations are compiled by numba; the first step of a process loads the machine code from
+the on-disk cache (it compiles only in a fresh install) and is excluded from the timings.
 
 The machines these run on are shared, so each measurement is the best of several short
 rounds, and the two envs alternate within a round so a load spike hits both.

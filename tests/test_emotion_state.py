@@ -1,4 +1,4 @@
-"""Specification of affectgym/EmotionState-v0 (numeric env, kernels, vector env)."""
+"""Specification of affectgym/EmotionState-v0 (numeric env, equations, vector env)."""
 
 from __future__ import annotations
 
@@ -21,16 +21,14 @@ from affectgym.envs.emotion_state import (
     EmotionStateConfig,
     EmotionStateEnv,
     EmotionStateVectorEnv,
-    clip_actions,
-    compile_reward_table,
-    compile_rise_table,
-    constrain_emotions,
-    emotion_reward,
-    emotion_transition,
+    exclusion_rules,
     load_arcs,
     load_transition_prior,
+    next_state,
+    reward_components,
+    step_reward,
+    step_rows,
 )
-from affectgym.envs.emotion_state.dynamics import next_state, reward_components, step_reward
 
 ENV_ID = "affectgym/EmotionState-v0"
 
@@ -153,11 +151,9 @@ def test_infeasible_target_in_arcs_file_is_rejected():
 
 
 def test_high_anger_caps_joy_and_anger_plus_sadness_over_limit_scales_both():
-    batch = EmotionBatch.from_arrays(
-        [[0.9, 0, 0, 0.9, 0, 0.2, 0], [0.7, 0, 0, 0.3, 0, 0.6, 0], [0.5, 0, 0, 0.9, 0, 0.5, 0]]
+    state = exclusion_rules(
+        np.array([[0.9, 0, 0, 0.9, 0, 0.2, 0], [0.7, 0, 0, 0.3, 0, 0.6, 0], [0.5, 0, 0, 0.9, 0, 0.5, 0]])
     )
-    constrain_emotions(batch)
-    state = batch.state.astype(float)
     assert state[0, JOY] == pytest.approx(0.5, abs=1e-6)  # (1 - 0.9) / 0.2
     assert state[1, ANGER] == pytest.approx(0.49, abs=1e-6) and state[1, SADNESS] == pytest.approx(
         0.42, abs=1e-6
@@ -168,23 +164,19 @@ def test_high_anger_caps_joy_and_anger_plus_sadness_over_limit_scales_both():
 
 
 def test_state_follows_action_as_ema_with_alpha_as_weight_of_the_new_action():
-    batch = EmotionBatch.from_arrays([[0.2] * 7])
-    batch.action[:] = 0.7
-    emotion_transition(batch, compile_rise_table(np.ones((7, 7)), 0.25))
-    np.testing.assert_allclose(batch.state, 0.75 * 0.2 + 0.25 * 0.7, atol=1e-6)
+    state = next_state(np.full((1, 7), 0.2), np.full((1, 7), 0.7), np.ones((7, 7)), 0.25)
+    np.testing.assert_allclose(state, 0.75 * 0.2 + 0.25 * 0.7, atol=1e-6)
 
 
 def test_forbidden_transition_blocks_rise_from_a_dominant_emotion_but_not_the_fall():
-    rise = compile_rise_table(load_transition_prior(), 0.2)
+    prior = load_transition_prior()
     disgusted = [[0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0]]
     calm = [[0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0]]
     gains = []
     for start in (disgusted, calm):
-        batch = EmotionBatch.from_arrays(start)
-        batch.action[:] = [[0, 0, 0, 1, 0, 0, 0]]
-        emotion_transition(batch, rise)
-        gains.append(float(batch.state[0, JOY]))
-        assert batch.state[0, DISGUST] < start[0][DISGUST] or start[0][DISGUST] == 0
+        state = next_state(np.array(start), np.array([[0.0, 0, 0, 1, 0, 0, 0]]), prior, 0.2)
+        gains.append(float(state[0, JOY]))
+        assert state[0, DISGUST] < start[0][DISGUST] or start[0][DISGUST] == 0
     assert gains[0] < 0.02 < 0.15 < gains[1]
 
 
@@ -208,43 +200,56 @@ def test_reward_components_are_bounded_in_unit_interval_for_random_play():
 
 
 def test_still_state_on_target_scores_one_and_components_match_their_definitions():
-    table = compile_reward_table()
+    weights = EmotionRewardWeights().as_array()
     state = np.array([[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.0]])
     target = np.array([[0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2]])
     prev = np.array([[0.1, 0.2, 0.3, 0.4, 0.5, 0.3, 0.0]])
-    batch = EmotionBatch.from_arrays(state, target=target, prev=prev)
-    reward, comps = emotion_reward(batch, table)
+    comps = reward_components(state, prev, target, 0.05)
+    reward = step_reward(comps, weights)
     match = 1 - np.abs(state - target).mean()
     smooth = 1 / (1 + np.abs(state - prev).mean() / 0.05)
     intensity = np.minimum(state, target).sum() / target.sum()
     np.testing.assert_allclose(comps[0, :3], [match, smooth, intensity], atol=1e-6)
     assert reward[0] == pytest.approx(0.3 * match + 0.3 * smooth + 0.4 * intensity, abs=1e-6)
-    still = EmotionBatch.from_arrays(target, target=target)
-    assert emotion_reward(still, table)[0][0] == pytest.approx(1.0, abs=1e-6)
+    assert step_reward(reward_components(target, target, target, 0.05), weights)[0] == pytest.approx(1.0, abs=1e-6)
 
 
-def test_packed_kernels_equal_the_plain_dynamics_on_random_inputs():
-    rng = np.random.default_rng(0)
-    n = 4096
-    # Random priors with alpha * max multiplier <= 1, and states spread so both exclusion
-    # rules fire in some rows (anger + sadness > 1.2, anger > 0.8).
-    multipliers = rng.uniform(0, 2, (7, 7))
-    weights = EmotionRewardWeights(target_match=0.2, smoothness=0.3, intensity=0.4, diversity=0.1)
-    state = rng.uniform(0, 1, (n, 7)).astype(np.float32)
-    target = rng.uniform(0, 1, (n, 7)).astype(np.float32)
-    action = rng.uniform(-0.5, 1.5, (n, 7)).astype(np.float32)
-    batch = EmotionBatch.from_arrays(state, target=target)
-    clip_actions(action, batch.action)
-    emotion_transition(batch, compile_rise_table(multipliers, 0.4))
-    reward, components = emotion_reward(batch, compile_reward_table(weights, 0.07))
-    plain_state = next_state(state.astype(float), action.astype(float), multipliers, 0.4)
-    plain_components = reward_components(plain_state, state.astype(float), target, 0.07)
-    np.testing.assert_allclose(batch.prev, state)
-    np.testing.assert_allclose(batch.state, plain_state, atol=1e-6)
-    np.testing.assert_allclose(components, plain_components, atol=1e-6)
-    np.testing.assert_allclose(reward, step_reward(plain_components, weights.as_array()), atol=1e-6)
-    assert np.mean(state[:, ANGER] + state[:, SADNESS] > 1.2) > 0.1
-    assert np.mean(state[:, ANGER] > 0.8) > 0.1
+def test_step_rows_applies_the_equations_to_each_row_and_holds_rows_with_a_nan_action():
+    # Hand-computed, alpha 0.5. Row 0 (all multipliers 1: an EMA): anger 0.8 -> 0.9, sadness
+    # 0.5 -> 0.75, joy 0.5 -> 0.75; anger + sadness = 1.65 > 1.2 scales both by 0.7 (0.63,
+    # 0.525) and anger 0.9 caps joy at (1 - 0.9) / 0.2 = 0.5. Fear falls 0.4 -> 0.2.
+    # Row 1: only neutral (0.93) makes up the state and neutral -> joy has multiplier 0.2,
+    # so joy rises at 0.5 * (0.94 * 0.2 + 0.06 * 1) = 0.124: 0 -> 0.124; falls keep rate 0.5.
+    # Row 2: a NaN action; the row holds and pays 0.
+    multipliers = np.ones((7, 7))
+    multipliers[NEUTRAL, JOY] = 0.2
+    prev = np.array([
+        [0.8, 0, 0.4, 0.5, 0, 0.5, 0],
+        [0, 0, 0, 0, 0.93, 0, 0],
+        [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7],
+    ])  # fmt: skip
+    action = np.array([[1, 0, 0, 1, 0, 1, 0], [0, 0, 0, 1, 0.93, 0, 0], [np.nan] * 7])
+    target = np.full((3, 7), 0.5)
+    batch = EmotionBatch.from_arrays(prev, target=target)
+    weights = np.array([0.25, 0.25, 0.25, 0.25])
+    step_rows(batch.rows, action, multipliers, 0.5, 0.1, weights, batch.reward, batch.components, batch.invalid)
+    expected = np.array([
+        [0.63, 0, 0.2, 0.5, 0, 0.525, 0],
+        [0, 0, 0, 0.124, 0.93, 0, 0],
+        prev[2],
+    ])  # fmt: skip
+    np.testing.assert_allclose(batch.state, expected, atol=1e-6)
+    np.testing.assert_allclose(batch.prev, prev.astype(np.float32))
+    np.testing.assert_allclose(batch.target, target)
+    assert batch.invalid.tolist() == [False, False, True]
+    s, p = expected[0], prev[0]
+    match = 1 - np.abs(s - 0.5).sum() / 7
+    smooth = 1 / (1 + np.abs(s - p).sum() / 7 / 0.1)
+    intensity = np.minimum(s, 0.5).sum() / 3.5
+    diversity = 4 * np.var(s)
+    np.testing.assert_allclose(batch.components[0], [match, smooth, intensity, diversity], atol=1e-6)
+    assert batch.reward[0] == pytest.approx((match + smooth + intensity + diversity) / 4, abs=1e-6)
+    assert batch.reward[2] == 0.0 and batch.components[2].tolist() == [0.0] * 4
 
 
 @pytest.mark.parametrize("arc", ["good_news", "argument", "spoiled_meal", "betrayal", None])

@@ -7,13 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from affectgym.envs.emotion_state import (
-    EMOTIONS,
-    EmotionBatch,
-    clip_actions,
-    emotion_reward,
-    emotion_transition,
-)
+from affectgym.envs.emotion_state import EMOTIONS, next_state, reward_components, step_reward
 from affectgym.envs.emotion_state_text import EmotionStateTextEnv, parse_emotion_action
 
 
@@ -78,14 +72,14 @@ def test_step_rewards_are_the_numeric_kernels_divided_by_steps_and_sum_to_the_sc
     env = EmotionStateTextEnv()
     env.reset(seed=0, options={"scenario_id": "good_news"})
     schedule = env.core.schedules[env.core.arc_ids["good_news"]]
-    mirror = EmotionBatch.from_arrays(schedule[:1])
+    core = env.core
+    mirror = schedule[:1].astype(np.float64)
     rewards = []
     for k in range(env.steps):
         action = schedule[k]
-        mirror.target[:] = schedule[k]
-        clip_actions(action.astype(np.float32), mirror.action[0])
-        emotion_transition(mirror, env.core.rise)
-        expected, _ = emotion_reward(mirror, env.core.reward_table)
+        prev, mirror = mirror, next_state(mirror, action[None].astype(np.float64), core.multipliers, core.alpha)
+        components = reward_components(mirror, prev, schedule[k][None].astype(np.float64), core.smoothness_scale)
+        expected = step_reward(components, core.weights)
         _, reward, terminated, truncated, info = env.step(_json(action))
         rewards.append(reward)
         if k < env.steps - 1:

@@ -1,7 +1,9 @@
 """affectgym/EmotionStateText-v0: the emotion-state control task for language-model agents.
 
-Same dynamics and reward kernels as :class:`~affectgym.envs.emotion_state.EmotionStateEnv`,
-behind the :class:`~affectgym.envs.core.AffectEnv` text contract.
+Same dynamics and reward as :class:`~affectgym.envs.emotion_state.EmotionStateEnv` (the
+equations of :mod:`affectgym.envs.emotion_state.dynamics`, stepped by
+:func:`~affectgym.envs.emotion_state.step_rows`), behind the
+:class:`~affectgym.envs.core.AffectEnv` text contract.
 """
 
 from __future__ import annotations
@@ -22,9 +24,7 @@ from affectgym.envs.emotion_state import (
     NUM_EMOTIONS,
     EmotionBatch,
     EmotionStateCore,
-    clip_actions,
-    emotion_reward,
-    emotion_transition,
+    step_rows,
 )
 from affectgym.envs.emotion_state.data import ARCS_FILE, DATA_DIR, DATA_PACKAGE, arcs_in_split
 from affectgym.envs.state_text_format import (
@@ -85,8 +85,8 @@ class EmotionStateTextEnv(AffectEnv):
 
     The text form of ``affectgym/EmotionState-v0``: the same state (anger, disgust, fear,
     joy, neutral, sadness, surprise, each in [0, 1]), the same transition prior,
-    mutual-exclusion rules and reward, computed by the same kernels
-    (:mod:`affectgym.envs.emotion_state`). Each observation gives a one-line situation for
+    mutual-exclusion rules and reward, computed by the same equations
+    (:mod:`affectgym.envs.emotion_state.dynamics`). Each observation gives a one-line situation for
     the current target, the state in words and numbers, the previous state and the target.
 
     ## Action Space
@@ -182,7 +182,6 @@ class EmotionStateTextEnv(AffectEnv):
             raise ValueError(f"rubric must be None (the reward components' means) or a Rubric, got {rubric!r}")
         self.narratives = _load_narratives()
         self._batch = EmotionBatch(1)
-        self._scratch = EmotionBatch(1)
         self._replays: BoundedMemo[tuple[str, tuple[tuple[float, ...], ...]], np.ndarray] = BoundedMemo(REPLAY_MEMO_ENTRIES)
         super().__init__(
             scenarios=self.arc_scenarios(split),
@@ -214,7 +213,7 @@ class EmotionStateTextEnv(AffectEnv):
 
     def component_rubric(self) -> Rubric:
         """Mean of each reward component over the episode's steps, weighted as in the numeric env."""
-        weights = dict(zip(COMPONENT_NAMES, self.core.reward_table.weights.tolist(), strict=True))
+        weights = dict(zip(COMPONENT_NAMES, self.core.weights.tolist(), strict=True))
         criteria = [
             Criterion(name, _ComponentMean(self, index), weight=weights[name])
             for index, name in enumerate(COMPONENT_NAMES)
@@ -266,7 +265,7 @@ class EmotionStateTextEnv(AffectEnv):
     def _start_state(self, scenario: EmotionArcScenario) -> np.ndarray:
         """The arc's first target, constrained (the text env starts without noise): ``(7,)``."""
         first = self.core.schedules[self.core.arc_ids[scenario.id]][0]
-        return self.core.start_states(first[None], np.random.default_rng(0), self._scratch)[0].copy()
+        return self.core.start_states(first[None], np.random.default_rng(0))[0]
 
     def on_answer(self, reply: Reply) -> Continue | None:
         """A valid JSON action advances the state and pays ``r_t / steps``; the last control step ends the episode."""
@@ -283,7 +282,7 @@ class EmotionStateTextEnv(AffectEnv):
         }
         return Continue(
             observation=self._describe(self.scenario, taken + 1, self._batch.state[0], self._batch.prev[0]),
-            reward=float(np.dot(components, self.core.reward_table.weights)) / self.steps,
+            reward=float(np.dot(components, self.core.weights)) / self.steps,
             components=named,
             entry={"type": "control", "action": intensities.tolist()},
             info={"state": self._batch.state[0].tolist()},
@@ -293,9 +292,12 @@ class EmotionStateTextEnv(AffectEnv):
         self, batch: EmotionBatch, schedule: np.ndarray, k: int, intensities: np.ndarray
     ) -> np.ndarray:
         batch.target[:] = schedule[k]
-        clip_actions(intensities.astype(np.float32), batch.action[0])
-        emotion_transition(batch, self.core.rise)
-        return emotion_reward(batch, self.core.reward_table)[1][0].astype(np.float64)
+        core = self.core
+        step_rows(
+            batch.rows, intensities.astype(np.float64)[None], core.multipliers, core.alpha,
+            core.smoothness_scale, core.weights, batch.reward, batch.components, batch.invalid,
+        )  # fmt: skip
+        return batch.components[0].copy()
 
     def replay(
         self, scenario: Any, reply: Reply, trace: Sequence[Mapping[str, Any]]
@@ -323,8 +325,8 @@ class EmotionStateTextEnv(AffectEnv):
 
     def _replay(self, arc_id: str, actions: tuple[tuple[float, ...], ...]) -> np.ndarray:
         schedule = self.core.schedules[self.core.arc_ids[arc_id]]
-        batch, scratch = EmotionBatch(1), EmotionBatch(1)
-        start = self.core.start_states(schedule[0][None], np.random.default_rng(0), scratch)
+        batch = EmotionBatch(1)
+        start = self.core.start_states(schedule[0][None], np.random.default_rng(0))
         batch.state[:] = start
         batch.prev[:] = start
         components = np.zeros((self.steps, len(COMPONENT_NAMES)))

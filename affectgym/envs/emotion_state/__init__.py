@@ -2,11 +2,12 @@
 
 The subpackage, bottom up:
 
-- :mod:`~affectgym.envs.emotion_state.dynamics`: the transition and reward as their
-  equations, in plain batched numpy (the specification);
+- :mod:`~affectgym.envs.emotion_state.dynamics`: the transition and reward, written once as
+  their equations over batches of states (compiled by numba), both the specification and
+  what every environment runs;
 - :mod:`~affectgym.envs.emotion_state.data`: the transition prior and target arcs (JSON);
-- :mod:`~affectgym.envs.emotion_state.packed`: the same equations fused into matrix products,
-  what the environments step through (a test checks it against the specification);
+- :mod:`~affectgym.envs.emotion_state.batch`: :class:`EmotionBatch`, the rows of a batch of
+  environments, and :func:`step_rows`, the one call that steps them through the equations;
 - :mod:`~affectgym.envs.emotion_state.config`: :class:`EmotionStateConfig`, the one set of
   options, and :class:`EmotionStateCore`, those options compiled;
 - :mod:`~affectgym.envs.emotion_state.env`: :class:`EmotionStateEnv` (EmotionState-v0);
@@ -19,6 +20,7 @@ The text form for language models, EmotionStateText-v0, is
 
 from __future__ import annotations
 
+from affectgym.envs.emotion_state.batch import EmotionBatch, checked_actions, step_rows
 from affectgym.envs.emotion_state.config import (
     DEFAULT_MAX_EPISODE_STEPS,
     DEFAULT_START_NOISE,
@@ -40,21 +42,14 @@ from affectgym.envs.emotion_state.dynamics import (
     SADNESS,
     SURPRISE,
     EmotionRewardWeights,
+    composition,
+    exclusion_rules,
+    next_state,
+    reward_components,
+    rise_rates,
+    step_reward,
 )
 from affectgym.envs.emotion_state.env import EmotionStateEnv, describe_state
-from affectgym.envs.emotion_state.packed import (
-    EmotionBatch,
-    RewardTable,
-    RiseTable,
-    checked_actions,
-    clip_actions,
-    compile_reward_table,
-    compile_rise_table,
-    constrain_emotions,
-    emotion_reward,
-    emotion_transition,
-    nan_rows,
-)
 from affectgym.envs.emotion_state.vector import EmotionStateVectorEnv
 
 __all__ = [
@@ -79,17 +74,15 @@ __all__ = [
     "EmotionStateCore",
     "EmotionStateEnv",
     "EmotionStateVectorEnv",
-    "RewardTable",
-    "RiseTable",
     "checked_actions",
-    "clip_actions",
-    "compile_reward_table",
-    "compile_rise_table",
-    "constrain_emotions",
+    "composition",
     "describe_state",
-    "emotion_reward",
-    "emotion_transition",
+    "exclusion_rules",
     "load_arcs",
     "load_transition_prior",
-    "nan_rows",
+    "next_state",
+    "reward_components",
+    "rise_rates",
+    "step_reward",
+    "step_rows",
 ]

@@ -1,8 +1,8 @@
-"""The options of the emotion-state environments, and what they compile to.
+"""The options of the emotion-state environments, and what they load.
 
 :class:`EmotionStateConfig` is what a user sets (every field is a keyword argument of
 ``gym.make("affectgym/EmotionState-v0", ...)`` and of the vector env); :class:`EmotionStateCore`
-loads the data it names and compiles it once for the single, vector and text environments.
+loads and checks the data it names once for the single, vector and text environments.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from affectgym.envs.emotion_state.batch import DTYPE, OBS_SIZE
 from affectgym.envs.emotion_state.data import (
     SPLITS,
     EmotionArc,
@@ -26,15 +27,9 @@ from affectgym.envs.emotion_state.dynamics import (
     COMPONENT_NAMES,
     DEFAULT_ALPHA,
     DEFAULT_SMOOTHNESS_SCALE,
+    NUM_EMOTIONS,
     EmotionRewardWeights,
-)
-from affectgym.envs.emotion_state.packed import (
-    DTYPE,
-    OBS_SIZE,
-    EmotionBatch,
-    compile_reward_table,
-    compile_rise_table,
-    constrain_emotions,
+    exclusion_rules,
 )
 
 DEFAULT_MAX_EPISODE_STEPS = 60
@@ -127,10 +122,10 @@ class EmotionStateConfig:
 
 
 class EmotionStateCore:
-    """An :class:`EmotionStateConfig` compiled for the single, vector and text environments.
+    """An :class:`EmotionStateConfig` loaded for the single, vector and text environments.
 
-    It loads the prior and arcs, compiles the dynamics and reward tables and precomputes each
-    arc's target schedule; it owns no episode state.
+    It loads and checks the prior and arcs, holds the dynamics' and reward's parameters and
+    precomputes each arc's target schedule; it owns no episode state.
 
     Args:
         config: The options (None for the defaults).
@@ -149,13 +144,16 @@ class EmotionStateCore:
         self.include_time = bool(config.include_time)
         self.obs_size = OBS_SIZE if self.include_time else OBS_SIZE - 1
         self.start_noise = float(config.start_noise)
-        self.multipliers = load_transition_prior(config.transition_prior)
-        self.rise = compile_rise_table(self.multipliers, self.alpha)
+        self.multipliers = checked_multipliers(load_transition_prior(config.transition_prior), self.alpha)
+        if not config.smoothness_scale > 0:
+            raise ValueError(f"smoothness_scale must be > 0, got {config.smoothness_scale!r}")
+        self.smoothness_scale = float(config.smoothness_scale)
         self.reward_weights = config.reward_weights
-        self.reward_table = compile_reward_table(self.reward_weights, config.smoothness_scale)
+        #: The reward weights as a float64 array in ``COMPONENT_NAMES`` order.
+        self.weights = self.reward_weights.as_array()
         self.component_names = tuple(
             name
-            for name, w in zip(COMPONENT_NAMES, self.reward_table.weights, strict=True)
+            for name, w in zip(COMPONENT_NAMES, self.weights, strict=True)
             if name != "diversity" or w > 0
         )
         all_arcs = load_arcs(config.arcs)
@@ -208,25 +206,56 @@ class EmotionStateCore:
             return self.arc_ids[name]
         return int(rng.integers(len(self.arcs)))
 
-    def start_states(
-        self, first_targets: np.ndarray, rng: np.random.Generator, scratch: EmotionBatch
-    ) -> np.ndarray:
+    def start_states(self, first_targets: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Draw starting states near the arcs' first targets.
 
-        Each start is the target plus uniform noise in ``[-start_noise, start_noise]``,
-        clipped to [0, 1] and constrained.
+        Each start is ``exclusion_rules(clip(target + noise, 0, 1))``, the noise uniform in
+        ``[-start_noise, start_noise]`` per emotion.
 
         Args:
             first_targets: ``(k, 7)`` first targets.
             rng: The env's random generator (the only source of randomness).
-            scratch: A batch with at least ``k`` rows to compute in (its states are overwritten).
 
         Returns:
-            ``(k, 7)`` starting states: a view into ``scratch``, valid until its next use.
+            ``(k, 7)`` starting states, float32 as the observations.
         """
-        start = scratch.state[: len(first_targets)]
         noise = rng.uniform(-self.start_noise, self.start_noise, first_targets.shape)
-        np.add(first_targets, noise, out=start, casting="same_kind")
-        np.clip(start, 0.0, 1.0, out=start)
-        constrain_emotions(scratch)
-        return start
+        return exclusion_rules(np.clip(first_targets + noise, 0.0, 1.0)).astype(DTYPE)
+
+
+def checked_multipliers(multipliers: np.ndarray, alpha: float) -> np.ndarray:
+    """Check a transition prior's rise-rate multipliers against the smoothing weight.
+
+    Args:
+        multipliers: ``multipliers[i, j]`` scales how fast emotion ``j`` rises while emotion
+            ``i`` makes up the state; >= 0, 0 forbids the rise.
+        alpha: Weight of the new action in the exponential moving average, in (0, 1].
+
+    Returns:
+        The multipliers as a ``(7, 7)`` float64 array.
+
+    Raises:
+        ValueError: Wrong shape, a negative or non-finite multiplier, ``alpha`` outside
+            (0, 1], or ``alpha`` times the largest multiplier above 1 (the state would
+            overshoot the action).
+
+    >>> checked_multipliers(np.full((7, 7), 2.0), 0.2).shape
+    (7, 7)
+    >>> checked_multipliers(np.full((7, 7), 2.0), 0.6)
+    Traceback (most recent call last):
+    ...
+    ValueError: alpha * largest multiplier = 1.2 > 1 would overshoot the action; lower alpha or the multipliers so their product is at most 1
+    """
+    multipliers = np.array(multipliers, dtype=np.float64)
+    if multipliers.shape != (NUM_EMOTIONS, NUM_EMOTIONS):
+        raise ValueError(f"transition multipliers must be 7 x 7, got shape {multipliers.shape}")
+    if not 0.0 < alpha <= 1.0:
+        raise ValueError(f"alpha (weight of the new action) must be in (0, 1], got {alpha!r}")
+    if not np.all(np.isfinite(multipliers)) or multipliers.min() < 0:
+        raise ValueError("transition multipliers must be finite and >= 0")
+    if alpha * multipliers.max() > 1.0:
+        raise ValueError(
+            f"alpha * largest multiplier = {alpha * multipliers.max():.3g} > 1 would overshoot "
+            "the action; lower alpha or the multipliers so their product is at most 1"
+        )
+    return multipliers

@@ -1,14 +1,16 @@
-"""The emotion-state dynamics and reward, written as their equations in plain batched numpy.
+"""The emotion-state dynamics and reward, written once as their equations.
 
-This module is the specification of affectgym/EmotionState-v0: every function takes arrays
-with a leading batch dimension (``(batch, 7)`` intensities in :data:`EMOTIONS` order) and
-returns new arrays; nothing is modified in place. Notation used in the docstrings: ``p`` the
-state before a step, ``a`` the commanded action, ``s`` the state after it, ``t`` the target
-the agent was shown, ``M`` the 7 x 7 rise-rate multipliers of the transition prior
+This module is both the specification of affectgym/EmotionState-v0 and what every
+environment steps through (:func:`~affectgym.envs.emotion_state.batch.step_rows` calls these
+functions). Each function takes arrays with a leading batch dimension (``(batch, 7)``
+intensities in :data:`EMOTIONS` order) and returns new arrays; nothing is modified in place.
+The loops over rows and emotions are the equations as written below; numba compiles them
+(``@numba.njit(cache=True)``: the first call in a fresh install compiles for several seconds
+and caches the machine code in ``__pycache__``; later processes load it). Called from
+Python, the functions take numpy arrays (not lists). Notation used in the docstrings: ``p``
+the state before a step, ``a`` the commanded action, ``s`` the state after it, ``t`` the
+target the agent was shown, ``M`` the 7 x 7 rise-rate multipliers of the transition prior
 (``M[i, j]``: how fast emotion ``j`` rises while emotion ``i`` makes up the state).
-
-The environments step through :mod:`affectgym.envs.emotion_state.packed`, the same equations
-fused into a few matrix products for speed; a test checks the two agree on random inputs.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
+import numba
 import numpy as np
 
 from affectgym.emotions import EMOTIONS
@@ -34,6 +37,8 @@ ANGER_SADNESS_SCALE = 0.7
 COMPOSITION_FLOOR = 0.01
 
 COMPONENT_NAMES: tuple[str, ...] = ("target_match", "smoothness", "intensity", "diversity")
+TARGET_MATCH, SMOOTHNESS, INTENSITY, DIVERSITY = range(len(COMPONENT_NAMES))
+NUM_COMPONENTS = len(COMPONENT_NAMES)
 # Largest variance of a vector with entries in [0, 1] is 1/4 (half zeros, half ones).
 MAX_VARIANCE = 0.25
 
@@ -43,6 +48,7 @@ DEFAULT_ALPHA = 0.2
 DEFAULT_SMOOTHNESS_SCALE = 0.05
 
 
+@numba.njit(cache=True)
 def exclusion_rules(state: np.ndarray) -> np.ndarray:
     """Apply the two mutual-exclusion rules; both read ``state`` as it was before either applies.
 
@@ -62,16 +68,18 @@ def exclusion_rules(state: np.ndarray) -> np.ndarray:
     >>> exclusion_rules(state).round(2).tolist()
     [[0.63, 0.0, 0.0, 0.5, 0.0, 0.35, 0.0], [0.95, 0.0, 0.0, 0.25, 0.0, 0.0, 0.0]]
     """
-    anger = state[:, ANGER]
-    over = anger + state[:, SADNESS] > ANGER_SADNESS_LIMIT
     constrained = state.copy()
-    constrained[over, ANGER] *= ANGER_SADNESS_SCALE
-    constrained[over, SADNESS] *= ANGER_SADNESS_SCALE
-    joy_cap = (1.0 - anger) / (1.0 - ANGER_JOY_THRESHOLD)
-    constrained[:, JOY] = np.minimum(state[:, JOY], joy_cap)
+    for row in range(state.shape[0]):
+        anger, sadness, joy = state[row, ANGER], state[row, SADNESS], state[row, JOY]
+        if anger + sadness > ANGER_SADNESS_LIMIT:
+            constrained[row, ANGER] = ANGER_SADNESS_SCALE * anger
+            constrained[row, SADNESS] = ANGER_SADNESS_SCALE * sadness
+        joy_cap = (1.0 - anger) / (1.0 - ANGER_JOY_THRESHOLD)
+        constrained[row, JOY] = np.minimum(joy, joy_cap)
     return constrained
 
 
+@numba.njit(cache=True)
 def composition(state: np.ndarray) -> np.ndarray:
     """Return each emotion's share of the state, ``w_i = (p_i + 0.01) / sum_k (p_k + 0.01)``.
 
@@ -84,10 +92,17 @@ def composition(state: np.ndarray) -> np.ndarray:
     >>> composition(np.array([[0.0] * 7, [0.99, 0, 0, 0, 0, 0, 0]])).round(3).tolist()
     [[0.143, 0.143, 0.143, 0.143, 0.143, 0.143, 0.143], [0.943, 0.009, 0.009, 0.009, 0.009, 0.009, 0.009]]
     """
-    shifted = state + COMPOSITION_FLOOR
-    return shifted / shifted.sum(axis=1, keepdims=True)
+    shares = np.empty(state.shape)
+    for row in range(state.shape[0]):
+        total = 0.0
+        for k in range(NUM_EMOTIONS):
+            total += state[row, k] + COMPOSITION_FLOOR
+        for i in range(NUM_EMOTIONS):
+            shares[row, i] = (state[row, i] + COMPOSITION_FLOOR) / total
+    return shares
 
 
+@numba.njit(cache=True)
 def rise_rates(prev: np.ndarray, multipliers: np.ndarray, alpha: float) -> np.ndarray:
     """Return how fast each emotion rises, ``r_j = alpha * sum_i w_i M[i, j]``.
 
@@ -108,9 +123,32 @@ def rise_rates(prev: np.ndarray, multipliers: np.ndarray, alpha: float) -> np.nd
     >>> rise_rates(disgusted, forbid_joy, 0.2).round(3).tolist()
     [[0.2, 0.2, 0.2, 0.011, 0.2, 0.2, 0.2]]
     """
-    return alpha * (composition(prev) @ multipliers)
+    w = composition(prev)
+    rates = np.empty(w.shape)
+    for row in range(w.shape[0]):
+        for j in range(NUM_EMOTIONS):
+            weighted = 0.0
+            for i in range(NUM_EMOTIONS):
+                weighted += w[row, i] * multipliers[i, j]
+            rates[row, j] = alpha * weighted
+    return rates
 
 
+@numba.njit(cache=True)
+def clip_unit(value: float) -> float:
+    """``value`` clipped to [0, 1] (``inf`` to 1, ``-inf`` to 0); a NaN stays NaN.
+
+    >>> clip_unit(-np.inf), clip_unit(0.25), clip_unit(3.0)
+    (0.0, 0.25, 1.0)
+    """
+    if value < 0.0:
+        return 0.0
+    if value > 1.0:
+        return 1.0
+    return value
+
+
+@numba.njit(cache=True)
 def next_state(
     prev: np.ndarray, action: np.ndarray, multipliers: np.ndarray, alpha: float
 ) -> np.ndarray:
@@ -133,14 +171,21 @@ def next_state(
     >>> next_state(np.full((1, 7), 0.2), np.full((1, 7), 0.7), np.ones((7, 7)), 0.25).round(3).tolist()
     [[0.325, 0.325, 0.325, 0.325, 0.325, 0.325, 0.325]]
     >>> forbidden = np.zeros((7, 7))  # nothing may rise, everything may fall
-    >>> next_state(np.full((1, 7), 0.5), [[0, 0, 0, 1, 1, 1, 1]], forbidden, 0.2).round(3).tolist()
+    >>> rises = np.array([[0.0, 0, 0, 1, 1, 1, 1]])
+    >>> next_state(np.full((1, 7), 0.5), rises, forbidden, 0.2).round(3).tolist()
     [[0.4, 0.4, 0.4, 0.5, 0.5, 0.5, 0.5]]
     """
-    action = np.clip(action, 0.0, 1.0)
-    rate = np.where(action > prev, rise_rates(prev, multipliers, alpha), alpha)
-    return exclusion_rules(prev + rate * (action - prev))
+    rise = rise_rates(prev, multipliers, alpha)
+    moved = np.empty(rise.shape)
+    for row in range(prev.shape[0]):
+        for j in range(NUM_EMOTIONS):
+            p, a = prev[row, j], clip_unit(action[row, j])
+            rate = rise[row, j] if a > p else alpha
+            moved[row, j] = p + rate * (a - p)
+    return exclusion_rules(moved)
 
 
+@numba.njit(cache=True)
 def reward_components(
     state: np.ndarray, prev: np.ndarray, target: np.ndarray, smoothness_scale: float
 ) -> np.ndarray:
@@ -169,11 +214,27 @@ def reward_components(
     >>> reward_components(np.zeros((1, 7)), half, half, 0.05).round(3).tolist()
     [[0.5, 0.091, 0.0, 0.0]]
     """
-    target_match = 1.0 - np.abs(state - target).mean(axis=1)
-    smoothness = 1.0 / (1.0 + np.abs(state - prev).mean(axis=1) / smoothness_scale)
-    intensity = np.minimum(state, target).sum(axis=1) / target.sum(axis=1)
-    diversity = state.var(axis=1) / MAX_VARIANCE
-    return np.stack([target_match, smoothness, intensity, diversity], axis=1)
+    n = NUM_EMOTIONS
+    components = np.empty((state.shape[0], NUM_COMPONENTS))
+    for row in range(state.shape[0]):
+        s, p, t = state[row], prev[row], target[row]
+        mismatch = change = expressed = asked = total = 0.0
+        for j in range(n):
+            mismatch += abs(s[j] - t[j])
+            change += abs(s[j] - p[j])
+            expressed += np.minimum(s[j], t[j])
+            asked += t[j]
+            total += s[j]
+        mean = total / n
+        variance = 0.0
+        for j in range(n):
+            variance += (s[j] - mean) ** 2
+        variance /= n
+        components[row, TARGET_MATCH] = 1.0 - mismatch / n
+        components[row, SMOOTHNESS] = 1.0 / (1.0 + (change / n) / smoothness_scale)
+        components[row, INTENSITY] = expressed / asked
+        components[row, DIVERSITY] = variance / MAX_VARIANCE
+    return components
 
 
 @dataclass(frozen=True)
@@ -237,6 +298,7 @@ class EmotionRewardWeights:
         )
 
 
+@numba.njit(cache=True)
 def step_reward(components: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Return the reward, the weighted sum of the components: ``sum_c weights_c components_c``.
 
@@ -250,4 +312,8 @@ def step_reward(components: np.ndarray, weights: np.ndarray) -> np.ndarray:
     >>> step_reward(np.array([[1.0, 0.5, 0.0, 1.0]]), np.array([0.3, 0.3, 0.4, 0.0])).round(6).tolist()
     [0.45]
     """
-    return components @ weights
+    reward = np.zeros(components.shape[0])
+    for row in range(components.shape[0]):
+        for c in range(NUM_COMPONENTS):
+            reward[row] += weights[c] * components[row, c]
+    return reward

@@ -16,19 +16,13 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec
 
+from affectgym.envs.emotion_state.batch import EmotionBatch, checked_actions, step_rows
 from affectgym.envs.emotion_state.config import (
     EmotionStateConfig,
     EmotionStateCore,
 )
 from affectgym.envs.emotion_state.data import EmotionArc
 from affectgym.envs.emotion_state.dynamics import EMOTIONS, NUM_EMOTIONS
-from affectgym.envs.emotion_state.packed import (
-    EmotionBatch,
-    checked_actions,
-    clip_actions,
-    emotion_reward,
-    emotion_transition,
-)
 
 _ACTION_SHAPE = (NUM_EMOTIONS,)
 
@@ -228,14 +222,12 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
         self.core = core
         self.observation_space = spaces.Box(0.0, 1.0, (core.obs_size,), dtype=np.float32)
         self.action_space = spaces.Box(0.0, 1.0, (NUM_EMOTIONS,), dtype=np.float32)
-        # One packed row; the views below are made once so step() allocates little.
+        # One row; the views below are made once so step() allocates little.
         self._batch = EmotionBatch(1)
-        self._scratch = EmotionBatch(1)
         self._time_left = core.time_left.tolist()
-        self._action_row = self._batch.action[0]
         self._target_row = self._batch.target[0]
         self._time = self._batch.time
-        self._obs = self._batch.packed[0, : core.obs_size]
+        self._obs = self._batch.rows[0, : core.obs_size]
         self._components = self._batch.components[0, : len(core.component_names)]
         self._component_sums = np.zeros(len(core.component_names))
         self._return = 0.0
@@ -305,7 +297,7 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
         self._target_changes = core.schedule_changes[arc_index]
         self._step_index = 0
         first_target = self._target_rows[0]
-        start = core.start_states(first_target[None], self.np_random, self._scratch)
+        start = core.start_states(first_target[None], self.np_random)
         batch = self._batch
         batch.state[:] = start
         batch.prev[:] = start
@@ -338,18 +330,12 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
                 "EmotionStateEnv.step() called before reset() or after the episode was truncated"
             )
         batch = self._batch
-        clip_actions(checked_actions(action, _ACTION_SHAPE), self._action_row)
-        emotion_transition(batch, core.rise)
-        reward = float(emotion_reward(batch, core.reward_table)[0][0])
-        # A NaN action makes the whole packed row, so the reward, NaN (and nothing else
-        # does): testing the reward costs nothing; the step is then undone (prev holds the
-        # state before it) and pays 0.
-        invalid = reward != reward
-        if invalid:
-            np.copyto(batch.state, batch.prev)
-            np.copyto(batch.action, batch.state)
-            self._components[:] = 0.0
-            reward = 0.0
+        step_rows(
+            batch.rows, checked_actions(action, _ACTION_SHAPE)[None], core.multipliers, core.alpha,
+            core.smoothness_scale, core.weights, batch.reward, batch.components, batch.invalid,
+        )  # fmt: skip
+        reward = float(batch.reward[0])
+        invalid = bool(batch.invalid[0])
         k = self._step_index = self._step_index + 1
         if self._target_changes[k]:
             np.copyto(self._target_row, self._target_rows[k])

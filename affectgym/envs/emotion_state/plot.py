@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from affectgym.envs.emotion_state.batch import STATE_SLICE, TARGET_SLICE
 from affectgym.envs.emotion_state.dynamics import EMOTIONS
-from affectgym.envs.emotion_state.packed import STATE_SLICE, TARGET_SLICE
 
 # One colour per emotion, in EMOTIONS order.
 EMOTION_COLORS = ("#d62728", "#8c564b", "#9467bd", "#ffbf00", "#7f7f7f", "#1f77b4", "#2ca02c")

@@ -1,7 +1,8 @@
 """Native batched vector env for affectgym/EmotionState-v0.
 
-The single env's dynamics and reward are already batched numpy kernels
-(:mod:`affectgym.envs.emotion_state.packed`); this class runs them over ``num_envs`` rows at
+The single env's dynamics and reward are already batched
+(:func:`affectgym.envs.emotion_state.batch.step_rows` over the equations of
+:mod:`affectgym.envs.emotion_state.dynamics`); this class runs them over ``num_envs`` rows at
 once, like Gymnasium's ``CartPoleVectorEnv``, with next-step autoreset. Use it through
 ``gymnasium.make_vec("affectgym/EmotionState-v0", num_envs=N,
 vectorization_mode="vector_entry_point")``.
@@ -18,22 +19,15 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from affectgym.envs.emotion_state.batch import EmotionBatch, checked_actions, step_rows
 from affectgym.envs.emotion_state.config import EmotionStateConfig, EmotionStateCore
 from affectgym.envs.emotion_state.dynamics import NUM_EMOTIONS
-from affectgym.envs.emotion_state.packed import (
-    EmotionBatch,
-    checked_actions,
-    clip_actions,
-    emotion_reward,
-    emotion_transition,
-    nan_rows,
-)
 
 
 class EmotionStateVectorEnv(VectorEnv):
     """``num_envs`` copies of :class:`~affectgym.envs.emotion_state.EmotionStateEnv` in one array.
 
-    Every row follows exactly the single env's rules (same kernels, same arcs, same reward);
+    Every row follows exactly the single env's rules (same equations, same arcs, same reward);
     see that class for the task. Differences:
 
     - Spaces: ``single_observation_space`` / ``single_action_space`` are the single env's;
@@ -89,8 +83,7 @@ class EmotionStateVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, n)
         self.action_space = batch_space(self.single_action_space, n)
         self._batch = EmotionBatch(n)
-        self._scratch = EmotionBatch(n)
-        self._obs = self._batch.packed[:, : core.obs_size]
+        self._obs = self._batch.rows[:, : core.obs_size]
         self._num_components = len(core.component_names)
         self._action_shape = (n, NUM_EMOTIONS)
         self._arc_index = np.zeros(n, dtype=np.intp)
@@ -125,7 +118,7 @@ class EmotionStateVectorEnv(VectorEnv):
         core = self.core
         batch = self._batch
         first = core.schedules[self._arc_index[rows], 0]
-        start = core.start_states(first, self.np_random, self._scratch)
+        start = core.start_states(first, self.np_random)
         batch.state[rows] = start
         batch.prev[rows] = start
         batch.target[rows] = first
@@ -149,22 +142,13 @@ class EmotionStateVectorEnv(VectorEnv):
         """
         core = self.core
         batch = self._batch
-        clip_actions(checked_actions(actions, self._action_shape), batch.action)
-        invalid = nan_rows(batch.action)
-        any_invalid = invalid.any()
-        if any_invalid:
-            # Hold those rows: a finite action (their state) keeps the NaN out of the
-            # row-wise kernels, and their state is put back after the transition.
-            batch.action[invalid] = batch.state[invalid]
-        emotion_transition(batch, core.rise)
-        if any_invalid:
-            batch.state[invalid] = batch.prev[invalid]
-        reward, components = emotion_reward(batch, core.reward_table)
-        reward = reward.copy()
-        components = components[:, : self._num_components].copy()
-        if any_invalid:
-            reward[invalid] = 0.0
-            components[invalid] = 0.0
+        step_rows(
+            batch.rows, checked_actions(actions, self._action_shape), core.multipliers, core.alpha,
+            core.smoothness_scale, core.weights, batch.reward, batch.components, batch.invalid,
+        )  # fmt: skip
+        reward = batch.reward.copy()
+        components = batch.components[:, : self._num_components].copy()
+        invalid = batch.invalid.copy()
         steps = self._steps
         steps += 1
         done = self._prev_done
