@@ -76,7 +76,7 @@ def main() -> int:
         return 0
     from sklearn.metrics import f1_score
 
-    from affectgym.agents.baselines import ProbeAgent
+    from affectgym.agents.label_baselines import ProbeAgent
 
     kwargs = {"dataset": "mustard", "data_dir": str(MUSTARD)}
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 import affectgym
-from affectgym.agents.baselines import MajorityAgent, ProbeAgent, ProsodyRuleAgent, RandomAgent
+from affectgym.agents.label_baselines import (
+    MajorityAgent,
+    ProbeAgent,
+    ProsodyRuleAgent,
+    RandomAgent,
+)
 
 
 def play_split(agent, env_id="affectgym/Sarcasm-v0", split="eval", **env_kwargs) -> list[dict]:

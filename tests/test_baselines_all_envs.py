@@ -12,18 +12,18 @@ import pytest
 
 import affectgym
 from affectgym.agents.base import Agent
-from affectgym.agents.baselines import (
-    DialogueTemplateAgent,
-    StateControllerAgent,
-    StyleLexiconAgent,
-    recommended_baseline,
-)
+from affectgym.agents.baselines import recommended_baseline
 from affectgym.agents.policies import ControllerPolicy, RandomPolicy, SB3Policy
 from affectgym.agents.registry import (
     ENV_KIND_WORDS,
     agent_env_problem,
     check_agent_supports,
     make_agent,
+)
+from affectgym.agents.text_baselines import (
+    DialogueTemplateAgent,
+    StateControllerAgent,
+    StyleLexiconAgent,
 )
 from affectgym.envs.spaces import env_kind
 from affectgym.eval import EvalConfig, run_eval
@@ -83,7 +83,7 @@ def test_the_agent_check_accepts_the_baseline_and_the_recommended_agent_of_every
     [
         ("style-lexicon", "affectgym/Sarcasm-v0", "it reads EmotionStyle-v0's prompt"),
         ("dialogue-template", "affectgym/EmotionStyle-v0", "the env is a EmotionStyleEnv, not a DialogueEnv"),
-        ("controller", "affectgym/EmpatheticDialogue-v0", "EmotionStateText-v0's 'Current state:'"),
+        ("controller", "affectgym/EmpatheticDialogue-v0", "EmotionStateText-v0's state and target"),
         ("controller", "affectgym/EmotionStyle-v0", "not a EmotionStateTextEnv"),
         ("random", "affectgym/EmotionStateText-v0", "label_set is empty"),
         ("sb3:model.zip", "affectgym/Sarcasm-v0", "it plays numeric envs and this env is text"),

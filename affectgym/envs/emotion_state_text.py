@@ -285,8 +285,14 @@ class EmotionStateTextEnv(AffectEnv):
             reward=float(np.dot(components, self.core.weights)) / self.steps,
             components=named,
             entry={"type": "control", "action": intensities.tolist()},
-            info={"state": self._batch.state[0].tolist()},
         )
+
+    def episode_info(self, scenario: EmotionArcScenario) -> dict[str, Any]:
+        """``state`` (the current intensities) and ``target`` (the one the next reply is scored
+        against), the numbers the observation shows, for programs that play the env."""
+        taken = sum(1 for entry in self.trace if entry["type"] == "control")
+        schedule = self.core.schedules[self.core.arc_ids[scenario.id]]
+        return {"state": self._batch.state[0].tolist(), "target": schedule[min(taken, self.steps - 1)].tolist()}
 
     def _advance(
         self, batch: EmotionBatch, schedule: np.ndarray, k: int, intensities: np.ndarray
