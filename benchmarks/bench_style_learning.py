@@ -44,7 +44,7 @@ from typing import Any
 
 from stages import append_jsonl, done, read_jsonl, rerun_options, run_missing, use_threads
 
-from affectgym.envs.emotion_style import RULE_WEIGHTS
+from affectgym.envs.style_criteria import RULE_WEIGHTS
 from affectgym.rewards.classifier import check_neutral_weight
 from affectgym.train.recipes import (
     CALIBRATED_NEUTRAL_WEIGHT,

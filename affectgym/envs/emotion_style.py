@@ -6,7 +6,6 @@ import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,19 @@ from affectgym.data.instructions import (
 from affectgym.data.splits import select_split, stable_hash
 from affectgym.emotions import EMOTIONS, canonical_emotion
 from affectgym.envs.core import AffectEnv, Trace
+from affectgym.envs.style_criteria import (
+    CORE_RULE_CAP,
+    CORE_RULES,
+    RULE_WEIGHTS,
+    STYLE_RUBRICS,
+    TARGET_CRITERIA,
+    StyleScenario,
+    core_rule_broken,
+    overlap_with_instruction,
+    reward_breakdown,
+    rule_hit,
+    shuffled_target,
+)
 from affectgym.envs.style_format import STYLE_FORMATS, StyleFormat, style_prompt
 from affectgym.envs.task_format import with_former_arguments
 from affectgym.rewards.classifier import EmotionClassifier, MemoisedClassifier
@@ -29,9 +41,6 @@ from affectgym.rewards.judge import JudgeConfig, JudgeVerdict
 from affectgym.rewards.rubric import Cap, Criterion, Reply, Rubric, RubricResult, Unscored
 from affectgym.rewards.rules import (
     EMOTION_WORDS,
-    addresses_judge,
-    instruction_overlap,
-    rule_penalties,
     strip_think,
 )
 from affectgym.text import replace_lone_surrogates
@@ -63,118 +72,7 @@ LABEL_SETS: Mapping[str, tuple[str, ...]] = {
     "all": BASIC_LABELS + OPEN_LABELS,
 }
 
-CORE_RULE_CAP = 0.60  # highest total while a core rule (implicitness, response-only) is broken
 CACHE_ENTRIES = 8192  # replies whose classifier distribution is memoised
-
-RULE_WEIGHTS: Mapping[str, float] = {
-    "stage_direction": -0.5,
-    "names_emotion": -0.5,
-    "states_feeling": -0.5,
-    "meta_commentary": -0.5,
-    "addresses_judge": -0.5,
-    "echoes_emotion_tag": -0.25,
-    "shouting": -0.25,
-    "empty": -0.5,
-    "off_topic": -0.1,
-}
-"""Default weight of each rule (its component is 1 when it fires)."""
-
-CORE_RULES: tuple[str, ...] = (
-    "stage_direction",
-    "names_emotion",
-    "states_feeling",
-    "echoes_emotion_tag",
-    "meta_commentary",
-    "addresses_judge",
-)
-"""Rules whose breach caps the total (implicitness and response-only, as in EMOTRON)."""
-
-STYLE_RUBRICS: tuple[str, ...] = ("default", "shuffled-target")
-"""The env's named rubrics. ``"default"`` rewards the emotion the prompt asks for.
-``"shuffled-target"`` computes the classifier's and the judge's terms for another emotion
-than the one shown (:func:`shuffled_target`) and the rules for the one shown: the control of
-a learning benchmark, which gains only what a generic emotive style or a longer reply gains."""
-
-TARGET_CRITERIA: tuple[str, ...] = ("emotion_probability", "judge", "judge_implicitness", "judge_response_only")
-"""The criteria that read the target emotion as a scorer's label (the rules read it as words to avoid)."""
-
-
-# ----------------------------------------------------------------------------- scenario
-@dataclass(frozen=True)
-class StyleScenario:
-    """One instruction to answer in one target emotion.
-
-    Attributes:
-        id: ``"<instruction id>:<emotion>"`` (the emotion is shown to the agent anyway).
-        instruction_id: Id of the instruction.
-        instruction: The user's request.
-        emotion: Target emotion: one of the seven, or an open-vocabulary label.
-        topic: A short phrase naming what the instruction is about (reference replies use it).
-        preface: Whether the prompt carries the longer preface.
-    """
-
-    id: str
-    instruction_id: str
-    instruction: str
-    emotion: str
-    topic: str
-    preface: bool = False
-
-
-# ----------------------------------------------------------------------------- rules
-def shuffled_target(scenario: StyleScenario) -> StyleScenario:
-    """The scenario with another of the seven emotions as its target, always the same one for its id.
-
-    Open-vocabulary targets are kept (the judge alone scores them).
-
-    >>> s = StyleScenario("es001:joy", "es001", "Explain tides.", "joy", "tides")
-    >>> shuffled_target(s).emotion != "joy", shuffled_target(s) == shuffled_target(s)
-    (True, True)
-    """
-    label = canonical_emotion(scenario.emotion)
-    if label is None:
-        return scenario
-    others = [emotion for emotion in BASIC_LABELS if emotion != label]
-    return dataclasses.replace(scenario, emotion=others[stable_hash(scenario.id, salt="shuffled-target") % len(others)])
-
-
-@functools.lru_cache(maxsize=2048)
-def _rule_hits(reply: str | None, target: str, instruction: str) -> tuple[frozenset[str], float]:
-    """Names of the rules ``reply`` breaks and its lexical overlap with the instruction."""
-    hits = {name for name, match in rule_penalties(reply, target, instruction).items() if match.hit}
-    visible = strip_think(reply)
-    if addresses_judge(visible).hit:
-        hits.add("addresses_judge")
-    overlap = instruction_overlap(visible, instruction) if visible else 0.0
-    return frozenset(hits), overlap
-
-
-def rule_hit(scenario: StyleScenario, reply: Reply, trace: Trace, rule: str) -> float:
-    """1 when the reply breaks ``rule`` (a rule of :func:`~affectgym.rewards.rules.rule_penalties`,
-    under the same name, or ``addresses_judge``), else 0.
-
-    The reply's answer is its text, so the rules read ``reply.text``; an unanswered
-    episode (``reply.text`` is ``None``) breaks ``empty`` only.
-
-    >>> s = StyleScenario("es003:anger", "es003", "Explain why traffic lights are slow.", "anger", "slow lights")
-    >>> rule_hit(s, Reply("(sighs) The lights are slow."), [], "stage_direction"), rule_hit(s, Reply("The lights are slow."), [], "stage_direction")
-    (1.0, 0.0)
-    >>> rule_hit(s, Reply(None), [], "empty"), rule_hit(s, Reply(None), [], "off_topic")
-    (1.0, 0.0)
-    """
-    hits, _ = _rule_hits(reply.text, scenario.emotion, scenario.instruction)
-    return float(rule in hits)
-
-
-def overlap_with_instruction(scenario: StyleScenario, reply: Reply, trace: Trace) -> float:
-    """Share of the instruction's content words the reply uses (a logged metric).
-
-    >>> s = StyleScenario("es003:anger", "es003", "Explain why traffic lights are slow.", "anger", "slow lights")
-    >>> overlap_with_instruction(s, Reply("Those traffic lights! Slow, every single time."), [])
-    1.0
-    """
-    return _rule_hits(reply.text, scenario.emotion, scenario.instruction)[1]
-
 
 # ----------------------------------------------------------------------------- reference reply and canary material
 _STAGE_DIRECTIONS: Mapping[str, tuple[str, str]] = {
@@ -505,7 +403,7 @@ class EmotionStyleEnv(AffectEnv):
             *(Criterion(name, functools.partial(rule_hit, rule=name), weight) for name, weight in RULE_WEIGHTS.items()),
             Criterion("instruction_overlap", overlap_with_instruction, 0.0),
         ]
-        caps = [Cap("core_rule", self.cap, when=_core_rule_broken)] if self.cap is not None else []
+        caps = [Cap("core_rule", self.cap, when=core_rule_broken)] if self.cap is not None else []
         rubric = Rubric(criteria, caps=caps)
         if not self.uses_classifier:
             rubric = rubric.without("emotion_probability")
@@ -664,23 +562,6 @@ class EmotionStyleEnv(AffectEnv):
         ]
 
 
-def reward_breakdown(
-    components: Mapping[str, float | None], weights: Mapping[str, float]
-) -> dict[str, dict[str, float | None]]:
-    """Each component's ``value``, ``weight`` and ``contribution`` (weight × value, ``None`` when
-    the component did not apply); the contributions of a final step sum to its reward.
-
-    >>> reward_breakdown({"off_topic": 1.0, "judge": None}, {"off_topic": -0.1, "judge": 0.5})
-    {'off_topic': {'value': 1.0, 'weight': -0.1, 'contribution': -0.1}, 'judge': {'value': None, 'weight': 0.5, 'contribution': None}}
-    """
-    breakdown: dict[str, dict[str, float | None]] = {}
-    for name, value in components.items():
-        weight = float(weights.get(name, 0.0))
-        # + 0.0 turns the -0.0 of a rule that did not fire into 0.0.
-        breakdown[name] = {"value": value, "weight": weight, "contribution": None if value is None else weight * value + 0.0}
-    return breakdown
-
-
 def _classifier_name(classifier: EmotionClassifier | None) -> str | None:
     """``"nade"`` (``"nade:neutral_weight=W"`` when W is not 1), ``"transformers:<model>"``, ``"callable"``
     or ``None`` (open labels only): what scored, as results record it."""
@@ -700,12 +581,6 @@ def _scorable(reply: str | None) -> str:
     True
     """
     return replace_lone_surrogates(strip_think(reply))
-
-
-def _core_rule_broken(components: Mapping[str, float | None]) -> bool:
-    if any(components.get(rule) for rule in CORE_RULES):
-        return True
-    return components.get("judge_implicitness") == 0.0 or components.get("judge_response_only") == 0.0
 
 
 __all__ = [

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from affectgym.data.splits import stable_hash
 
 if TYPE_CHECKING:
-    from affectgym.envs.emotion_style import StyleScenario
+    from affectgym.envs.style_criteria import StyleScenario
 
 DEFAULT_SYSTEM_MESSAGE = "You are a helpful assistant."
 DEFAULT_PREFACE_FRACTION = 1 / 3  # share of scenarios whose prompt carries the longer preface
@@ -27,7 +27,7 @@ PREFACE_SALT = "emotion-style-preface-v1"
 def style_prompt(scenario: StyleScenario) -> str:
     """The user message: ``EMOTION: <label>``, the optional preface, the instruction.
 
-    >>> from affectgym.envs.emotion_style import StyleScenario
+    >>> from affectgym.envs.style_criteria import StyleScenario
     >>> s = StyleScenario("es001:joy", "es001", "Explain tides.", "joy", "tides")
     >>> style_prompt(s)
     'EMOTION: joy\\n\\nExplain tides.'

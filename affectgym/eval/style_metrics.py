@@ -58,7 +58,7 @@ def style_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         ``valence_agreement`` and ``valence_episodes`` (the replies it is over). Rates are
         ``None`` without any episode they apply to.
     """
-    from affectgym.envs.emotion_style import RULE_WEIGHTS
+    from affectgym.envs.style_criteria import RULE_WEIGHTS
 
     rows = [(record.get("outcome") or {}, record.get("final_text")) for record in records]
     rows = [(outcome, text) for outcome, text in rows if outcome.get("target") is not None]
