@@ -24,8 +24,8 @@ def run_cli(argv: list[str]) -> int:
 
 
 @pytest.mark.parametrize(("options", "named"), [
-    ({"learning_rate": -1e-5}, "learning_rate must be a finite number > 0, got -1e-05"),
-    ({"learning_rate": float("nan")}, "learning_rate must be a finite number > 0, got nan"),
+    ({"learning_rate": -1e-5}, "learning_rate must be a finite number >= 0 (0 = the policy stays as it is), got -1e-05"),
+    ({"learning_rate": float("nan")}, "learning_rate must be a finite number >= 0 (0 = the policy stays as it is), got nan"),
     ({"temperature": 0.0}, "temperature must be a finite number > 0"),
     ({"lora_dropout": 2.0}, "lora_dropout must be in [0, 1), got 2.0"),
     ({"logging_steps": 0}, "logging_steps must be a positive integer, got 0"),
@@ -42,6 +42,11 @@ def test_each_invalid_option_is_refused_naming_the_field_and_what_is_accepted(op
     with pytest.raises(ValueError, match="invalid training config") as error:
         TrainConfig(env_id=ENV_ID, **options)
     assert named in str(error.value)
+
+
+def test_a_learning_rate_of_zero_is_accepted_the_policy_then_stays_as_it_is():
+    # benchmarks/bench_train.py times the reward path with learning_rate=0, so both trainers generate alike.
+    assert TrainConfig(env_id=ENV_ID, learning_rate=0.0).learning_rate == 0.0
 
 
 def test_yaml_numbers_in_exponent_form_are_numbers(tmp_path):

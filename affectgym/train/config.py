@@ -357,9 +357,10 @@ class TrainConfig:
     def _range_problems(self) -> list[str]:
         """Values of the right type outside what the trainers accept."""
         problems = []
-        for name in ("learning_rate", "temperature"):
-            if not 0 < getattr(self, name) < math.inf:
-                problems.append(f"{name} must be a finite number > 0, got {getattr(self, name)!r}")
+        if not 0 <= self.learning_rate < math.inf:
+            problems.append(f"learning_rate must be a finite number >= 0 (0 = the policy stays as it is), got {self.learning_rate!r}")
+        if not 0 < self.temperature < math.inf:
+            problems.append(f"temperature must be a finite number > 0, got {self.temperature!r}")
         if not 0 <= self.beta < math.inf:
             problems.append(f"beta must be a finite number >= 0 (0 = no reference model), got {self.beta!r}")
         if not 0 <= self.lora_dropout < 1:
