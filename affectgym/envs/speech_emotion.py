@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import warnings
 from collections.abc import Mapping, Sequence
@@ -204,6 +205,8 @@ class SpeechEmotionEnv(AffectEnv):
         # Rendered tool outputs by (tool, scenario): keyed on the whole scenario, label included,
         # so the checker's label-flip test still sees a fresh rendering of a flipped scenario.
         self._rendered: dict[tuple[str, SpeechClip], str] = {}
+        # get_prosody_features' data by scenario (its scalar measurements; None without audio).
+        self._measured: dict[SpeechClip, dict[str, Any] | None] = {}
         self.clip_split = coerce_split(split, self.all_clips)
         # the split groups: what the hash split holds out whole, and the order of flat training rows
         self._groups = clip_groups(self.all_clips, group_by, data_dir) if isinstance(self.clip_split, HashSplit) else {}
@@ -368,10 +371,12 @@ class SpeechEmotionEnv(AffectEnv):
             return {"context": list(clip.context), "speaker": clip.speaker, "line": clip.transcript}
         if name != "get_prosody_features":
             return None
-        prosody = self._prosody(clip)
-        if prosody is None:
-            return None
-        return {key: value for key, value in prosody.to_dict().items() if not isinstance(value, list)}
+        if clip not in self._measured:
+            prosody = self._prosody(clip)
+            self._measured[clip] = None if prosody is None else {
+                field.name: getattr(prosody, field.name) for field in dataclasses.fields(prosody)
+                if not isinstance(getattr(prosody, field.name), tuple)}
+        return self._measured[clip]
 
     @tool
     def get_pitch_contour(self) -> str:
