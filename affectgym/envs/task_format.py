@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Mapping
-from dataclasses import asdict, fields
+from dataclasses import fields
 from typing import Any, TypeVar
 
 Format = TypeVar("Format")
@@ -97,14 +97,4 @@ def with_former_arguments(
     return task_format
 
 
-def task_format_dict(task_format: Any) -> dict[str, Any]:
-    """A format as the mapping :func:`coerce_task_format` reads back (for configs and JSON).
-
-    >>> from affectgym.envs.style_format import StyleFormat
-    >>> task_format_dict(StyleFormat(preface_fraction=0.0))["preface_fraction"]
-    0.0
-    """
-    return asdict(task_format)
-
-
-__all__ = ["coerce_task_format", "task_format_dict", "with_former_arguments"]
+__all__ = ["coerce_task_format", "with_former_arguments"]
