@@ -99,7 +99,9 @@ class EmotionStateTextEnv(AffectEnv):
 
     ## Observation Space
 
-    Text (see :meth:`first_observation`).
+    Text (see :meth:`first_observation`). The numbers it shows are also in every step's
+    ``info``, for programs that play the env: ``info["state"]`` (the current intensities)
+    and ``info["target"]`` (the target the next reply is scored against).
 
     ## Rewards
 
