@@ -24,7 +24,6 @@ from affectgym.envs.emotion_state import (
     NUM_EMOTIONS,
     EmotionBatch,
     EmotionStateCore,
-    step_rows,
 )
 from affectgym.envs.emotion_state.data import ARCS_FILE, DATA_DIR, DATA_PACKAGE, arcs_in_split
 from affectgym.envs.state_text_format import (
@@ -206,7 +205,7 @@ class EmotionStateTextEnv(AffectEnv):
 
     def first_observation(self, scenario: Any) -> str:
         """The first user message: the scene and the first state."""
-        start = self._start_state(scenario)
+        start = self._start_state(scenario.id)
         return self._describe(scenario, 0, start, start)
 
     def parse_final(self, text: str) -> tuple[Any, str | None]:
@@ -230,7 +229,7 @@ class EmotionStateTextEnv(AffectEnv):
 
     def reference_answer(self, scenario: Any) -> tuple[str, Trace]:
         """Command the target at every step."""
-        schedule = self.core.schedules[self.core.arc_ids[scenario.id]]
+        schedule = self.core.schedule_of(scenario.id)
         trace: Trace = [
             {"type": "control", "action": schedule[k].tolist()} for k in range(self.steps - 1)
         ]
@@ -238,7 +237,7 @@ class EmotionStateTextEnv(AffectEnv):
 
     def canaries(self, scenario: Any) -> dict[str, tuple[str | None, Trace]]:
         """Loud (all ones), silent (all zeros) and, on arcs that change target, frozen (the start) policies."""
-        schedule = self.core.schedules[self.core.arc_ids[scenario.id]]
+        schedule = self.core.schedule_of(scenario.id)
         policies = [("all_ones", np.ones(NUM_EMOTIONS)), ("all_zeros", np.zeros(NUM_EMOTIONS))]
         if np.any(schedule[: self.steps] != schedule[0]):
             policies.append(("frozen", schedule[0]))
@@ -259,25 +258,26 @@ class EmotionStateTextEnv(AffectEnv):
         """The arc of the reset options (or one drawn with ``np_random``); the state starts at its first target."""
         scenario = super().start_episode(options)
         batch = self._batch
-        batch.state[:] = batch.prev[:] = self._start_state(scenario)
-        batch.target[:] = self.core.schedules[self.core.arc_ids[scenario.id]][0]
+        batch.state[:] = batch.prev[:] = self._start_state(scenario.id)
+        batch.target[:] = self.core.schedule_of(scenario.id)[0]
         batch.time[:] = 1.0
         return scenario
 
-    def _start_state(self, scenario: EmotionArcScenario) -> np.ndarray:
+    def _start_state(self, arc_id: str) -> np.ndarray:
         """The arc's first target, constrained (the text env starts without noise): ``(7,)``."""
-        first = self.core.schedules[self.core.arc_ids[scenario.id]][0]
-        return self.core.start_states(first[None], np.random.default_rng(0))[0]
+        return self.core.start_states(self.core.schedule_of(arc_id)[:1], np.random.default_rng(0))[0]
+
+    def _control_steps(self) -> int:
+        """State commands taken so far this episode (the trace's ``control`` entries)."""
+        return sum(1 for entry in self.trace if entry["type"] == "control")
 
     def on_answer(self, reply: Reply) -> Continue | None:
         """A valid JSON action advances the state and pays ``r_t / steps``; the last control step ends the episode."""
-        taken = sum(1 for entry in self.trace if entry["type"] == "control")
+        taken = self._control_steps()
         if taken + 1 >= self.steps:
             return None
         intensities = reply.answer
-        components = self._advance(
-            self._batch, self.core.schedules[self.core.arc_ids[self.scenario.id]], taken, intensities
-        )
+        components = self._advance(self._batch, self.core.schedule_of(self.scenario.id), taken, intensities)
         named = {
             name: float(components[COMPONENT_NAMES.index(name)])
             for name in self.core.component_names
@@ -292,19 +292,14 @@ class EmotionStateTextEnv(AffectEnv):
     def episode_info(self, scenario: EmotionArcScenario) -> dict[str, Any]:
         """``state`` (the current intensities) and ``target`` (the one the next reply is scored
         against), the numbers the observation shows, for programs that play the env."""
-        taken = sum(1 for entry in self.trace if entry["type"] == "control")
-        schedule = self.core.schedules[self.core.arc_ids[scenario.id]]
-        return {"state": self._batch.state[0].tolist(), "target": schedule[min(taken, self.steps - 1)].tolist()}
+        target = self.core.schedule_of(scenario.id)[min(self._control_steps(), self.steps - 1)]
+        return {"state": self._batch.state[0].tolist(), "target": target.tolist()}
 
     def _advance(
         self, batch: EmotionBatch, schedule: np.ndarray, k: int, intensities: np.ndarray
     ) -> np.ndarray:
         batch.target[:] = schedule[k]
-        core = self.core
-        step_rows(
-            batch.rows, intensities.astype(np.float64)[None], core.multipliers, core.alpha,
-            core.smoothness_scale, core.weights, batch.reward, batch.components, batch.invalid,
-        )  # fmt: skip
+        self.core.step(batch, intensities.astype(np.float64)[None])
         return batch.components[0].copy()
 
     def replay(
@@ -332,11 +327,9 @@ class EmotionStateTextEnv(AffectEnv):
         return cached
 
     def _replay(self, arc_id: str, actions: tuple[tuple[float, ...], ...]) -> np.ndarray:
-        schedule = self.core.schedules[self.core.arc_ids[arc_id]]
+        schedule = self.core.schedule_of(arc_id)
         batch = EmotionBatch(1)
-        start = self.core.start_states(schedule[0][None], np.random.default_rng(0))
-        batch.state[:] = start
-        batch.prev[:] = start
+        batch.state[:] = batch.prev[:] = self._start_state(arc_id)
         components = np.zeros((self.steps, len(COMPONENT_NAMES)))
         for k, action in enumerate(actions):
             components[k] = self._advance(batch, schedule, k, np.asarray(action))
@@ -348,7 +341,7 @@ class EmotionStateTextEnv(AffectEnv):
         names = self.core.target_names[arc.name]
         shown = min(k, self.steps - 1)
         target_name = names[shown]
-        target = self.core.schedules[self.core.arc_ids[arc.name]][shown]
+        target = self.core.schedule_of(arc.name)[shown]
         segment = sum(1 for i in range(1, min(k, self.steps - 1) + 1) if names[i] != names[i - 1])
         lines = self.narratives.get(target_name, [""])
         situation = lines[zlib.crc32(f"{arc.name}/{segment}".encode()) % len(lines)]

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from affectgym.envs.emotion_state.batch import DTYPE, OBS_SIZE
+from affectgym.envs.emotion_state.batch import DTYPE, OBS_SIZE, EmotionBatch, step_rows
 from affectgym.envs.emotion_state.data import (
     SPLITS,
     EmotionArc,
@@ -185,6 +185,16 @@ class EmotionStateCore:
         self.target_names = {
             arc.name: arc.segment_names(self.max_episode_steps) for arc in self.arcs
         }
+
+    def schedule_of(self, arc: str) -> np.ndarray:
+        """The target of each step of the arc named ``arc``: ``(max_episode_steps + 1, 7)``, read-only."""
+        return self.schedules[self.arc_ids[arc]]
+
+    def step(self, batch: EmotionBatch, actions: np.ndarray) -> None:
+        """Step every row of ``batch`` toward its ``(num_envs, 7)`` action with this config's dynamics
+        and reward (:func:`~affectgym.envs.emotion_state.batch.step_rows`, in place)."""
+        step_rows(batch.rows, actions, self.multipliers, self.alpha, self.smoothness_scale, self.weights,
+                  batch.reward, batch.components, batch.invalid)
 
     def arc_index(self, options: Mapping[str, Any] | None, rng: np.random.Generator) -> int:
         """Pick an arc: ``options["arc"]`` (or ``options["scenario_id"]``, the name every

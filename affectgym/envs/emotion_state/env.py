@@ -16,7 +16,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec
 
-from affectgym.envs.emotion_state.batch import EmotionBatch, checked_actions, step_rows
+from affectgym.envs.emotion_state.batch import EmotionBatch, checked_actions
 from affectgym.envs.emotion_state.config import (
     EmotionStateConfig,
     EmotionStateCore,
@@ -215,11 +215,7 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
             )
         self.render_mode = render_mode
         self._spec: EnvSpec | None = None
-        self._compile(EmotionStateCore(config, **options))
-
-    def _compile(self, core: EmotionStateCore) -> None:
-        """Set the env up for ``core``."""
-        self.core = core
+        self.core = core = EmotionStateCore(config, **options)
         self.observation_space = spaces.Box(0.0, 1.0, (core.obs_size,), dtype=np.float32)
         self.action_space = spaces.Box(0.0, 1.0, (NUM_EMOTIONS,), dtype=np.float32)
         # One row; the views below are made once so step() allocates little.
@@ -330,10 +326,7 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
                 "EmotionStateEnv.step() called before reset() or after the episode was truncated"
             )
         batch = self._batch
-        step_rows(
-            batch.rows, checked_actions(action, _ACTION_SHAPE)[None], core.multipliers, core.alpha,
-            core.smoothness_scale, core.weights, batch.reward, batch.components, batch.invalid,
-        )  # fmt: skip
+        core.step(batch, checked_actions(action, _ACTION_SHAPE)[None])
         reward = float(batch.reward[0])
         invalid = bool(batch.invalid[0])
         k = self._step_index = self._step_index + 1

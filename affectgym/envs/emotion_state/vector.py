@@ -19,7 +19,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from affectgym.envs.emotion_state.batch import EmotionBatch, checked_actions, step_rows
+from affectgym.envs.emotion_state.batch import EmotionBatch, checked_actions
 from affectgym.envs.emotion_state.config import EmotionStateConfig, EmotionStateCore
 from affectgym.envs.emotion_state.dynamics import NUM_EMOTIONS
 
@@ -142,10 +142,7 @@ class EmotionStateVectorEnv(VectorEnv):
         """
         core = self.core
         batch = self._batch
-        step_rows(
-            batch.rows, checked_actions(actions, self._action_shape), core.multipliers, core.alpha,
-            core.smoothness_scale, core.weights, batch.reward, batch.components, batch.invalid,
-        )  # fmt: skip
+        core.step(batch, checked_actions(actions, self._action_shape))
         reward = batch.reward.copy()
         components = batch.components[:, : self._num_components].copy()
         invalid = batch.invalid.copy()
