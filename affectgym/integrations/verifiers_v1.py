@@ -2,20 +2,21 @@
 
 verifiers 0.3 splits an environment into a :class:`verifiers.v1.Taskset` (the rows) and a
 :class:`verifiers.v1.Env` whose ``run`` drives each rollout's interaction. Here the taskset
-is an affectgym env's scenarios (one task per scenario, its first observation the prompt, its
-system prompt the task's) and the env plays the user side host-side, as verifiers' own
-TextArena and OpenEnv envs do: each reply of the model is one ``env.step``, the next
+is an affectgym env's scenarios (one task per scenario, its opening chat the prompt, seeded
+as ``affectgym eval`` seeds its first episode; the rows of the classic integration's
+dataset) and the env plays the user side host-side, as verifiers' own TextArena and OpenEnv
+envs do: each reply of the model is one ``env.step`` on an env from a pool, the next
 observation comes back as the user turn, and the episode's end ends the exchange (nothing is
 appended after the last reply). The rollout's reward is the episode's return
 (``affectgym_reward``, the same number ``affectgym eval`` reports), and each reward component
 of the final step is a metric. Tool calls travel in the text, in the env's own
 ``<tool_call>`` form (the system prompt says how), so any harness that chats can play.
 
-Run it with verifiers' ``eval`` command, naming this module as the taskset::
+Run it with verifiers' ``eval`` command; the taskset id ``affectgym-verifiers`` is the
+top-level module :mod:`affectgym_verifiers` that exports this module's classes::
 
-    eval --env.taskset.id affectgym.integrations.verifiers_v1 \\
-        --env.taskset.env affectgym/Sarcasm-v0 --env.player.harness.id null \\
-        --env.player.runtime.id subprocess --model MODEL --client.base-url URL
+    eval affectgym-verifiers --env.taskset.env affectgym/Sarcasm-v0 --env.player.harness.id null \\
+        --env.player.runtime.type subprocess -m MODEL --client.base-url URL --no-push
 
 The classic ``vf.MultiTurnEnv`` form (``verifiers.legacy``, what ``vf-eval`` loads) is in
 :mod:`affectgym.integrations.verifiers`.
@@ -23,6 +24,8 @@ The classic ``vf.MultiTurnEnv`` form (``verifiers.legacy``, what ``vf-eval`` loa
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -31,7 +34,8 @@ import verifiers.v1 as vf
 from pydantic import Field
 
 import affectgym
-from affectgym.envs.spaces import env_kind
+from affectgym.integrations.openenv.app import check_text_env
+from affectgym.integrations.verifiers import EnvPool, scenario_rows
 
 
 class AffectGymConfig(vf.TasksetConfig):
@@ -62,11 +66,10 @@ class AffectGymEnvConfig(vf.EnvConfig):
     player: vf.AgentConfig = vf.AgentConfig()
 
 
-def make_env(info: dict[str, Any]) -> Any:
-    """The affectgym env of a task, reset to its scenario; returns ``(env, first observation)``."""
-    env = affectgym.make(info["env"], split=info["split"], **info["env_kwargs"])
-    observation, _ = env.reset(seed=info["seed"], options={"scenario_id": info["scenario_id"]})
-    return env, observation
+@functools.cache
+def env_pool(env_id: str, env_kwargs_json: str) -> EnvPool:
+    """The pool of envs of one id and options (``split`` included, as JSON), shared by this process's rollouts."""
+    return EnvPool(env_id, json.loads(env_kwargs_json))
 
 
 class AffectGymEnv(vf.Env[AffectGymEnvConfig]):
@@ -74,20 +77,23 @@ class AffectGymEnv(vf.Env[AffectGymEnvConfig]):
 
     async def run(self, task: AffectGymTask, agents: Any) -> None:
         """Step the env with each reply until the episode ends; record its return and components."""
-        env, _ = make_env(task.data.info)
+        info = task.data.info
+        pool = env_pool(info["env"], json.dumps({**info["env_kwargs"], "split": info["split"]}, sort_keys=True))
+        env = pool.take()
+        env.reset(seed=info["seed"], options={"scenario_id": info["scenario_id"]})
         total, components, outcome = 0.0, {}, {}
         try:
             async with agents.player.interaction(task) as interaction:
                 segment = await interaction.turn()
                 while not segment.terminated:
-                    observation, reward, terminated, truncated, info = env.step(segment.last_reply)
+                    observation, reward, terminated, truncated, step_info = env.step(segment.last_reply)
                     total += float(reward)
                     if terminated or truncated:
-                        components, outcome = info.get("reward_components", {}), info.get("outcome") or {}
+                        components, outcome = step_info.get("reward_components", {}), step_info.get("outcome") or {}
                         break
                     segment = await interaction.turn(observation)
         finally:
-            env.close()
+            pool.give_back(env)
         trace = interaction.trace
         trace.record_reward("affectgym_reward", total)
         trace.record_metrics({name: math.nan if value is None else float(value) for name, value in components.items()})
@@ -98,23 +104,17 @@ class AffectGymTaskset(vf.Taskset[AffectGymTask, AffectGymConfig]):
     """The scenarios of an affectgym text env's split, one task each."""
 
     def load(self) -> Iterator[AffectGymTask]:
-        """One task per scenario id, in the env's order, seeded by its index."""
+        """One task per scenario id, in the env's order: its opening chat (system prompt, any
+        history, first observation) and the seed ``affectgym eval`` gives its first episode."""
         config = self.config
         probe = affectgym.make(config.env, split=config.split, **config.env_kwargs)
-        if env_kind(probe) != "text":
-            raise ValueError(f"{config.env} is not a text env; verifiers plays text envs (the affectgym ids: "
-                             f"{', '.join(affectgym.list_envs())})")
-        base = probe.unwrapped
-        for idx, scenario_id in enumerate(base.scenario_ids):
-            info = {"env": config.env, "split": config.split, "env_kwargs": dict(config.env_kwargs),
-                    "scenario_id": scenario_id, "seed": idx}
-            observation, _ = probe.reset(seed=idx, options={"scenario_id": scenario_id})
-            yield AffectGymTask(
-                AffectGymData(idx=idx, name=f"{config.env}:{scenario_id}", prompt=observation,
-                              system_prompt=base.messages[0]["content"], info=info),
-                config.task,
-            )
+        check_text_env(probe, config.env)
+        rows = scenario_rows(probe)
         probe.close()
+        for idx, (prompt, row) in enumerate(zip(rows["prompt"], rows["info"], strict=True)):
+            info = {"env": config.env, "env_kwargs": dict(config.env_kwargs), **row}
+            yield AffectGymTask(
+                AffectGymData(idx=idx, name=f"{config.env}:{row['scenario_id']}", prompt=prompt, info=info), config.task)
 
 
 __all__ = ["AffectGymEnv", "AffectGymTaskset"]
