@@ -74,7 +74,7 @@ class StyleLexiconAgent(Agent):
         """It reads EmotionStyle-v0's prompt, so the env must be an :class:`~affectgym.envs.emotion_style.EmotionStyleEnv`."""
         from affectgym.envs.emotion_style import EmotionStyleEnv
 
-        return env_class_problem(env, EmotionStyleEnv, "EmotionStyle-v0's prompt (its EMOTION: line and instruction)")
+        return _env_class_problem(env, EmotionStyleEnv, "EmotionStyle-v0's prompt (its EMOTION: line and instruction)")
 
     def act(self, observation: str, info: Mapping[str, Any]) -> str:
         """Read the target emotion (first line) and the instruction (last paragraph); reply from the lexicon."""
@@ -124,7 +124,7 @@ class DialogueTemplateAgent(Agent):
         """It reads EmpatheticDialogue-v0's turns, so the env must be a :class:`~affectgym.envs.dialogue.DialogueEnv`."""
         from affectgym.envs.dialogue import DialogueEnv
 
-        return env_class_problem(env, DialogueEnv, "the tags EmpatheticDialogue-v0 asks for")
+        return _env_class_problem(env, DialogueEnv, "the tags EmpatheticDialogue-v0 asks for")
 
     def act(self, observation: str, info: Mapping[str, Any]) -> str:
         """Reply with the template of the required tags (``info["required_tags"]`` when given)."""
@@ -156,7 +156,7 @@ class StateControllerAgent(Agent):
         """It reads EmotionStateText-v0's observation, so the env must be an :class:`~affectgym.envs.emotion_state_text.EmotionStateTextEnv`."""
         from affectgym.envs.emotion_state_text import EmotionStateTextEnv
 
-        return env_class_problem(env, EmotionStateTextEnv, "EmotionStateText-v0's state and target (info['state'], info['target'])")
+        return _env_class_problem(env, EmotionStateTextEnv, "EmotionStateText-v0's state and target (info['state'], info['target'])")
 
     def act(self, observation: str, info: Mapping[str, Any]) -> str:
         """The command for the current state and target, as ``{"anger": ..., ...}``."""
@@ -174,7 +174,7 @@ class StateControllerAgent(Agent):
         return {**super().describe(), "gain": self.gain}
 
 
-def env_class_problem(env: Any, env_class: type, what: str) -> str | None:
+def _env_class_problem(env: Any, env_class: type, what: str) -> str | None:
     """None when ``env`` is an ``env_class`` (plug-in subclasses included), else what the agent reads."""
     if isinstance(env, env_class):
         return None
@@ -188,7 +188,6 @@ __all__ = [
     "StateControllerAgent",
     "StyleLexiconAgent",
     "dialogue_reply",
-    "env_class_problem",
     "instruction_words",
     "style_reply",
 ]
