@@ -273,9 +273,8 @@ def train_sb3(
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    import affectgym
+    import affectgym  # registers the built-in and plug-in envs
 
-    ensure_registered(env_id)
     env_kwargs = dict(env_kwargs or {})
     out = Path(output_dir)
     monitor_dir = out / "monitor"
