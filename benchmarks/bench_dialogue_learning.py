@@ -69,21 +69,26 @@ DPO_ROUNDS = 2
 DPO_STEPS = 12
 
 
+def steps_suffix(sft_steps: int) -> str:
+    """What the folders and the summary of runs of ``sft_steps`` SFT steps end with (nothing at :data:`SFT_STEPS`)."""
+    return "" if sft_steps == SFT_STEPS else f"-sft{sft_steps}"
+
+
 def sft_stage(seed: int, steps: int) -> tuple[Path, dict[str, Any]]:
     """The reference SFT adapter and its summary."""
     from affectgym.train.sft import train_sft
 
-    out = WORK / f"s{seed}" / "sft"
+    out = WORK / f"s{seed}" / f"sft{steps_suffix(steps)}"
     if not done(out):
         train_sft(dialogue_reference_sft_config(out, seed=seed, max_steps=steps), progress=True, **rerun_options(out))
     return out / "adapter", json.loads((out / "summary.json").read_text(encoding="utf-8"))
 
 
-def dpo_stage(seed: int, rounds: int, steps: int, sft_adapter: Path) -> tuple[Path, dict[str, Any]]:
-    """The DPO adapter trained from the SFT adapter, and its summary."""
+def dpo_stage(seed: int, rounds: int, steps: int, sft_adapter: Path, sft_steps: int) -> tuple[Path, dict[str, Any]]:
+    """The DPO adapter trained from the SFT adapter (of ``sft_steps`` steps), and its summary."""
     from affectgym.train.dpo import train_dpo
 
-    out = WORK / f"s{seed}" / "dpo"
+    out = WORK / f"s{seed}" / f"dpo{steps_suffix(sft_steps)}"
     if not done(out):
         config = dialogue_dpo_config(out, str(sft_adapter), seed=seed, rounds=rounds, max_steps=steps)
         train_dpo(config, progress=True, **rerun_options(out))
@@ -135,12 +140,12 @@ def turn_metrics(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
     }
 
 
-def play(arm: str, seed: int, adapter: Path | None) -> dict[str, Any]:
+def play(arm: str, seed: int, adapter: Path | None, sft_steps: int) -> dict[str, Any]:
     """The arm's held-out turns through the eval runner: its metrics and every turn."""
     from affectgym.eval.results import read_results
     from affectgym.eval.runner import EvalConfig, run_eval
 
-    out = WORK / ("eval-base" if adapter is None else f"s{seed}/eval-{arm}")
+    out = WORK / ("eval-base" if adapter is None else f"s{seed}/eval-{arm}{steps_suffix(sft_steps)}")
     agent_kwargs: dict[str, Any] = {"max_new_tokens": DIALOGUE_MAX_NEW_TOKENS, "temperature": 0.0, "max_batch_size": 16}
     if adapter is not None:
         agent_kwargs["adapter"] = str(adapter)
@@ -151,7 +156,7 @@ def play(arm: str, seed: int, adapter: Path | None) -> dict[str, Any]:
     records, _ = read_results(out / "results.jsonl")
     rows = turn_rows(records)
     samples = [
-        {"arm": arm, "seed": seed, "episode": r["episode"], "turn_id": r["turn_id"], "user": r["user"],
+        {"arm": arm, "seed": seed, "sft_steps": sft_steps if adapter is not None else 0, "episode": r["episode"], "turn_id": r["turn_id"], "user": r["user"],
          "required_tags": r["required_tags"],
          "reply": r["reply"], "reference": r["reference"], "reward": r["reward"],
          "reward_components": r["reward_components"], "parse_error": r.get("parse_error")}
@@ -168,10 +173,10 @@ def run_arm(arm: str, seed: int, sft_steps: int, dpo_rounds: int, dpo_steps: int
         adapter, sft = sft_stage(seed, sft_steps)
         cost = {"steps": sft["steps"], "train_s": sft["train_s"]}
         if arm == "sft+dpo":
-            adapter, dpo = dpo_stage(seed, dpo_rounds, dpo_steps, adapter)
+            adapter, dpo = dpo_stage(seed, dpo_rounds, dpo_steps, adapter, sft_steps)
             cost = {"steps": dpo["steps"], "train_s": dpo["train_s"], "pairs": [r["pairs"] for r in dpo["rounds"]],
-                    **dpo_split_s(WORK / f"s{seed}" / "dpo")}
-    played = play(arm, seed, adapter)
+                    **dpo_split_s(adapter.parent)}
+    played = play(arm, seed, adapter, sft_steps)
     row = {"arm": arm, "seed": seed, "sft_steps": sft_steps if arm != "base" else 0,
            "dpo_rounds": dpo_rounds if arm == "sft+dpo" else 0, "dpo_steps_per_round": dpo_steps if arm == "sft+dpo" else 0,
            **played["metrics"], **cost,
@@ -242,11 +247,17 @@ def markdown_table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def report() -> dict[str, Any]:
-    """Summarise the results file, write the summary, print the table."""
-    summary = summarise(read_jsonl(RUNS_FILE))
-    SUMMARY_FILE.parent.mkdir(parents=True, exist_ok=True)
-    SUMMARY_FILE.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+def summary_file(sft_steps: int) -> Path:
+    """Where the summary of the runs of ``sft_steps`` SFT steps goes."""
+    return SUMMARY_FILE.with_name(f"{SUMMARY_FILE.stem}{steps_suffix(sft_steps).replace('-', '_')}.json")
+
+
+def report(sft_steps: int = SFT_STEPS) -> dict[str, Any]:
+    """Summarise the runs of ``sft_steps`` SFT steps (and the base model), write the summary, print the table."""
+    summary = summarise([r for r in read_jsonl(RUNS_FILE) if r["sft_steps"] in (0, sft_steps)])
+    target = summary_file(sft_steps)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     print(markdown_table(summary))
     return summary
 
@@ -255,7 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
-    parser.add_argument("--sft-steps", type=int, default=SFT_STEPS)
+    parser.add_argument("--sft-steps", type=int, default=SFT_STEPS,
+                        help=f"SFT optimizer steps (default {SFT_STEPS}); other counts' runs are kept apart")
     parser.add_argument("--dpo-rounds", type=int, default=DPO_ROUNDS)
     parser.add_argument("--dpo-steps", type=int, default=DPO_STEPS, help="DPO optimizer steps per round")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (1 when two runs share the machine)")
@@ -263,10 +275,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.report_only:
         use_threads(args.threads)
-        finished = {(r["arm"], r["seed"]) for r in read_jsonl(RUNS_FILE)}
-        run_missing(args.seeds, args.arms, lambda arm, seed: (arm, seed) in finished,
+        finished = {(r["arm"], r["seed"], r["sft_steps"]) for r in read_jsonl(RUNS_FILE)}
+        run_missing(args.seeds, args.arms,
+                    lambda arm, seed: (arm, seed, 0 if arm == "base" else args.sft_steps) in finished,
                     lambda arm, seed: run_arm(arm, seed, args.sft_steps, args.dpo_rounds, args.dpo_steps))
-    report()
+    report(args.sft_steps)
     return 0
 
 
