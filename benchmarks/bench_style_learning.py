@@ -11,7 +11,11 @@ classifier's P(target) and the rule penalties, no judge). Three arms:
 * ``trained``: the env's own reward;
 * ``dpo`` (with ``--arms dpo``): one round of DPO on the base policy's own replies ranked by the
   env's reward (:func:`affectgym.train.recipes.emotion_style_dpo_config`; its folder and
-  row are keyed by ``--steps`` like the others, its own optimizer steps are the recipe's).
+  row are keyed by ``--steps`` like the others, its own optimizer steps are the recipe's);
+* ``best-of`` and ``best-of-control`` (with ``--arms best-of best-of-control``): supervised
+  training on the base policy's best of 8 replies to each train scenario, by the env's reward
+  or by the shuffled-target rubric's (:func:`affectgym.train.recipes.emotion_style_best_of_config`;
+  keyed by ``--steps`` too, their own optimizer steps are the recipe's).
 
 Every arm answers the same held-out scenarios (:data:`EVAL_SCENARIOS` of the eval split's
 instructions, none seen in training) through the eval runner, greedily, at most
@@ -50,6 +54,7 @@ from affectgym.train.recipes import (
     CALIBRATED_NEUTRAL_WEIGHT,
     EMOTION_STYLE_ENV_ID,
     STYLE_MAX_NEW_TOKENS,
+    emotion_style_best_of_config,
     emotion_style_dpo_config,
     emotion_style_grpo_config,
     neutral_weight_options,
@@ -61,9 +66,12 @@ RUNS_FILE = RESULTS / "emotion_style_learning_runs.jsonl"
 SAMPLES_FILE = RESULTS / "emotion_style_samples.jsonl"
 SUMMARY_FILE = RESULTS / "emotion_style_learning.json"
 WORK = ROOT / "runs" / "bench_style"
-ARMS = ("base", "control", "trained", "dpo")
+ARMS = ("base", "control", "trained", "dpo", "best-of", "best-of-control")
 #: How the table's paired differences name the trained arms.
-ARM_TITLES = {"trained": "Trained", "dpo": "DPO"}
+ARM_TITLES = {"trained": "Trained", "dpo": "DPO", "best-of": "Best-of-8 SFT"}
+#: The paired differences the summary reports: each trained arm against its control (paired by seed) and the base.
+DIFFERENCES = (("trained", "control"), ("trained", "base"), ("dpo", "control"), ("dpo", "base"),
+               ("best-of", "best-of-control"), ("best-of", "base"))
 #: Held-out scenarios every arm answers: the first of the eval split in the runner's order for seed 0.
 EVAL_SCENARIOS = 112
 EVAL_ENV_KWARGS = {"classifier": "nade"}
@@ -83,13 +91,17 @@ def eval_env_kwargs(neutral_weight: float) -> dict[str, Any]:
 
 
 def train_stage(arm: str, seed: int, steps: int, neutral_weight: float) -> tuple[Path, dict[str, Any]]:
-    """The arm's adapter (GRPO; DPO for ``dpo``) and its training summary."""
+    """The arm's adapter (GRPO; DPO for ``dpo``, SFT for the ``best-of`` arms) and its training summary."""
     from affectgym.train.dpo import train_dpo
     from affectgym.train.grpo import train
+    from affectgym.train.sft import train_sft
 
     out = WORK / f"s{seed}" / f"{arm}-{steps}steps{neutral_suffix(neutral_weight)}"
     if not done(out):
-        if arm == "dpo":
+        if arm.startswith("best-of"):
+            train_sft(emotion_style_best_of_config(out, seed=seed, control=arm == "best-of-control",
+                                                   neutral_weight=neutral_weight), progress=True, **rerun_options(out))
+        elif arm == "dpo":
             train_dpo(emotion_style_dpo_config(out, seed=seed, neutral_weight=neutral_weight), progress=True,
                       **rerun_options(out))
         else:
@@ -171,15 +183,15 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 entry[f"{metric}_mean"], entry[f"{metric}_ci95"] = mean_ci95(values)
         arms[arm] = entry
     differences: dict[str, Any] = {}
-    for arm, other in (("trained", "control"), ("trained", "base"), ("dpo", "control"), ("dpo", "base")):
+    for arm, other in DIFFERENCES:
         trained, reference = by_arm.get(arm, {}), by_arm.get(other, {})
-        paired = sorted(set(trained) & set(reference)) if other == "control" else sorted(trained)
+        paired = sorted(set(trained) & set(reference)) if other != "base" else sorted(trained)
         if not paired or not reference:
             continue
         base_row = next(iter(reference.values()))
         differences[f"{arm}_vs_{other}"] = {"seeds": len(paired)}
         for metric in METRICS:
-            deltas = [trained[s][metric] - (reference[s] if other == "control" else base_row)[metric] for s in paired]
+            deltas = [trained[s][metric] - (reference[s] if other != "base" else base_row)[metric] for s in paired]
             mean, half = mean_ci95(deltas)
             differences[f"{arm}_vs_{other}"][metric] = {"mean": mean, "ci95_low": mean - half, "ci95_high": mean + half}
     return {"env_id": EMOTION_STYLE_ENV_ID, "env_kwargs": EVAL_ENV_KWARGS, "split": "eval",
@@ -215,7 +227,7 @@ def markdown_table(summary: dict[str, Any]) -> str:
         lines.append(f"\nSpeed, {speed['recipe']}: {60 / speed['step_s_median']:.2f} steps/min "
                      f"({speed['step_s_median']:.1f} s a step: generation {speed['generate_s_median']:.1f} s, "
                      f"loss and reward {speed['rest_s_median']:.1f} s; {speed['prompt_tokens']} prompt tokens).")
-    for key in ("trained_vs_control", "trained_vs_base", "dpo_vs_control", "dpo_vs_base"):
+    for key in (f"{arm}_vs_{other}" for arm, other in DIFFERENCES):
         if key in summary:
             delta = summary[key]["target_accuracy"]
             arm, name = key.split("_vs_")

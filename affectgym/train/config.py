@@ -41,7 +41,7 @@ ALGOS = ("grpo", "sft", "dpo", "ppo", "sac")
 GRPO = ("grpo",)
 SFT = ("sft",)
 DPO = ("dpo",)
-SAMPLING = ("grpo", "dpo")  # the algorithms that sample replies from the policy
+SAMPLING = ("grpo", "dpo", "sft")  # the algorithms that sample replies from the policy (sft: with --best-of)
 LM = ("grpo", "sft", "dpo")  # the algorithms that train a language model
 DEMOS = ("grpo", "sft")  # the algorithms that read demonstrated episodes
 SB3 = ("ppo", "sac")
@@ -49,7 +49,7 @@ SB3 = ("ppo", "sac")
 ALGO_GROUPS = {
     LM: "language models (--algo grpo|sft|dpo, text envs)",
     DEMOS: "demonstrations (--algo sft, and --algo grpo's anchor)",
-    SAMPLING: "sampling from the policy (--algo grpo|dpo)",
+    SAMPLING: "sampling from the policy (--algo grpo|dpo, and --algo sft --best-of)",
     GRPO: "GRPO (--algo grpo)",
     SFT: "supervised warm start (--algo sft)",
     DPO: "preference optimisation from the env's reward (--algo dpo)",
@@ -152,8 +152,17 @@ class TrainConfig:
     references: bool = field(
         default=False, metadata=_sft("learn the env's reference replies (env.reference_answer) on its train split")
     )
+    best_of: int = field(
+        default=0,
+        metadata=_sft(
+            "also learn the policy's own best reply to each train prompt: sample this many (--temperature, "
+            "--max-completion-length, --n-train prompts), the env scores them, the best is kept when it reaches "
+            "--min-reward (rejection sampling; 0 = none)"
+        ),
+    )
     min_reward: float | None = field(
-        default=None, metadata=_demos("keep only demonstrated episodes with at least this reward")
+        default=None,
+        metadata=_demos("keep only demonstrated episodes (and --best-of replies) with at least this reward"),
     )
     correct_only: bool = field(
         default=False, metadata=_demos("keep only demonstrated episodes whose outcome is correct")
@@ -337,8 +346,17 @@ class TrainConfig:
             )
         if self.pairs and self.rounds != 1:
             problems.append(f"offline --pairs train one round (nothing is sampled); drop --rounds {self.rounds}")
-        if self.algo == "sft" and not (self.demos or self.references):
-            problems.append("--algo sft needs demonstrations: --demos RUN_DIR (an affectgym eval folder; repeatable) and/or --references")
+        if self.algo == "sft" and not (self.demos or self.references or self.best_of):
+            problems.append("--algo sft needs demonstrations: --demos RUN_DIR (an affectgym eval folder; repeatable), "
+                            "--references and/or --best-of N")
+        if self.best_of < 0:
+            problems.append(f"best_of must be an integer >= 0 (0 = no sampled demonstration), got {self.best_of!r}")
+        if self.algo == "sft" and not self.best_of:
+            fields_by_name = {item.name: item for item in dataclasses.fields(self)}
+            sampling = [name for name in ("max_completion_length", "temperature", "n_train")
+                        if getattr(self, name) != _default(fields_by_name[name])]
+            if sampling:
+                problems.append(f"--algo sft samples only with --best-of N; drop {', '.join(sampling)} or give --best-of")
         if self.algo in SB3:
             for name in ("timesteps", "n_envs", "eval_episodes"):
                 if getattr(self, name) < 1:

@@ -65,15 +65,8 @@ def preference_pairs(env: Any, scenarios: Sequence[Any], prompts: Sequence[list[
         ``rejected_score``, ``chosen_components`` and ``rejected_components``: the best and the
         worst scored reply of the scenario (the first of equals), replies left unscored excluded.
     """
-    flat = [(i, reply) for i, group in enumerate(replies) for reply in group]
-    traces = [env.flat_trace(scenario) for scenario in scenarios]
-    results = env.score_batch([scenarios[i] for i, _ in flat], [reply for _, reply in flat], [traces[i] for i, _ in flat])
-    scored: list[list[tuple[float, str, dict[str, Any]]]] = [[] for _ in scenarios]
-    for (i, reply), result in zip(flat, results, strict=True):
-        if not result.unscored:
-            scored[i].append((float(result.total), reply, dict(result.components)))
     pairs = []
-    for scenario, prompt, candidates in zip(scenarios, prompts, scored, strict=True):
+    for scenario, prompt, candidates in zip(scenarios, prompts, scored_replies(env, scenarios, replies), strict=True):
         if len(candidates) < 2:
             continue
         best = max(candidates, key=lambda candidate: candidate[0])
@@ -85,6 +78,20 @@ def preference_pairs(env: Any, scenarios: Sequence[Any], prompts: Sequence[list[
                 "chosen_components": best[2], "rejected_components": worst[2],
             })
     return pairs
+
+
+def scored_replies(env: Any, scenarios: Sequence[Any], replies: Sequence[Sequence[str]]
+                   ) -> list[list[tuple[float, str, dict[str, Any]]]]:
+    """Each scenario's replies as ``(score, reply, components)``, scored in one ``env.score_batch`` call on the
+    flat trace; a reply the env left unscored (e.g. by a judge outage) is left out."""
+    flat = [(i, reply) for i, group in enumerate(replies) for reply in group]
+    traces = [env.flat_trace(scenario) for scenario in scenarios]
+    results = env.score_batch([scenarios[i] for i, _ in flat], [reply for _, reply in flat], [traces[i] for i, _ in flat])
+    scored: list[list[tuple[float, str, dict[str, Any]]]] = [[] for _ in scenarios]
+    for (i, reply), result in zip(flat, results, strict=True):
+        if not result.unscored:
+            scored[i].append((float(result.total), reply, dict(result.components)))
+    return scored
 
 
 def read_pairs(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
@@ -243,15 +250,9 @@ def _round_pairs(config: TrainConfig, model: Any, tokenizer: Any, pairs_file: Pa
     """The round's pairs: read back when written, else sampled from ``model`` and scored by the env."""
     from transformers import set_seed
 
-    from affectgym.train.flatten import shared_env
-
     if pairs_file.is_file():
         return [json.loads(line) for line in pairs_file.read_text(encoding="utf-8").splitlines() if line.strip()]
-    env = shared_env(config.env_id, {**config.env_kwargs, "split": "train"})
-    scenarios = list(env.scenarios)
-    if config.n_train is not None:
-        scenarios = [scenarios[i % len(scenarios)] for i in range(config.n_train)]
-    prompts = [env.flat_prompt(scenario) for scenario in scenarios]
+    env, scenarios, prompts = train_prompts(config)
     set_seed(seed)
     replies = sample_replies(model, tokenizer, prompts, samples=config.samples_per_prompt,
                              max_new_tokens=config.max_completion_length, temperature=config.temperature)
@@ -264,6 +265,18 @@ def _round_pairs(config: TrainConfig, model: Any, tokenizer: Any, pairs_file: Pa
     pairs_file.parent.mkdir(parents=True, exist_ok=True)
     pairs_file.write_text("".join(json.dumps(pair, ensure_ascii=False) + "\n" for pair in pairs), encoding="utf-8")
     return pairs
+
+
+def train_prompts(config: TrainConfig) -> tuple[Any, list[Any], list[list[dict[str, str]]]]:
+    """The env that scores (the run's options, train split), the ``n_train`` train scenarios (in order, repeated
+    when more are asked for; default one pass) and each one's flat prompt."""
+    from affectgym.train.flatten import shared_env
+
+    env = shared_env(config.env_id, {**config.env_kwargs, "split": "train"})
+    scenarios = list(env.scenarios)
+    if config.n_train is not None:
+        scenarios = [scenarios[i % len(scenarios)] for i in range(config.n_train)]
+    return env, scenarios, [env.flat_prompt(scenario) for scenario in scenarios]
 
 
 def _publish(source: Path, target: Path) -> None:
@@ -314,5 +327,7 @@ __all__ = [
     "preference_pairs",
     "read_pairs",
     "sample_replies",
+    "scored_replies",
     "train_dpo",
+    "train_prompts",
 ]

@@ -372,6 +372,47 @@ def emotion_style_dpo_config(output_dir: str | Path, *, seed: int = 0, max_steps
     return TrainConfig(**options)
 
 
+#: The least env score a best-of-8 EmotionStyle reply needs to be learned: P(target) about 0.2 or more
+#: (weighed :data:`STYLE_EMOTION_WEIGHT`) with no rule broken; half the base policy's best-of-8
+#: replies reach it.
+STYLE_BEST_OF_MIN_REWARD = 0.6
+
+
+def emotion_style_best_of_config(output_dir: str | Path, *, seed: int = 0, max_steps: int = 32, control: bool = False,
+                                 neutral_weight: float = CALIBRATED_NEUTRAL_WEIGHT, model: str = "smollm2-135m",
+                                 **overrides: Any) -> TrainConfig:
+    """Rejection-sampling fine-tuning on EmotionStyle-v0: the base policy's best of 8 replies, learned.
+
+    8 replies to each of 128 train scenarios (temperature 1.0, at most
+    :data:`STYLE_MAX_NEW_TOKENS` tokens), scored by the env as the GRPO recipe's reward
+    (the classifier's P(target) weighed :data:`STYLE_EMOTION_WEIGHT`, the rules); each
+    scenario's best is kept when it scores at least :data:`STYLE_BEST_OF_MIN_REWARD`, and
+    ``max_steps`` supervised steps of 4 learn them at 5e-4 (LoRA r=16 on every layer, as the
+    dialogue SFT). No advantage, pair or reference model: the policy imitates its own replies
+    that the classifier already reads as the requested emotion.
+
+    Args:
+        output_dir: Where the run writes.
+        seed: Seed of sampling, data order and LoRA initialisation.
+        max_steps: Optimizer steps.
+        control: Score for the ``"shuffled-target"`` rubric (another emotion than the one shown; the
+            rules the shown one): the same budget, keeping the replies that read as the wrong emotion.
+        neutral_weight: The offline classifier's neutral weight (:data:`CALIBRATED_NEUTRAL_WEIGHT`).
+        model: Policy model.
+        **overrides: Any other :class:`~affectgym.train.config.TrainConfig` field.
+    """
+    env_kwargs = _style_env_kwargs(neutral_weight, rubric="shuffled-target" if control else "default")
+    options: dict[str, Any] = {
+        "env_id": EMOTION_STYLE_ENV_ID, "algo": "sft", "model": model, "best_of": 8, "n_train": 128,
+        "min_reward": STYLE_BEST_OF_MIN_REWARD, "temperature": 1.0, "max_completion_length": STYLE_MAX_NEW_TOKENS,
+        "max_steps": max_steps, "batch_size": 4, "learning_rate": 5e-4, **_TRANSFER_LORA, "lora_layers": 0,
+        "eval_episodes": 0, "eval_max_new_tokens": STYLE_MAX_NEW_TOKENS, "env_kwargs": env_kwargs, "seed": seed,
+        "output_dir": str(output_dir),
+    }
+    options.update(overrides)
+    return TrainConfig(**options)
+
+
 DIALOGUE_ENV_ID = "affectgym/EmpatheticDialogue-v0"
 #: Tokens of a dialogue reply, sampled or decoded: a three-sentence turn of 20-25 words and
 #: its tags is ~45 tokens, so 80 leaves room for a longer reply and cuts off babbling early.
@@ -450,6 +491,8 @@ RECIPES: dict[str, tuple[Callable[..., TrainConfig], str]] = {
                            "EmotionStyle-v0: flat GRPO on the classifier's P(target) and the rules (control=True: shuffled target)"),
     "emotion-style-dpo": (emotion_style_dpo_config,
                           "EmotionStyle-v0: one round of DPO on the policy's replies ranked by the env (calibrated classifier)"),
+    "emotion-style-best-of": (emotion_style_best_of_config,
+                              "EmotionStyle-v0: supervised training on the policy's best of 8 replies by the env (control=True: shuffled target)"),
     "dialogue-reference-sft": (dialogue_reference_sft_config,
                                "EmpatheticDialogue-v0: supervised fine-tuning on the train split's reference replies"),
     "dialogue-dpo": (dialogue_dpo_config,
@@ -510,9 +553,11 @@ __all__ = [
     "SARCASM_AGENT_FORM",
     "SARCASM_ENV_ID",
     "SARCASM_SHORT_FORM",
+    "STYLE_BEST_OF_MIN_REWARD",
     "STYLE_MAX_NEW_TOKENS",
     "dialogue_dpo_config",
     "dialogue_reference_sft_config",
+    "emotion_style_best_of_config",
     "emotion_style_grpo_config",
     "sarcasm_anchored_chat_grpo_config",
     "sarcasm_chat_grpo_config",

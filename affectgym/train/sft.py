@@ -1,6 +1,6 @@
 """Supervised warm start on demonstrations (``affectgym train --algo sft``), with TRL's ``SFTTrainer``.
 
-Two sources of demonstrations, both public:
+Three sources of demonstrations:
 
 * episodes any agent played, read from ``affectgym eval`` results folders (``demos``;
   several allowed): the answered, error-free episodes of the env's **train** split, kept
@@ -9,7 +9,10 @@ Two sources of demonstrations, both public:
   reach training);
 * the env's reference replies (``references``): ``env.reference_answer(scenario)`` after
   ``env.flat_prompt(scenario)``, for every train scenario (EmpatheticDialogue-v0's reference
-  turns, for instance).
+  turns, for instance);
+* the policy's own best replies (``best_of``): ``N`` sampled to each train prompt, scored by
+  the env, the best kept when it reaches ``min_reward`` (rejection sampling,
+  :mod:`affectgym.train.best_of`; every sample is written to ``best_of.jsonl``).
 
 Each demonstration is one conversational row, ``messages`` plus the env's tool schemas
 (``tools``, JSON), rendered by the policy's chat template exactly as a local agent sees the
@@ -190,10 +193,10 @@ def training_chat_template(tokenizer: Any) -> str:
 
 
 def demonstrations(config: TrainConfig) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Every demonstration of ``config`` (its ``demos`` folders, then ``references``), and the counts.
+    """The demonstrations of ``config`` read before a model loads (its ``demos`` folders, then ``references``), and the counts.
 
     Raises:
-        DemonstrationError: No demonstration was kept.
+        DemonstrationError: No demonstration was kept and none is to be sampled (``best_of``).
     """
     rows, counts = episode_demonstrations(
         config.demos, config.env_id, min_reward=config.min_reward, correct_only=config.correct_only,
@@ -203,11 +206,17 @@ def demonstrations(config: TrainConfig) -> tuple[list[dict[str, Any]], dict[str,
         references = reference_demonstrations(config.env_id, config.env_kwargs)
         rows += references
         counts["references"] = len(references)
-    if not rows:
-        raise DemonstrationError(
-            f"no demonstration to learn from: {counts}; lower --min-reward, drop --correct-only or add --demos folders"
-        )
+    if not rows and not config.best_of:
+        raise no_demonstration(counts)
     return rows, counts
+
+
+def no_demonstration(counts: Mapping[str, int]) -> DemonstrationError:
+    """The error of a run left with nothing to learn, with what was read and dropped."""
+    return DemonstrationError(
+        f"no demonstration to learn from: {dict(counts)}; lower --min-reward, drop --correct-only, add --demos "
+        "folders or raise --best-of"
+    )
 
 
 def trainer_arguments(arguments_class: type, config: TrainConfig, output_dir: Path, *, gpu: bool, **specific: Any) -> Any:
@@ -297,6 +306,10 @@ def train_sft(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
     gpu = has_gpu() if gpu is None else gpu
     if resume and finished_training(output_dir):
         history = json.loads((output_dir / "log_history.json").read_text(encoding="utf-8"))
+        if config.best_of:
+            from affectgym.train.best_of import best_of_demonstrations
+
+            counts.update(best_of_demonstrations(config, None, None, output_dir / "best_of.jsonl")[1])
         return finish_run(config, output_dir, sft_summary(config, output_dir, history, counts), gpu=gpu, resume=True)
     checkpoint, _ = resume_checkpoint(output_dir) if resume else (None, 0)
     set_seed(config.seed)
@@ -305,6 +318,13 @@ def train_sft(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
     tokenizer.chat_template = training_chat_template(tokenizer)
     model, lora = trainable_policy(config, model)
     (output_dir / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")
+    if config.best_of:
+        from affectgym.train.best_of import best_of_demonstrations
+
+        sampled, sampled_counts = best_of_demonstrations(config, model, tokenizer, output_dir / "best_of.jsonl")
+        rows, counts = rows + sampled, {**counts, **sampled_counts}
+        if not rows:
+            raise no_demonstration(counts)
     with (output_dir / "demonstrations.jsonl").open("w", encoding="utf-8") as handle:
         for row in rows:
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -335,7 +355,7 @@ def sft_summary(config: TrainConfig, output_dir: Path, history: list[dict[str, A
 
     losses = [row["loss"] for row in history if isinstance(row.get("loss"), int | float) and math.isfinite(row["loss"])]
     figure = plot_loss_curve(history, output_dir / "figures" / "sft_loss.png",
-                             title=f"SFT on {config.env_id}, {config.model}, {counts['kept'] + counts.get('references', 0)} demonstrations")
+                             title=f"SFT on {config.env_id}, {config.model}, {counts['kept'] + counts.get('references', 0) + counts.get('best_of_kept', 0)} demonstrations")
     steps, runtime_s = logged_steps_and_runtime(history)
     return {
         "env_id": config.env_id, "model": config.model, "algo": "sft", "seed": config.seed,
@@ -351,6 +371,7 @@ __all__ = [
     "assistant_token_mask",
     "demonstrations",
     "episode_demonstrations",
+    "no_demonstration",
     "reference_demonstrations",
     "results_file",
     "sft_config",
