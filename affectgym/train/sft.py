@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from affectgym.train.best_of import best_of_demonstrations
 from affectgym.train.config import LR_SCHEDULERS, TrainConfig, config_to_yaml
 
 
@@ -307,8 +308,6 @@ def train_sft(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
     if resume and finished_training(output_dir):
         history = json.loads((output_dir / "log_history.json").read_text(encoding="utf-8"))
         if config.best_of:
-            from affectgym.train.best_of import best_of_demonstrations
-
             counts.update(best_of_demonstrations(config, None, None, output_dir / "best_of.jsonl")[1])
         return finish_run(config, output_dir, sft_summary(config, output_dir, history, counts), gpu=gpu, resume=True)
     checkpoint, _ = resume_checkpoint(output_dir) if resume else (None, 0)
@@ -319,8 +318,6 @@ def train_sft(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
     model, lora = trainable_policy(config, model)
     (output_dir / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")
     if config.best_of:
-        from affectgym.train.best_of import best_of_demonstrations
-
         sampled, sampled_counts = best_of_demonstrations(config, model, tokenizer, output_dir / "best_of.jsonl")
         rows, counts = rows + sampled, {**counts, **sampled_counts}
         if not rows:
