@@ -4,29 +4,13 @@ from __future__ import annotations
 
 import json
 
-import gymnasium as gym
 import pytest
-import toy_env
+from length_toy import LENGTH_ID
 from tiny_models import tiny_causal_lm
 
-from affectgym.rewards.rubric import Criterion, Rubric
 from affectgym.train.config import TrainConfig
 from affectgym.train.flatten import make_env
 from affectgym.train.sft import DemonstrationError, train_sft
-
-LENGTH_ID = "affectgym-test/BestOfLengthToy-v0"
-
-
-class LengthToy(toy_env.ToyMoodEnv):
-    """The toy env scored by reply length: a tiny random model's samples differ in it."""
-
-    def __init__(self, **kwargs):
-        super().__init__(rubric=Rubric([Criterion("length", lambda scenario, reply, trace: len(reply.text or "") / 100)]),
-                         **kwargs)
-
-
-if LENGTH_ID not in gym.registry:
-    gym.register(id=LENGTH_ID, entry_point=LengthToy)
 
 
 @pytest.fixture(scope="module")

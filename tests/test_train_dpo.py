@@ -7,28 +7,17 @@ import json
 import gymnasium as gym
 import pytest
 import toy_env
+from length_toy import LENGTH_ID
 from tiny_models import tiny_causal_lm
 
-from affectgym.rewards.rubric import Criterion, Rubric, Unscored
+from affectgym.rewards.rubric import Unscored
 from affectgym.train.config import TrainConfig
 from affectgym.train.dpo import PairsError, preference_pairs, read_pairs, train_dpo
 from affectgym.train.flatten import make_env
 
 TOY_ID = "affectgym-test/DpoToyMood-v0"
-LENGTH_ID = "affectgym-test/DpoLengthToy-v0"
-
-
-class LengthToy(toy_env.ToyMoodEnv):
-    """The toy env scored by reply length: a tiny random model's replies differ in it."""
-
-    def __init__(self, **kwargs):
-        super().__init__(rubric=Rubric([Criterion("length", lambda scenario, reply, trace: len(reply.text or "") / 100)]),
-                         **kwargs)
-
-
-for env_id, entry_point in ((TOY_ID, toy_env.ToyMoodEnv), (LENGTH_ID, LengthToy)):
-    if env_id not in gym.registry:
-        gym.register(id=env_id, entry_point=entry_point)
+if TOY_ID not in gym.registry:
+    gym.register(id=TOY_ID, entry_point=toy_env.ToyMoodEnv)
 
 
 @pytest.fixture(scope="module")
