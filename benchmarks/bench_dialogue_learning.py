@@ -25,7 +25,9 @@ Results are written as they come: ``benchmarks/results/dialogue_learning_runs.js
 line per arm and seed; a rerun skips what is there and resumes unfinished stages from their
 checkpoints), every held-out turn of every arm to ``benchmarks/results/dialogue_samples.jsonl``
 (the episode, which starts at one turn with the dataset's history, the user's line, the
-required tags, the reply, the reference, the reward and its components), the summary to ``benchmarks/results/dialogue_learning.json``.
+required tags, the reply, the reference, the reward and its components), the summary to ``benchmarks/results/dialogue_learning.json``. ``--sft-steps N`` other than the
+recipe's 30 keeps its runs apart: folders ending ``-sftN``, rows with their ``sft_steps``, and
+the summary ``dialogue_learning_sftN.json`` (the base model's row is shared).
 
 Usage (two processes, one core each, fill one results file; a DPO process peaks at ~10 GB,
 so no more than two on 24 GB; about 2.5 hours)::
