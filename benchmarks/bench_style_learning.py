@@ -2,7 +2,7 @@
 
 The embedded SmolLM2-135M-Instruct is trained with flat GRPO on ``affectgym/EmotionStyle-v0``'s
 train instructions (:func:`affectgym.train.recipes.emotion_style_grpo_config`: the offline
-classifier's P(target) and the rule penalties, no judge). Three arms:
+classifier's P(target) and the rule penalties, no judge). The arms:
 
 * ``base``: the untrained model (greedy: the same on every seed, so played once);
 * ``control``: the same budget on the ``"shuffled-target"`` rubric: the classifier scores
