@@ -208,11 +208,11 @@ def demonstrations(config: TrainConfig) -> tuple[list[dict[str, Any]], dict[str,
         rows += references
         counts["references"] = len(references)
     if not rows and not config.best_of:
-        raise no_demonstration(counts)
+        raise _no_demonstration(counts)
     return rows, counts
 
 
-def no_demonstration(counts: Mapping[str, int]) -> DemonstrationError:
+def _no_demonstration(counts: Mapping[str, int]) -> DemonstrationError:
     """The error of a run left with nothing to learn, with what was read and dropped."""
     return DemonstrationError(
         f"no demonstration to learn from: {dict(counts)}; lower --min-reward, drop --correct-only, add --demos "
@@ -321,7 +321,7 @@ def train_sft(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
         sampled, sampled_counts = best_of_demonstrations(config, model, tokenizer, output_dir / "best_of.jsonl")
         rows, counts = rows + sampled, {**counts, **sampled_counts}
         if not rows:
-            raise no_demonstration(counts)
+            raise _no_demonstration(counts)
     with (output_dir / "demonstrations.jsonl").open("w", encoding="utf-8") as handle:
         for row in rows:
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -368,7 +368,6 @@ __all__ = [
     "assistant_token_mask",
     "demonstrations",
     "episode_demonstrations",
-    "no_demonstration",
     "reference_demonstrations",
     "results_file",
     "sft_config",
