@@ -6,7 +6,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from affectgym.train.plots import plot_eval_comparison, plot_reward_curves  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+
+from affectgym.train.plots import plot_eval_comparison, plot_loss_curve, plot_reward_curves  # noqa: E402
 
 HISTORY = [
     {"step": step, "reward": 0.1 * step, "rewards/correctness/mean": 0.05 * step, "rewards/invalid_actions/mean": 0.5}
@@ -18,6 +20,17 @@ def test_every_reward_curve_is_titled_with_the_run(tmp_path, drawn):
     paths = plot_reward_curves(HISTORY, tmp_path, title="GRPO flat on affectgym/Sarcasm-v0, tiny")
     assert {p.name for p in paths} == {"reward_total.png", "reward_correctness.png", "reward_invalid_actions.png"}
     assert all(drawn[p.name].axes[0].get_title().startswith("GRPO flat on affectgym/Sarcasm-v0, tiny\n") for p in paths)
+
+
+def test_a_long_run_title_is_wrapped_inside_the_figure_not_cut_at_its_edges(tmp_path, drawn):
+    run = "SFT on affectgym/EmotionStyle-v0, smollm2-135m, 70 demonstrations of the best of 8 replies"
+    plot_loss_curve([{"step": 1, "loss": 2.0}, {"step": 2, "loss": 1.5}], tmp_path / "loss.png", title=run)
+    figure = drawn["loss.png"]
+    title = figure.axes[0].title
+    extent = title.get_window_extent(FigureCanvasAgg(figure).get_renderer())
+    assert 0 <= extent.x0 and extent.x1 <= figure.bbox.width
+    assert " ".join(title.get_text().split("\n")[:-1]) == run
+    assert title.get_text().endswith("\ntraining loss")
 
 
 def test_reward_curves_of_an_earlier_run_in_the_folder_are_removed(tmp_path):

@@ -9,11 +9,14 @@ of the base model and the trained adapter.
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 _COMPONENT = re.compile(r"^rewards/(.+)/mean$")
+#: Characters of a title line that fit a 5-inch-wide figure at the titles' font size.
+TITLE_LINE_CHARS = 52
 
 
 def reward_series(history: Sequence[Mapping[str, Any]]) -> dict[str, tuple[list[int], list[float], list[float]]]:
@@ -61,7 +64,7 @@ def plot_reward_curves(history: Sequence[Mapping[str, Any]], out_dir: str | Path
         history: ``trainer.state.log_history`` (or the saved ``log_history.json``).
         out_dir: Folder for the figures (created).
         title: What the run is (e.g. ``"GRPO flat on affectgym/Sarcasm-v0, smollm2-135m"``),
-            the first line of every figure's title.
+            the first line(s) of every figure's title (wrapped when long).
     """
     import matplotlib
 
@@ -79,7 +82,7 @@ def plot_reward_curves(history: Sequence[Mapping[str, Any]], out_dir: str | Path
         axis.set_xlabel("step")
         axis.set_ylabel("mean reward" if name == "total" else "mean component value")
         what = "total reward (mean ± sd)" if name == "total" else f"rewards/{name} (mean ± sd)"
-        axis.set_title(f"{title}\n{what}" if title else what, fontsize="medium")
+        axis.set_title(_title(title, what), fontsize="medium")
         axis.grid(alpha=0.3)
         figure.tight_layout()
         path = out_dir / f"reward_{_safe(name)}.png"
@@ -97,7 +100,7 @@ def plot_loss_curve(history: Sequence[Mapping[str, Any]], path: str | Path, titl
     Args:
         history: ``trainer.state.log_history``.
         path: The PNG to write.
-        title: What the run is, the first line of the title.
+        title: What the run is, the first line(s) of the title (wrapped when long).
     """
     points = [(int(row["step"]), float(row["loss"])) for row in history
               if isinstance(row.get("loss"), int | float) and row["loss"] == row["loss"] and "step" in row]
@@ -114,7 +117,7 @@ def plot_loss_curve(history: Sequence[Mapping[str, Any]], path: str | Path, titl
     axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3, linewidth=1.5)
     axis.set_xlabel("step")
     axis.set_ylabel("loss (assistant tokens, mean per token)")
-    axis.set_title(f"{title}\ntraining loss" if title else "training loss", fontsize="medium")
+    axis.set_title(_title(title, "training loss"), fontsize="medium")
     axis.grid(alpha=0.3)
     figure.tight_layout()
     figure.savefig(path)
@@ -133,7 +136,7 @@ def plot_eval_comparison(
         base: ``{"reward_mean", "reward_ci95", "reward_components"}`` of the base model.
         trained: The same for the trained adapter.
         path: PNG to write.
-        title: What was evaluated (e.g. the env id and model), the title's first line.
+        title: What was evaluated (e.g. the env id and model), the title's first line(s).
     """
     import matplotlib
 
@@ -164,9 +167,8 @@ def plot_eval_comparison(
         f"{name.replace('_', ' ')} per episode: base {_count(base, name)}, trained {_count(trained, name)}"
         for name in COUNT_COMPONENTS if name in components
     ]
-    lines = [title] if title else []
-    lines += ["held-out evaluation: total reward (± 95% CI) and mean components", *counts]
-    axis.set_title("\n".join(lines), fontsize="medium")
+    axis.set_title(_title(title, "held-out evaluation: total reward (± 95% CI) and mean components", *counts),
+                   fontsize="medium")
     axis.axhline(0, color="black", linewidth=0.6)
     low, high = axis.get_ylim()
     axis.set_ylim(low, high + 0.12 * (high - low))  # room for the value labels
@@ -175,6 +177,17 @@ def plot_eval_comparison(
     figure.savefig(path)
     plt.close(figure)
     return path
+
+
+def _title(run: str | None, *lines: str) -> str:
+    """A figure's title: the run (wrapped to :data:`TITLE_LINE_CHARS`, so a long one is not cut at the edges), then ``lines``.
+
+    >>> print(_title("SFT on affectgym/EmotionStyle-v0, smollm2-135m, 70 demonstrations", "training loss"))
+    SFT on affectgym/EmotionStyle-v0, smollm2-135m, 70
+    demonstrations
+    training loss
+    """
+    return "\n".join([*textwrap.wrap(run or "", TITLE_LINE_CHARS), *lines])
 
 
 def _count(side: Mapping[str, Any], name: str) -> str:
