@@ -182,6 +182,15 @@ def test_a_run_killed_mid_way_resumes_from_its_checkpoint_to_the_uninterrupted_r
     assert again["eval"]["trained"]["accuracy"] == whole["eval"]["trained"]["accuracy"]
 
 
+def test_a_resumed_run_whose_config_differs_only_in_its_help_comments_is_the_same_run(tmp_path):
+    config = TrainConfig(env_id=ENV_ID, max_steps=4, output_dir=str(tmp_path / "run"))
+    claim_output_dir(config.output_dir)
+    reworded = config_to_yaml(config).replace("# optimizer steps\n", "# optimizer steps (reworded)\n")
+    assert reworded != config_to_yaml(config)
+    (tmp_path / "run" / "config.yaml").write_text(reworded, encoding="utf-8")
+    assert claim_output_dir(config.output_dir, resume_config=config_to_yaml(config)) == tmp_path / "run"
+
+
 def test_resuming_with_other_options_is_refused_naming_them(tmp_path):
     config = TrainConfig(env_id=ENV_ID, max_steps=4, output_dir=str(tmp_path / "run"))
     claim_output_dir(config.output_dir)

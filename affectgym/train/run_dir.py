@@ -35,7 +35,7 @@ def claim_output_dir(output_dir: str | Path, *, overwrite: bool = False, resume_
     Args:
         output_dir: The run's folder (created when missing).
         overwrite: Remove an earlier run's files instead of refusing.
-        resume_config: Resume: the ``config.yaml`` text of the run; the folder's must be the same.
+        resume_config: Resume: the ``config.yaml`` text of the run; the folder's must set the same values.
 
     Returns:
         The folder.
@@ -53,10 +53,10 @@ def claim_output_dir(output_dir: str | Path, *, overwrite: bool = False, resume_
     present = [name for name in RUN_OUTPUTS if (folder / name).exists() or (folder / name).is_symlink()]
     if resume_config is not None and present:
         written = folder / "config.yaml"
-        earlier = written.read_text(encoding="utf-8") if written.is_file() else ""
-        if earlier != resume_config:
-            changed = [line for line in difflib.unified_diff(earlier.splitlines(), resume_config.splitlines(), lineterm="", n=0)
-                       if line[:1] in "+-" and not line.startswith(("+++", "---", "+#", "-#"))]
+        earlier = _settings(written.read_text(encoding="utf-8")) if written.is_file() else []
+        if earlier != _settings(resume_config):
+            changed = [line for line in difflib.unified_diff(earlier, _settings(resume_config), lineterm="", n=0)
+                       if line[:1] in "+-" and not line.startswith(("+++", "---"))]
             raise OutputDirInUseError(
                 f"--resume: the run in {str(folder)!r} was started with other options ({'; '.join(changed) or 'no config.yaml'}); "
                 "resume it with the same options, or pass --overwrite to train anew"
@@ -75,6 +75,11 @@ def claim_output_dir(output_dir: str | Path, *, overwrite: bool = False, resume_
             path.unlink()
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def _settings(config_text: str) -> list[str]:
+    """The lines of a ``config.yaml`` that set something (its help comments may change between versions)."""
+    return [line for line in config_text.splitlines() if not line.lstrip().startswith("#")]
 
 
 def resume_checkpoint(output_dir: str | Path, *, trim_logs: bool = True) -> tuple[str | None, int]:
