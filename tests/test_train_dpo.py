@@ -14,6 +14,7 @@ from affectgym.rewards.rubric import Unscored
 from affectgym.train.config import TrainConfig
 from affectgym.train.dpo import PairsError, preference_pairs, read_pairs, train_dpo
 from affectgym.train.flatten import make_env
+from affectgym.train.run_dir import OutputDirInUseError
 
 TOY_ID = "affectgym-test/DpoToyMood-v0"
 if TOY_ID not in gym.registry:
@@ -92,6 +93,24 @@ def test_two_rounds_of_dpo_write_their_pairs_and_adapters_and_a_resumed_run_skip
     assert (run / "rounds" / "0" / "adapter" / "adapter_model.safetensors").read_bytes() == first_adapter
     assert (run / "pairs" / "round-1.jsonl").read_text() == pairs_before, "the round trains on its written pairs"
     assert [r["pairs"] for r in resumed["rounds"]] == [r["pairs"] for r in summary["rounds"]]
+
+
+def test_a_finished_run_resumed_with_more_rounds_keeps_its_rounds_and_adds_the_rest(tiny_model, tmp_path):
+    run = tmp_path / "run"
+    train_dpo(dpo_config(tiny_model, run, env_id=LENGTH_ID, rounds=1, temperature=1.5))
+    first_pairs = (run / "pairs" / "round-0.jsonl").read_text()
+    first_adapter = (run / "rounds" / "0" / "adapter" / "adapter_model.safetensors").read_bytes()
+
+    longer = train_dpo(dpo_config(tiny_model, run, env_id=LENGTH_ID, rounds=2, temperature=1.5), resume=True)
+
+    assert [r["round"] for r in longer["rounds"]] == [0, 1]
+    assert (run / "pairs" / "round-0.jsonl").read_text() == first_pairs
+    assert (run / "rounds" / "0" / "adapter" / "adapter_model.safetensors").read_bytes() == first_adapter
+    assert (run / "adapter" / "adapter_model.safetensors").read_bytes() == (
+        run / "rounds" / "1" / "adapter" / "adapter_model.safetensors").read_bytes()
+    assert "rounds: 2" in (run / "config.yaml").read_text()
+    with pytest.raises(OutputDirInUseError, match=r"-rounds: 2; \+rounds: 1"):
+        train_dpo(dpo_config(tiny_model, run, env_id=LENGTH_ID, rounds=1, temperature=1.5), resume=True)
 
 
 def test_dpo_options_are_refused_under_another_algo_and_bad_values_named():

@@ -24,7 +24,8 @@ round's adapter and log history), ``adapter/`` (the last round's), ``log_history
 (every round's rows, with ``round``), ``figures/dpo_loss.png``, ``summary.json`` and, with
 ``eval_episodes``, ``eval/`` (base vs trained, played multi-step through the eval runner).
 ``resume`` skips the rounds whose adapter is saved and trains a round whose pairs are
-written without sampling them again.
+written without sampling them again; resumed with more ``rounds`` (all else the same), a
+run keeps the rounds it has and adds the rest, as a longer run's first rounds are the same.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from affectgym.data.jsonl import json_lines
-from affectgym.train.config import TrainConfig, config_to_yaml
+from affectgym.train.config import TrainConfig, config_to_yaml, load_config
 
 #: Prompts sampled at once (each with ``samples_per_prompt`` replies).
 SAMPLE_BATCH_PROMPTS = 8
@@ -192,7 +193,7 @@ def train_dpo(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     output_dir = claim_output_dir(config.output_dir, overwrite=overwrite,
-                                  resume_config=config_to_yaml(config) if resume else None)
+                                  resume_config=config_to_yaml(_as_started(config)) if resume else None)
     check_policy(config)
     offline = read_pairs(config.pairs) if config.pairs else None
     gpu = has_gpu() if gpu is None else gpu
@@ -217,6 +218,15 @@ def train_dpo(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
     (output_dir / "log_history.json").write_text(json.dumps(history, indent=2), encoding="utf-8")
     summary = dpo_summary(config, output_dir, history, rounds, train_s=time.perf_counter() - start_s)
     return finish_run(config, output_dir, summary, gpu=gpu, resume=resume)
+
+
+def _as_started(config: TrainConfig) -> TrainConfig:
+    """The config a resumed run must have been started with: ``config``, or it with fewer rounds (the run adds the rest)."""
+    written = Path(config.output_dir) / "config.yaml"
+    if not written.is_file():
+        return config
+    started = load_config(written)
+    return dataclasses.replace(config, rounds=started.rounds) if started.rounds < config.rounds else config
 
 
 def _run_round(config: TrainConfig, offline: list[dict[str, Any]] | None, pairs_file: Path, round_dir: Path, *,
