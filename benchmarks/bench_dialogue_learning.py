@@ -26,8 +26,11 @@ line per arm and seed; a rerun skips what is there and resumes unfinished stages
 checkpoints), every held-out turn of every arm to ``benchmarks/results/dialogue_samples.jsonl``
 (the episode, which starts at one turn with the dataset's history, the user's line, the
 required tags, the reply, the reference, the reward and its components), the summary to ``benchmarks/results/dialogue_learning.json``. ``--sft-steps N`` other than the
-recipe's 30 keeps its runs apart: folders ending ``-sftN``, rows with their ``sft_steps``, and
-the summary ``dialogue_learning_sftN.json`` (the base model's row is shared).
+recipe's 30 and ``--dpo-rounds R`` other than its 2 keep their runs apart: folders ending
+``-sftN`` and ``-rR``, rows and turns with their ``sft_steps`` and ``dpo_rounds``, and the summary
+``dialogue_learning_sftN_rR.json`` (the base model's row is shared). A run of more rounds
+starts from a copy of the same seed's run of fewer (its first rounds are the same) and adds
+the rest.
 
 Usage (two processes, one core each, fill one results file; a DPO process peaks at ~10 GB,
 so no more than two on 24 GB; about 2.5 hours)::
@@ -40,7 +43,9 @@ so no more than two on 24 GB; about 2.5 hours)::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -71,9 +76,9 @@ DPO_ROUNDS = 2
 DPO_STEPS = 12
 
 
-def steps_suffix(sft_steps: int) -> str:
-    """What the folders and the summary of runs of ``sft_steps`` SFT steps end with (nothing at :data:`SFT_STEPS`)."""
-    return "" if sft_steps == SFT_STEPS else f"-sft{sft_steps}"
+def steps_suffix(sft_steps: int, dpo_rounds: int = DPO_ROUNDS) -> str:
+    """What the folders and the summary of runs of other SFT steps or DPO rounds than the recipe's end with."""
+    return ("" if sft_steps == SFT_STEPS else f"-sft{sft_steps}") + ("" if dpo_rounds == DPO_ROUNDS else f"-r{dpo_rounds}")
 
 
 def sft_stage(seed: int, steps: int) -> tuple[Path, dict[str, Any]]:
@@ -88,10 +93,18 @@ def sft_stage(seed: int, steps: int) -> tuple[Path, dict[str, Any]]:
 
 def dpo_stage(seed: int, rounds: int, steps: int, sft_adapter: Path, sft_steps: int) -> tuple[Path, dict[str, Any]]:
     """The DPO adapter trained from the SFT adapter (of ``sft_steps`` steps), and its summary."""
+    from affectgym.train.config import config_to_yaml, load_config
     from affectgym.train.dpo import train_dpo
 
-    out = WORK / f"s{seed}" / f"dpo{steps_suffix(sft_steps)}"
+    out = WORK / f"s{seed}" / f"dpo{steps_suffix(sft_steps, rounds)}"
     if not done(out):
+        shorter = [WORK / f"s{seed}" / f"dpo{steps_suffix(sft_steps, fewer)}" for fewer in range(rounds - 1, 0, -1)]
+        start = next((run for run in shorter if done(run)), None)
+        if start is not None and not out.exists():
+            shutil.copytree(start, out, ignore=shutil.ignore_patterns("summary.json"))  # done only when all rounds are
+            started = load_config(out / "config.yaml")
+            (out / "config.yaml").write_text(config_to_yaml(dataclasses.replace(started, output_dir=str(out))),
+                                             encoding="utf-8")
         config = dialogue_dpo_config(out, str(sft_adapter), seed=seed, rounds=rounds, max_steps=steps)
         train_dpo(config, progress=True, **rerun_options(out))
     return out / "adapter", json.loads((out / "summary.json").read_text(encoding="utf-8"))
@@ -142,12 +155,13 @@ def turn_metrics(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
     }
 
 
-def play(arm: str, seed: int, adapter: Path | None, sft_steps: int) -> dict[str, Any]:
+def play(arm: str, seed: int, adapter: Path | None, sft_steps: int, dpo_rounds: int) -> dict[str, Any]:
     """The arm's held-out turns through the eval runner: its metrics and every turn."""
     from affectgym.eval.results import read_results
     from affectgym.eval.runner import EvalConfig, run_eval
 
-    out = WORK / ("eval-base" if adapter is None else f"s{seed}/eval-{arm}{steps_suffix(sft_steps)}")
+    suffix = steps_suffix(sft_steps, dpo_rounds if arm == "sft+dpo" else DPO_ROUNDS)
+    out = WORK / ("eval-base" if adapter is None else f"s{seed}/eval-{arm}{suffix}")
     agent_kwargs: dict[str, Any] = {"max_new_tokens": DIALOGUE_MAX_NEW_TOKENS, "temperature": 0.0, "max_batch_size": 16}
     if adapter is not None:
         agent_kwargs["adapter"] = str(adapter)
@@ -158,7 +172,8 @@ def play(arm: str, seed: int, adapter: Path | None, sft_steps: int) -> dict[str,
     records, _ = read_results(out / "results.jsonl")
     rows = turn_rows(records)
     samples = [
-        {"arm": arm, "seed": seed, "sft_steps": sft_steps if adapter is not None else 0, "episode": r["episode"], "turn_id": r["turn_id"], "user": r["user"],
+        {"arm": arm, "seed": seed, "sft_steps": sft_steps if adapter is not None else 0,
+         "dpo_rounds": dpo_rounds if arm == "sft+dpo" else 0, "episode": r["episode"], "turn_id": r["turn_id"], "user": r["user"],
          "required_tags": r["required_tags"],
          "reply": r["reply"], "reference": r["reference"], "reward": r["reward"],
          "reward_components": r["reward_components"], "parse_error": r.get("parse_error")}
@@ -178,7 +193,7 @@ def run_arm(arm: str, seed: int, sft_steps: int, dpo_rounds: int, dpo_steps: int
             adapter, dpo = dpo_stage(seed, dpo_rounds, dpo_steps, adapter, sft_steps)
             cost = {"steps": dpo["steps"], "train_s": dpo["train_s"], "pairs": [r["pairs"] for r in dpo["rounds"]],
                     **dpo_split_s(adapter.parent)}
-    played = play(arm, seed, adapter, sft_steps)
+    played = play(arm, seed, adapter, sft_steps, dpo_rounds)
     row = {"arm": arm, "seed": seed, "sft_steps": sft_steps if arm != "base" else 0,
            "dpo_rounds": dpo_rounds if arm == "sft+dpo" else 0, "dpo_steps_per_round": dpo_steps if arm == "sft+dpo" else 0,
            **played["metrics"], **cost,
@@ -249,15 +264,16 @@ def markdown_table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def summary_file(sft_steps: int) -> Path:
-    """Where the summary of the runs of ``sft_steps`` SFT steps goes."""
-    return SUMMARY_FILE.with_name(f"{SUMMARY_FILE.stem}{steps_suffix(sft_steps).replace('-', '_')}.json")
+def summary_file(sft_steps: int, dpo_rounds: int = DPO_ROUNDS) -> Path:
+    """Where the summary of the runs of ``sft_steps`` SFT steps and ``dpo_rounds`` DPO rounds goes."""
+    return SUMMARY_FILE.with_name(f"{SUMMARY_FILE.stem}{steps_suffix(sft_steps, dpo_rounds).replace('-', '_')}.json")
 
 
-def report(sft_steps: int = SFT_STEPS) -> dict[str, Any]:
-    """Summarise the runs of ``sft_steps`` SFT steps (and the base model), write the summary, print the table."""
-    summary = summarise([r for r in read_jsonl(RUNS_FILE) if r["sft_steps"] in (0, sft_steps)])
-    target = summary_file(sft_steps)
+def report(sft_steps: int = SFT_STEPS, dpo_rounds: int = DPO_ROUNDS) -> dict[str, Any]:
+    """Summarise the runs of ``sft_steps`` SFT steps and ``dpo_rounds`` rounds (and the base model), write the summary, print the table."""
+    summary = summarise([r for r in read_jsonl(RUNS_FILE)
+                         if r["sft_steps"] in (0, sft_steps) and r["dpo_rounds"] in (0, dpo_rounds)])
+    target = summary_file(sft_steps, dpo_rounds)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     print(markdown_table(summary))
@@ -270,18 +286,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
     parser.add_argument("--sft-steps", type=int, default=SFT_STEPS,
                         help=f"SFT optimizer steps (default {SFT_STEPS}); other counts' runs are kept apart")
-    parser.add_argument("--dpo-rounds", type=int, default=DPO_ROUNDS)
+    parser.add_argument("--dpo-rounds", type=int, default=DPO_ROUNDS,
+                        help=f"DPO rounds (default {DPO_ROUNDS}); other counts' runs are kept apart")
     parser.add_argument("--dpo-steps", type=int, default=DPO_STEPS, help="DPO optimizer steps per round")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (1 when two runs share the machine)")
     parser.add_argument("--report-only", action="store_true", help="summarise the results file and train nothing")
     args = parser.parse_args(argv)
     if not args.report_only:
         use_threads(args.threads)
-        finished = {(r["arm"], r["seed"], r["sft_steps"]) for r in read_jsonl(RUNS_FILE)}
+        finished = {(r["arm"], r["seed"], r["sft_steps"], r["dpo_rounds"]) for r in read_jsonl(RUNS_FILE)}
         run_missing(args.seeds, args.arms,
-                    lambda arm, seed: (arm, seed, 0 if arm == "base" else args.sft_steps) in finished,
+                    lambda arm, seed: (arm, seed, 0 if arm == "base" else args.sft_steps,
+                                       args.dpo_rounds if arm == "sft+dpo" else 0) in finished,
                     lambda arm, seed: run_arm(arm, seed, args.sft_steps, args.dpo_rounds, args.dpo_steps))
-    report(args.sft_steps)
+    report(args.sft_steps, args.dpo_rounds)
     return 0
 
 
