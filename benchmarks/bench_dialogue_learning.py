@@ -97,17 +97,22 @@ def dpo_stage(seed: int, rounds: int, steps: int, sft_adapter: Path, sft_steps: 
     from affectgym.train.dpo import train_dpo
 
     out = WORK / f"s{seed}" / f"dpo{steps_suffix(sft_steps, rounds)}"
-    if not done(out):
-        shorter = [WORK / f"s{seed}" / f"dpo{steps_suffix(sft_steps, fewer)}" for fewer in range(rounds - 1, 0, -1)]
-        start = next((run for run in shorter if done(run)), None)
+    if not dpo_done(out, rounds):
+        shorter = ((WORK / f"s{seed}" / f"dpo{steps_suffix(sft_steps, fewer)}", fewer) for fewer in range(rounds - 1, 0, -1))
+        start = next((run for run, fewer in shorter if dpo_done(run, fewer)), None)
         if start is not None and not out.exists():
-            shutil.copytree(start, out, ignore=shutil.ignore_patterns("summary.json"))  # done only when all rounds are
+            shutil.copytree(start, out)
             started = load_config(out / "config.yaml")
             (out / "config.yaml").write_text(config_to_yaml(dataclasses.replace(started, output_dir=str(out))),
                                              encoding="utf-8")
         config = dialogue_dpo_config(out, str(sft_adapter), seed=seed, rounds=rounds, max_steps=steps)
         train_dpo(config, progress=True, **rerun_options(out))
     return out / "adapter", json.loads((out / "summary.json").read_text(encoding="utf-8"))
+
+
+def dpo_done(run: Path, rounds: int) -> bool:
+    """Whether the DPO run in ``run`` has finished all ``rounds`` (a copy of a shorter run has not)."""
+    return done(run) and len(json.loads((run / "summary.json").read_text(encoding="utf-8"))["rounds"]) == rounds
 
 
 def dpo_split_s(dpo_dir: Path) -> dict[str, float]:

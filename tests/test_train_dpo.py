@@ -97,13 +97,13 @@ def test_two_rounds_of_dpo_write_their_pairs_and_adapters_and_a_resumed_run_skip
 
 def test_a_finished_run_resumed_with_more_rounds_keeps_its_rounds_and_adds_the_rest(tiny_model, tmp_path):
     run = tmp_path / "run"
-    train_dpo(dpo_config(tiny_model, run, env_id=LENGTH_ID, rounds=1, temperature=1.5))
+    shorter = train_dpo(dpo_config(tiny_model, run, env_id=LENGTH_ID, rounds=1, temperature=1.5))
     first_pairs = (run / "pairs" / "round-0.jsonl").read_text()
     first_adapter = (run / "rounds" / "0" / "adapter" / "adapter_model.safetensors").read_bytes()
 
     longer = train_dpo(dpo_config(tiny_model, run, env_id=LENGTH_ID, rounds=2, temperature=1.5), resume=True)
 
-    assert [r["round"] for r in longer["rounds"]] == [0, 1]
+    assert [r["round"] for r in longer["rounds"]] == [0, 1] and longer["train_s"] > shorter["train_s"] > 0
     assert (run / "pairs" / "round-0.jsonl").read_text() == first_pairs
     assert (run / "rounds" / "0" / "adapter" / "adapter_model.safetensors").read_bytes() == first_adapter
     assert (run / "adapter" / "adapter_model.safetensors").read_bytes() == (

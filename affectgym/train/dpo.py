@@ -180,11 +180,13 @@ def train_dpo(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
         gpu: Whether to use a GPU; default: when torch sees one.
         progress: Show a progress bar with the loss and the reward margin.
         overwrite: Replace an earlier run in ``config.output_dir`` (otherwise it is refused).
-        resume: Continue the run in ``config.output_dir`` (same config) at its first unfinished round.
+        resume: Continue the run in ``config.output_dir`` (same config, or more ``rounds``) at its first
+            unfinished round.
 
     Returns:
-        A summary: the pairs of every round, paths, wall time, first and last loss, and the
-        held-out evaluation when ``eval_episodes > 0``.
+        A summary: the pairs of every round, paths, ``train_s`` (wall seconds of sampling and
+        training the rounds; a finished run resumed with more rounds adds theirs to its
+        recorded seconds), first and last loss, and the held-out evaluation when ``eval_episodes > 0``.
     """
     from transformers import set_seed
 
@@ -199,16 +201,18 @@ def train_dpo(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
     gpu = has_gpu() if gpu is None else gpu
     (output_dir / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")
     set_seed(config.seed)
-    start_s = time.perf_counter()
+    train_s = _recorded_train_s(output_dir) if resume else 0.0
     rounds: list[dict[str, Any]] = []
     history: list[dict[str, Any]] = []
     adapter = config.init_adapter
     for number in range(config.rounds):
         round_dir = output_dir / "rounds" / str(number)
         if not (round_dir / "log_history.json").is_file():
+            start_s = time.perf_counter()
             _run_round(dataclasses.replace(config, init_adapter=adapter), offline,
                        output_dir / "pairs" / f"round-{number}.jsonl", round_dir, gpu=gpu, progress=progress,
                        seed=config.seed + number, title=f"DPO round {number + 1}/{config.rounds}")
+            train_s += time.perf_counter() - start_s
         round_history = json.loads((round_dir / "log_history.json").read_text(encoding="utf-8"))
         history += [{**row, "round": number} for row in round_history]
         rounds.append({"round": number, "pairs": _count_lines(output_dir / "pairs" / f"round-{number}.jsonl")
@@ -216,7 +220,7 @@ def train_dpo(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
         adapter = str(round_dir / "adapter")
     _publish(Path(adapter), output_dir / "adapter")
     (output_dir / "log_history.json").write_text(json.dumps(history, indent=2), encoding="utf-8")
-    summary = dpo_summary(config, output_dir, history, rounds, train_s=time.perf_counter() - start_s)
+    summary = dpo_summary(config, output_dir, history, rounds, train_s=train_s)
     return finish_run(config, output_dir, summary, gpu=gpu, resume=resume)
 
 
@@ -227,6 +231,12 @@ def _as_started(config: TrainConfig) -> TrainConfig:
         return config
     started = load_config(written)
     return dataclasses.replace(config, rounds=started.rounds) if started.rounds < config.rounds else config
+
+
+def _recorded_train_s(output_dir: Path) -> float:
+    """The seconds the summary of a finished run records (0 when none): a run resumed with more rounds adds to them."""
+    written = output_dir / "summary.json"
+    return float(json.loads(written.read_text(encoding="utf-8")).get("train_s") or 0.0) if written.is_file() else 0.0
 
 
 def _run_round(config: TrainConfig, offline: list[dict[str, Any]] | None, pairs_file: Path, round_dir: Path, *,
