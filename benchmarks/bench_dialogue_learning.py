@@ -25,15 +25,16 @@ Results are written as they come: ``benchmarks/results/dialogue_learning_runs.js
 line per arm and seed; a rerun skips what is there and resumes unfinished stages from their
 checkpoints), every held-out turn of every arm to ``benchmarks/results/dialogue_samples.jsonl``
 (the episode, which starts at one turn with the dataset's history, the user's line, the
-required tags, the reply, the reference, the reward and its components), the summary to ``benchmarks/results/dialogue_learning.json``. ``--sft-steps N`` other than the
-recipe's 30 and ``--dpo-rounds R`` other than its 2 keep their runs apart: folders ending
-``-sftN`` and ``-rR``, rows and turns with their ``sft_steps`` and ``dpo_rounds``, and the summary
-``dialogue_learning_sftN_rR.json`` (the base model's row is shared). A run of more rounds
-starts from a copy of the same seed's run of fewer (its first rounds are the same) and adds
-the rest.
+required tags, the reply, the reference, the reward and its components), the summary to
+``benchmarks/results/dialogue_learning.json``. ``--sft-steps N`` and ``--dpo-rounds R`` other
+than the recipe's 90 and 3 keep their summary apart (``dialogue_learning_sftN_rR.json``; the
+base model's row is shared); rows and turns carry their ``sft_steps`` and ``dpo_rounds``, and
+folders end ``-sftN`` and ``-rR`` except at the benchmark's first settings (30 and 2). A run
+of more rounds starts from a copy of the same seed's run of fewer (its first rounds are the
+same) and adds the rest.
 
 Usage (two processes, one core each, fill one results file; a DPO process peaks at ~10 GB,
-so no more than two on 24 GB; about 2.5 hours)::
+so no more than two on 24 GB; about 3.5 hours)::
 
     taskset -c 0 python benchmarks/bench_dialogue_learning.py --seeds 0 2 --threads 1 &
     taskset -c 1 python benchmarks/bench_dialogue_learning.py --seeds 1 --threads 1 &
@@ -71,14 +72,19 @@ ARMS = ("base", "sft", "sft+dpo")
 METRICS = ("reward", "structure_valid", "tag_accuracy", "tag_accuracy_slot1_user_emotion",
            "tag_accuracy_slot2_requested_emotion", "tag_accuracy_slot3_neutral", "expressed_emotion",
            "length_in_range", "open_question", "bleu4", "rouge1", "rouge2", "rougeL", "words")
-SFT_STEPS = 30
-DPO_ROUNDS = 2
+SFT_STEPS = 90
+DPO_ROUNDS = 3
+#: The SFT steps and DPO rounds whose runs' folders carry no suffix (the benchmark's first
+#: settings); other settings' folders end ``-sftN`` and ``-rR``.
+PLAIN_FOLDER_SFT_STEPS = 30
+PLAIN_FOLDER_DPO_ROUNDS = 2
 DPO_STEPS = 12
 
 
-def steps_suffix(sft_steps: int, dpo_rounds: int = DPO_ROUNDS) -> str:
-    """What the folders and the summary of runs of other SFT steps or DPO rounds than the recipe's end with."""
-    return ("" if sft_steps == SFT_STEPS else f"-sft{sft_steps}") + ("" if dpo_rounds == DPO_ROUNDS else f"-r{dpo_rounds}")
+def steps_suffix(sft_steps: int, dpo_rounds: int = PLAIN_FOLDER_DPO_ROUNDS) -> str:
+    """What the folders of runs of ``sft_steps`` SFT steps (and ``dpo_rounds`` DPO rounds) end with."""
+    return (("" if sft_steps == PLAIN_FOLDER_SFT_STEPS else f"-sft{sft_steps}")
+            + ("" if dpo_rounds == PLAIN_FOLDER_DPO_ROUNDS else f"-r{dpo_rounds}"))
 
 
 def sft_stage(seed: int, steps: int) -> tuple[Path, dict[str, Any]]:
@@ -165,7 +171,7 @@ def play(arm: str, seed: int, adapter: Path | None, sft_steps: int, dpo_rounds: 
     from affectgym.eval.results import read_results
     from affectgym.eval.runner import EvalConfig, run_eval
 
-    suffix = steps_suffix(sft_steps, dpo_rounds if arm == "sft+dpo" else DPO_ROUNDS)
+    suffix = steps_suffix(sft_steps, dpo_rounds if arm == "sft+dpo" else PLAIN_FOLDER_DPO_ROUNDS)
     out = WORK / ("eval-base" if adapter is None else f"s{seed}/eval-{arm}{suffix}")
     agent_kwargs: dict[str, Any] = {"max_new_tokens": DIALOGUE_MAX_NEW_TOKENS, "temperature": 0.0, "max_batch_size": 16}
     if adapter is not None:
@@ -270,8 +276,10 @@ def markdown_table(summary: dict[str, Any]) -> str:
 
 
 def summary_file(sft_steps: int, dpo_rounds: int = DPO_ROUNDS) -> Path:
-    """Where the summary of the runs of ``sft_steps`` SFT steps and ``dpo_rounds`` DPO rounds goes."""
-    return SUMMARY_FILE.with_name(f"{SUMMARY_FILE.stem}{steps_suffix(sft_steps, dpo_rounds).replace('-', '_')}.json")
+    """Where the summary of the runs of ``sft_steps`` SFT steps and ``dpo_rounds`` DPO rounds goes (the recipe's: :data:`SUMMARY_FILE`)."""
+    if (sft_steps, dpo_rounds) == (SFT_STEPS, DPO_ROUNDS):
+        return SUMMARY_FILE
+    return SUMMARY_FILE.with_name(f"{SUMMARY_FILE.stem}_sft{sft_steps}_r{dpo_rounds}.json")
 
 
 def report(sft_steps: int = SFT_STEPS, dpo_rounds: int = DPO_ROUNDS) -> dict[str, Any]:

@@ -419,19 +419,19 @@ DIALOGUE_ENV_ID = "affectgym/EmpatheticDialogue-v0"
 DIALOGUE_MAX_NEW_TOKENS = 80
 
 
-def dialogue_reference_sft_config(output_dir: str | Path, *, seed: int = 0, max_steps: int = 30,
+def dialogue_reference_sft_config(output_dir: str | Path, *, seed: int = 0, max_steps: int = 90,
                                   model: str = "smollm2-135m", **overrides: Any) -> TrainConfig:
     """Supervised fine-tuning on the train split's reference replies (the RLAIF adapters' first stage).
 
     Every train turn's reference reply, its dialogue's history before it (``--references``),
     4 turns a step at 5e-4 (linear decay); LoRA r=16 on every layer (on the last 10 alone, as the
     Sarcasm recipes adapt, the loss hardly moved in 30 steps and the replies came out worse than
-    the base model's).
+    the base model's). 90 steps: at 30 the held-out reward was 0.615 over 3 seeds, at 90 0.760.
 
     Args:
         output_dir: Where the run writes.
         seed: Seed of data order and LoRA initialisation.
-        max_steps: Optimizer steps (107 train turns: 30 steps are ~1.1 passes).
+        max_steps: Optimizer steps (107 train turns: 90 steps are ~3.4 passes).
         model: Policy model.
         **overrides: Any other :class:`~affectgym.train.config.TrainConfig` field.
     """
@@ -444,7 +444,7 @@ def dialogue_reference_sft_config(output_dir: str | Path, *, seed: int = 0, max_
     return TrainConfig(**options)
 
 
-def dialogue_dpo_config(output_dir: str | Path, init_adapter: str | None, *, seed: int = 0, rounds: int = 2,
+def dialogue_dpo_config(output_dir: str | Path, init_adapter: str | None, *, seed: int = 0, rounds: int = 3,
                         max_steps: int = 12, model: str = "smollm2-135m", **overrides: Any) -> TrainConfig:
     """Online DPO from the env's per-turn rubric, from the reference SFT adapter.
 
