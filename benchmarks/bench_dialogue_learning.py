@@ -81,10 +81,15 @@ PLAIN_FOLDER_DPO_ROUNDS = 2
 DPO_STEPS = 12
 
 
-def steps_suffix(sft_steps: int, dpo_rounds: int = PLAIN_FOLDER_DPO_ROUNDS) -> str:
-    """What the folders of runs of ``sft_steps`` SFT steps (and ``dpo_rounds`` DPO rounds) end with."""
+def steps_suffix(sft_steps: int, dpo_rounds: int = 0) -> str:
+    """What the folders of runs of ``sft_steps`` SFT steps and ``dpo_rounds`` DPO rounds (0: none) end with."""
     return (("" if sft_steps == PLAIN_FOLDER_SFT_STEPS else f"-sft{sft_steps}")
-            + ("" if dpo_rounds == PLAIN_FOLDER_DPO_ROUNDS else f"-r{dpo_rounds}"))
+            + ("" if dpo_rounds in (0, PLAIN_FOLDER_DPO_ROUNDS) else f"-r{dpo_rounds}"))
+
+
+def arm_settings(arm: str, sft_steps: int, dpo_rounds: int) -> dict[str, int]:
+    """The SFT steps and DPO rounds an arm's rows and turns record: 0 for a stage it does not run."""
+    return {"sft_steps": 0 if arm == "base" else sft_steps, "dpo_rounds": dpo_rounds if arm == "sft+dpo" else 0}
 
 
 def sft_stage(seed: int, steps: int) -> tuple[Path, dict[str, Any]]:
@@ -166,13 +171,12 @@ def turn_metrics(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
     }
 
 
-def play(arm: str, seed: int, adapter: Path | None, sft_steps: int, dpo_rounds: int) -> dict[str, Any]:
-    """The arm's held-out turns through the eval runner: its metrics and every turn."""
+def play(arm: str, seed: int, adapter: Path | None, settings: dict[str, int]) -> dict[str, Any]:
+    """The arm's held-out turns through the eval runner: its metrics and every turn (``settings``: :func:`arm_settings`)."""
     from affectgym.eval.results import read_results
     from affectgym.eval.runner import EvalConfig, run_eval
 
-    suffix = steps_suffix(sft_steps, dpo_rounds if arm == "sft+dpo" else PLAIN_FOLDER_DPO_ROUNDS)
-    out = WORK / ("eval-base" if adapter is None else f"s{seed}/eval-{arm}{suffix}")
+    out = WORK / ("eval-base" if adapter is None else f"s{seed}/eval-{arm}{steps_suffix(**settings)}")
     agent_kwargs: dict[str, Any] = {"max_new_tokens": DIALOGUE_MAX_NEW_TOKENS, "temperature": 0.0, "max_batch_size": 16}
     if adapter is not None:
         agent_kwargs["adapter"] = str(adapter)
@@ -183,8 +187,7 @@ def play(arm: str, seed: int, adapter: Path | None, sft_steps: int, dpo_rounds: 
     records, _ = read_results(out / "results.jsonl")
     rows = turn_rows(records)
     samples = [
-        {"arm": arm, "seed": seed, "sft_steps": sft_steps if adapter is not None else 0,
-         "dpo_rounds": dpo_rounds if arm == "sft+dpo" else 0, "episode": r["episode"], "turn_id": r["turn_id"], "user": r["user"],
+        {"arm": arm, "seed": seed, **settings, "episode": r["episode"], "turn_id": r["turn_id"], "user": r["user"],
          "required_tags": r["required_tags"],
          "reply": r["reply"], "reference": r["reference"], "reward": r["reward"],
          "reward_components": r["reward_components"], "parse_error": r.get("parse_error")}
@@ -204,9 +207,9 @@ def run_arm(arm: str, seed: int, sft_steps: int, dpo_rounds: int, dpo_steps: int
             adapter, dpo = dpo_stage(seed, dpo_rounds, dpo_steps, adapter, sft_steps)
             cost = {"steps": dpo["steps"], "train_s": dpo["train_s"], "pairs": [r["pairs"] for r in dpo["rounds"]],
                     **dpo_split_s(adapter.parent)}
-    played = play(arm, seed, adapter, sft_steps, dpo_rounds)
-    row = {"arm": arm, "seed": seed, "sft_steps": sft_steps if arm != "base" else 0,
-           "dpo_rounds": dpo_rounds if arm == "sft+dpo" else 0, "dpo_steps_per_round": dpo_steps if arm == "sft+dpo" else 0,
+    settings = arm_settings(arm, sft_steps, dpo_rounds)
+    played = play(arm, seed, adapter, settings)
+    row = {"arm": arm, "seed": seed, **settings, "dpo_steps_per_round": dpo_steps if arm == "sft+dpo" else 0,
            **played["metrics"], **cost,
            "steps_per_min": 60 * cost["steps"] / cost["train_s"] if cost["train_s"] else None}
     append_jsonl(SAMPLES_FILE, played["samples"])
@@ -309,8 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         use_threads(args.threads)
         finished = {(r["arm"], r["seed"], r["sft_steps"], r["dpo_rounds"]) for r in read_jsonl(RUNS_FILE)}
         run_missing(args.seeds, args.arms,
-                    lambda arm, seed: (arm, seed, 0 if arm == "base" else args.sft_steps,
-                                       args.dpo_rounds if arm == "sft+dpo" else 0) in finished,
+                    lambda arm, seed: (arm, seed, *arm_settings(arm, args.sft_steps, args.dpo_rounds).values()) in finished,
                     lambda arm, seed: run_arm(arm, seed, args.sft_steps, args.dpo_rounds, args.dpo_steps))
     report(args.sft_steps, args.dpo_rounds)
     return 0

@@ -43,3 +43,9 @@ def test_a_copy_of_a_shorter_dpo_run_is_not_done_until_it_has_every_round(bench,
     (tmp_path / "summary.json").write_text(json.dumps({"rounds": [{"round": 0}, {"round": 1}]}), encoding="utf-8")
     assert bench.dpo_done(tmp_path, 2) and not bench.dpo_done(tmp_path, 3)
     assert not bench.dpo_done(tmp_path / "missing", 2)
+
+
+def test_each_arm_records_zero_for_the_stages_it_does_not_run(bench):
+    assert bench.arm_settings("base", 90, 3) == {"sft_steps": 0, "dpo_rounds": 0}
+    assert bench.arm_settings("sft", 90, 3) == {"sft_steps": 90, "dpo_rounds": 0}
+    assert bench.arm_settings("sft+dpo", 90, 3) == {"sft_steps": 90, "dpo_rounds": 3}
