@@ -54,8 +54,9 @@ def claim_output_dir(output_dir: str | Path, *, overwrite: bool = False, resume_
     if resume_config is not None and present:
         written = folder / "config.yaml"
         earlier = _settings(written.read_text(encoding="utf-8")) if written.is_file() else []
-        if earlier != _settings(resume_config):
-            changed = [line for line in difflib.unified_diff(earlier, _settings(resume_config), lineterm="", n=0)
+        wanted = _settings(resume_config)
+        if earlier != wanted:
+            changed = [line for line in difflib.unified_diff(earlier, wanted, lineterm="", n=0)
                        if line[:1] in "+-" and not line.startswith(("+++", "---"))]
             raise OutputDirInUseError(
                 f"--resume: the run in {str(folder)!r} was started with other options ({'; '.join(changed) or 'no config.yaml'}); "
