@@ -50,3 +50,11 @@ def test_the_held_out_comparison_writes_counts_out_and_keeps_its_legend_off_the_
     assert "invalid actions per episode: base 0.40, trained 0.10" in axes.get_title()
     assert figure.legends and axes.get_legend() is None
     assert "0.70" in [text.get_text() for text in axes.texts]
+
+
+def test_the_loss_curve_labels_its_axis_with_the_loss_it_is_given(tmp_path, drawn):
+    history = [{"step": 1, "loss": 0.693}, {"step": 2, "loss": 0.5}]
+    plot_loss_curve(history, tmp_path / "sft.png")
+    plot_loss_curve(history, tmp_path / "dpo.png", loss_label="DPO loss per pair")
+    assert drawn["sft.png"].axes[0].get_ylabel() == "loss (assistant tokens, mean per token)"
+    assert drawn["dpo.png"].axes[0].get_ylabel() == "DPO loss per pair"

@@ -320,7 +320,8 @@ def dpo_summary(config: TrainConfig, output_dir: Path, history: list[dict[str, A
     losses = [row["loss"] for row in history if isinstance(row.get("loss"), int | float) and math.isfinite(row["loss"])]
     steps = [row for row in history if "loss" in row]
     figure = plot_loss_curve([{**row, "step": i + 1} for i, row in enumerate(steps)], output_dir / "figures" / "dpo_loss.png",
-                             title=f"DPO on {config.env_id}, {config.model}, {len(rounds)} round(s)")
+                             title=f"DPO on {config.env_id}, {config.model}, {len(rounds)} round(s), each starting at ln 2",
+                             loss_label="DPO loss per pair")
     return {
         "env_id": config.env_id, "model": config.model, "algo": "dpo", "seed": config.seed, "rounds": rounds,
         "steps": len(steps), "train_s": round(train_s, 2),

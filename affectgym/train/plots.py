@@ -94,13 +94,15 @@ def plot_reward_curves(history: Sequence[Mapping[str, Any]], out_dir: str | Path
     return paths
 
 
-def plot_loss_curve(history: Sequence[Mapping[str, Any]], path: str | Path, title: str | None = None) -> Path | None:
+def plot_loss_curve(history: Sequence[Mapping[str, Any]], path: str | Path, title: str | None = None,
+                    loss_label: str = "loss (assistant tokens, mean per token)") -> Path | None:
     """Write the training loss over the steps to ``path`` (``None`` when no loss was logged).
 
     Args:
         history: ``trainer.state.log_history``.
         path: The PNG to write.
         title: What the run is, the first line(s) of the title (wrapped when long).
+        loss_label: What the loss is, the y axis's label (the default: SFT's token loss).
     """
     points = [(int(row["step"]), float(row["loss"])) for row in history
               if isinstance(row.get("loss"), int | float) and row["loss"] == row["loss"] and "step" in row]
@@ -116,7 +118,7 @@ def plot_loss_curve(history: Sequence[Mapping[str, Any]], path: str | Path, titl
     figure, axis = plt.subplots(figsize=(5, 3.2), dpi=120)
     axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3, linewidth=1.5)
     axis.set_xlabel("step")
-    axis.set_ylabel("loss (assistant tokens, mean per token)")
+    axis.set_ylabel(loss_label)
     axis.set_title(_title(title, "training loss"), fontsize="medium")
     axis.grid(alpha=0.3)
     figure.tight_layout()
