@@ -173,3 +173,20 @@ def test_mcnemar_rejects_counts_and_values_it_cannot_test():
         mcnemar_exact_p(3, -1)
     with pytest.raises(ValueError, match="0/1 correctness; arm_b"):
         mcnemar_counts([Observation(0, "q", "g", 1.0)], [Observation(0, "q", "g", 0.5)])
+
+
+def test_the_t_interval_without_scipy_is_an_import_error_naming_the_extra(monkeypatch):
+    import sys
+
+    from affectgym.eval.metrics import mean_ci95
+
+    monkeypatch.setitem(sys.modules, "scipy.stats", None)
+    with pytest.raises(ImportError, match=r"pip install affectgym\[eval\]"):
+        mean_ci95([0.0, 1.0, 1.0])
+
+
+def test_a_one_episode_reward_prints_as_n_1_in_the_summary_and_the_report():
+    from affectgym.eval.summary import format_mean_ci95
+
+    assert format_mean_ci95({"mean": 0.25, "ci95": 0.0, "n": 1}) == "0.250 (n=1)"
+    assert format_mean_ci95({"mean": 0.25, "ci95": 0.125, "n": 4}) == "0.250 ± 0.125"

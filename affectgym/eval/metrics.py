@@ -34,7 +34,11 @@ def mean_ci95(values: Sequence[float]) -> tuple[float, float]:
         values: The sample.
 
     Returns:
-        ``(mean, half_width)``; ``(nan, nan)`` for an empty sample, half-width ``0`` for one value.
+        ``(mean, half_width)``; ``(nan, nan)`` for an empty sample, half-width ``0`` for one value
+        (no interval, not a certain one: tables print it as ``n=1``, :func:`affectgym.eval.summary.format_mean_ci95`).
+
+    Raises:
+        ImportError: scipy (the ``eval`` extra) is not installed.
 
     >>> mean, half = mean_ci95([0.0, 1.0, 0.0, 1.0])
     >>> mean, round(half, 3)
@@ -51,10 +55,11 @@ def mean_ci95(values: Sequence[float]) -> tuple[float, float]:
 
 
 def _t_quantile_975(dof: int) -> float:
+    # no normal-quantile fallback: at 3 values it would make the interval 2.2 times too narrow
     try:
         from scipy.stats import t
-    except ImportError:  # scipy comes with scikit-learn; the normal quantile is close for large samples
-        return 1.959964
+    except ImportError as error:
+        raise ImportError("the t interval needs scipy: pip install affectgym[eval]") from error
     return float(t.ppf(0.975, dof))
 
 

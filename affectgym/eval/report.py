@@ -37,7 +37,7 @@ from affectgym.eval.results import (
     read_json,
     read_results,
 )
-from affectgym.eval.summary import format_number, summarize
+from affectgym.eval.summary import format_mean_ci95, format_number, summarize
 
 logger = logging.getLogger(__name__)
 
@@ -179,7 +179,7 @@ def comparison_table(runs: Sequence[Run]) -> list[str]:
         rows.append(("agent", [agent_label(run.metadata).replace("|", "\\|") for run in runs]))
     add("episodes", [s.get("episodes") for s in summaries])
     rewards = [s.get("reward") or {} for s in summaries]
-    rows.append(("mean reward ± 95% CI", [f"{format_number(r.get('mean'))} ± {format_number(r.get('ci95'))}" for r in rewards]))
+    rows.append(("mean reward ± 95% CI", [format_mean_ci95(r) for r in rewards]))
     for name in _union(s.get("reward_components") or {} for s in summaries):
         add(f"reward: {name}", [(s.get("reward_components") or {}).get(name) for s in summaries])
     classifications = [s.get("classification") or {} for s in summaries]

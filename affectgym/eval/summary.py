@@ -229,7 +229,7 @@ def print_summary(summary: Mapping[str, Any], console: Any = None, title: str = 
     table.add_column("value", justify="right")
     reward = summary["reward"]
     table.add_row("episodes", f"{summary['episodes']} ({summary['scenarios']} scenarios)")
-    table.add_row("mean reward ± 95% CI", f"{format_number(reward['mean'])} ± {format_number(reward['ci95'])}")
+    table.add_row("mean reward ± 95% CI", format_mean_ci95(reward))
     for name, value in summary["reward_components"].items():
         table.add_row(f"  {name}", format_number(value))
     classification = summary.get("classification") or {}
@@ -288,11 +288,23 @@ def format_number(value: Any) -> str:
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
+def format_mean_ci95(reward: Mapping[str, Any]) -> str:
+    """A summary's ``{mean, ci95, n}`` as tables show it; one value is ``n=1``, never a certain ``± 0.000``.
+
+    >>> format_mean_ci95({"mean": 0.5, "ci95": 0.1, "n": 12}), format_mean_ci95({"mean": 0.5, "ci95": 0.0, "n": 1})
+    ('0.500 ± 0.100', '0.500 (n=1)')
+    """
+    if reward.get("n") == 1:
+        return f"{format_number(reward.get('mean'))} (n=1)"
+    return f"{format_number(reward.get('mean'))} ± {format_number(reward.get('ci95'))}"
+
+
 __all__ = [
     "OutcomeSummary",
     "check_outcome_summaries",
     "classification_summary",
     "dialogue_turn_summary",
+    "format_mean_ci95",
     "format_number",
     "outcome_summary_names",
     "print_summary",
