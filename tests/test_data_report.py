@@ -160,12 +160,19 @@ def test_speaker_relative_features_have_their_own_threshold_rung_and_join_the_tr
 def test_band_words_key_each_band_by_the_feature_it_follows_on_any_line_the_tools_add():
     text = (
         "Loudness: mean=78.0dB [LOUD], sd=6.1dB [NORMAL], range=19.3dB [VERY WIDE]\n"
-        "Vs speaker baseline: pitch range [WIDE], loudness [SOFT]\n"
-        "Delivery vs speaker Nora, 12 clips: pitch range wide, pitch movement flat, tempo slow, pauses few."
+        "Relative to speaker Nora's own baseline (53 train clips): pitch level +0.6 sd [NORMAL], tempo -1.2 sd [SLOW].\n"
+        "Delivery vs corpus (train split), 206 clips: pitch range wide, tempo slow. "
+        "Vs speaker Nora's own baseline (53 train clips): pitch range narrow, tempo fast."
     )
-    assert band_words(text) == [
+    assert band_words(text, speaker="Nora") == [
         ("Loudness mean", "LOUD"), ("Loudness sd", "NORMAL"), ("Loudness range", "VERY WIDE"),
-        ("Vs speaker baseline pitch range", "WIDE"), ("Vs speaker baseline loudness", "SOFT"),
-        ("Delivery pitch range", "wide"), ("Delivery pitch movement", "flat"), ("Delivery tempo", "slow"),
-        ("Delivery pauses", "few"),
+        ("Relative to speaker SPEAKER's own baseline pitch level", "NORMAL"),
+        ("Relative to speaker SPEAKER's own baseline tempo", "SLOW"),
+        ("Delivery pitch range", "wide"), ("Delivery tempo", "slow"),
+        ("Vs speaker SPEAKER's own baseline pitch range", "narrow"), ("Vs speaker SPEAKER's own baseline tempo", "fast"),
     ]
+
+
+def test_band_words_name_the_same_feature_for_every_speaker():
+    line = "Relative to speaker {}'s own baseline ({} train clips): pitch range +1.1 sd [WIDE], loudness -0.2 sd [NORMAL]."
+    assert band_words(line.format("Nora", 53), "Nora") == band_words(line.format("Eli", 9), "Eli")

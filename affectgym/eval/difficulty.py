@@ -41,17 +41,8 @@ PROSODY_TOOL = "get_prosody_features"
 SPEAKER_RELATIVE_SUFFIX = "_vs_speaker"
 #: Folds of the grouped cross-validation over the train split (fewer when there are fewer groups).
 CV_FOLDS = 5
-#: The rungs, bottom first: key -> the name a table shows.
-RUNGS: dict[str, str] = {
-    "majority": "majority class",
-    "text": "text only (TF-IDF + LR)",
-    "threshold": "one threshold (raw)",
-    "threshold_vs_speaker": "one threshold (vs speaker)",
-    "band_word": "one band word",
-    "tree": "depth-2 tree",
-    "logistic": "logistic regression",
-}
 
+_SENTENCE_BREAK = re.compile(r"(?<=\.)\s+(?=[A-Z])")
 _BRACKETED = re.compile(r"\[([^\[\]]+)\]")
 _NAME_BEFORE_EQUALS = re.compile(r"([A-Za-z][A-Za-z ]*?)\s*=[^=]*$")
 _LEADING_WORDS = re.compile(r"^[\s,;]*([A-Za-z][A-Za-z ]*?)\s*(?:$|[^A-Za-z ])")
@@ -88,13 +79,16 @@ class Fitted:
     rule: str | None = None
 
 
-def band_words(text: str) -> list[tuple[str, str]]:
-    """The ``(feature, band word)`` pairs of a prosody tool's text.
+def band_words(text: str, speaker: str | None = None) -> list[tuple[str, str]]:
+    """The ``(feature, band word)`` pairs of a prosody tool's text (of a clip by ``speaker``).
 
     A bracketed band belongs to the feature whose name precedes it on its line (the name
     before ``=``, else the words opening its stretch, else the line's heading alone); a
-    summary line (``Heading: cue word, cue word.``) gives each cue with its last word. A
-    heading's `` vs ...`` tail (what the bands are relative to) is left out of the key.
+    summary line (``Heading: cue word, cue word.``, two cues or more, letters only) gives
+    each cue with its last word. Each is keyed by its line's heading without what the bands
+    are relative to (a `` vs ...`` tail after a word, anything in parentheses or after a
+    comma, and the ``speaker``'s name), so that a key names the same feature on every clip.
+    Each sentence of a line is read on its own.
 
     >>> band_words("Pitch: mean=208Hz (34.7st) [HIGH], median=202Hz, sd=40Hz (3.4st) [NORMAL]")
     [('Pitch mean', 'HIGH'), ('Pitch sd', 'NORMAL')]
@@ -104,15 +98,21 @@ def band_words(text: str) -> list[tuple[str, str]]:
     [('Pauses', 'NORMAL')]
     >>> band_words("Delivery vs embedded corpus, 256 clips: pitch range wide, loudness soft.")
     [('Delivery pitch range', 'wide'), ('Delivery loudness', 'soft')]
-    >>> band_words("Duration: 4.34s, voiced 59%, syllables 9")
+    >>> band_words("Relative to Nora's baseline (9 clips): pitch level +1.2 sd [HIGH], tempo -0.3 sd [NORMAL].", "Nora")
+    [("Relative to SPEAKER's baseline pitch level", 'HIGH'), ("Relative to SPEAKER's baseline tempo", 'NORMAL')]
+    >>> band_words("Delivery vs corpus: pitch range wide, tempo slow. Vs Wen's baseline: pitch range narrow, tempo slow.", "Wen")
+    [('Delivery pitch range', 'wide'), ('Delivery tempo', 'slow'), ("Vs SPEAKER's baseline pitch range", 'narrow'), ("Vs SPEAKER's baseline tempo", 'slow')]
+    >>> band_words("Duration: 4.34s, voiced 59%, syllables 9\\nPitch: no voiced frames")
     []
     """
+    if speaker:
+        text = re.sub(rf"\b{re.escape(speaker)}\b", "SPEAKER", text)
     pairs: list[tuple[str, str]] = []
-    for line in text.splitlines():
-        heading, colon, body = line.partition(": ")
+    for sentence in (part for line in text.splitlines() for part in _SENTENCE_BREAK.split(line)):
+        heading, colon, body = sentence.partition(": ")
         if not colon:
             continue
-        heading = re.split(r"(?i)(?:^|\s)vs\s", heading, maxsplit=1)[0].strip() or heading.strip()
+        heading = _heading_key(heading)
         bands = list(_BRACKETED.finditer(body))
         if bands:
             start = 0
@@ -126,9 +126,15 @@ def band_words(text: str) -> list[tuple[str, str]]:
                 start = band.end()
             continue
         cues = [_CUE_WORD.match(item.strip()) for item in body.strip().rstrip(".").split(",")]
-        if cues and all(cues):
+        if len(cues) >= 2 and all(cues):
             pairs += [(f"{heading} {cue.group(1)}", cue.group(2)) for cue in cues if cue]
     return pairs
+
+
+def _heading_key(heading: str) -> str:
+    """``"Delivery vs speaker Nora, 12 clips"`` -> ``"Delivery"``; ``"Vs speaker (Nora)"`` -> ``"Vs speaker"``."""
+    heading = re.sub(r"\([^()]*\)", " ", heading).split(",", 1)[0]
+    return re.split(r"(?i)(?<=\S)\s+vs\s", heading, maxsplit=1)[0].strip()
 
 
 def discrimination_ladder(
@@ -168,13 +174,15 @@ def discrimination_ladder(
     if "split" in env_kwargs:
         raise ValueError("env_kwargs may not hold 'split': pass split= (the ladder is fitted on 'train')")
     train_env = affectgym.make(env_id, split="train", **env_kwargs)
-    split_env = train_env if split == "train" else affectgym.make(env_id, split=split, **env_kwargs)
     _check_env(env_id, train_env.unwrapped)
-    with _Progress(progress, console) as bar:
-        train = [_read_clip(train_env, clip) for clip in bar.each(train_env.unwrapped.scenarios, "train")]
-        scored = [_read_clip(split_env, clip) for clip in bar.each(split_env.unwrapped.scenarios, split)]
-    train_env.close()
-    split_env.close()
+    split_env = train_env if split == "train" else affectgym.make(env_id, split=split, **env_kwargs)
+    try:
+        with _Progress(progress, console) as bar:
+            train = [_read_clip(train_env, clip) for clip in bar.each(train_env.unwrapped.scenarios, "train")]
+            scored = [_read_clip(split_env, clip) for clip in bar.each(split_env.unwrapped.scenarios, split)]
+    finally:
+        train_env.close()
+        split_env.close()
     report = {
         "env_id": env_id,
         "env_kwargs": env_kwargs,
@@ -191,61 +199,52 @@ def ladder_from_readings(train: Sequence[ClipReading], scored: Sequence[ClipRead
 
     features = [name for name in _numeric_names(train) if any(r.numbers.get(name) is not None for r in train)]
     relative = [name for name in features if name.endswith(SPEAKER_RELATIVE_SUFFIX)]
-    raw = [name for name in features if name not in relative]
-    bands = sorted({band for r in train for band in r.bands})
+    columns = {
+        "raw": [name for name in features if name not in relative],
+        "speaker_relative": relative,
+        "all": features,
+        "bands": sorted({band for r in train for band in r.bands}),
+    }
+
+    def matrix(readings: Sequence[ClipReading], reads: str) -> Any:
+        if reads == "text":
+            return np.array([r.text for r in readings], dtype=object)
+        names = columns.get(reads, [])
+        if reads == "bands":
+            rows = [[band in r.bands for band in names] for r in readings]
+        else:
+            rows = [[_as_float(r.numbers.get(name)) for name in names] for r in readings]
+        return np.array(rows, dtype=float).reshape(len(readings), len(names))
+
     groups = [r.group for r in train]
-    n_groups = len(set(groups))
-    folds = min(CV_FOLDS, n_groups)
+    folds = min(CV_FOLDS, len(set(groups)))
     y_train = np.array([r.label for r in train], dtype=object)
-    y_scored = [r.label for r in scored]
-
-    def numbers(readings: Sequence[ClipReading], names: Sequence[str]) -> Any:
-        return np.array([[_as_float(r.numbers.get(name)) for name in names] for r in readings], dtype=float).reshape(len(readings), len(names))
-
-    inputs = {
-        "majority": (np.zeros((len(train), 0)), np.zeros((len(scored), 0)), []),
-        "text": (np.array([r.text for r in train], dtype=object), np.array([r.text for r in scored], dtype=object), []),
-        "threshold": (numbers(train, raw), numbers(scored, raw), raw),
-        "threshold_vs_speaker": (numbers(train, relative), numbers(scored, relative), relative),
-        "band_word": (
-            np.array([[band in r.bands for band in bands] for r in train], dtype=float).reshape(len(train), len(bands)),
-            np.array([[band in r.bands for band in bands] for r in scored], dtype=float).reshape(len(scored), len(bands)),
-            bands,
-        ),
-        "tree": (numbers(train, features), numbers(scored, features), features),
-        "logistic": (numbers(train, features), numbers(scored, features), features),
-    }
-    fitters = {
-        "majority": _fit_majority, "text": _fit_text, "threshold": _fit_threshold,
-        "threshold_vs_speaker": _fit_threshold, "band_word": _fit_band_word, "tree": _fit_tree,
-        "logistic": _fit_logistic,
-    }
     rungs = []
-    for key, name in RUNGS.items():
-        x_train, x_scored, names = inputs[key]
-        row: dict[str, Any] = {"key": key, "name": name, "accuracy": None, "macro_f1": None, "cv_accuracy": None,
-                               "chosen": None, "rule": None, "note": None}
-        if key != "majority" and key != "text" and not names:
-            row["note"] = (f"no *{SPEAKER_RELATIVE_SUFFIX} features" if key == "threshold_vs_speaker"
-                           else "the tools show no band word" if key == "band_word" else "no numeric features")
-            rungs.append(row)
+    for rung in _LADDER:
+        names = columns.get(rung.reads, [])
+        row: dict[str, Any] = {"key": rung.key, "name": rung.name, "accuracy": None, "macro_f1": None,
+                               "cv_accuracy": None, "chosen": None, "rule": None, "note": None}
+        rungs.append(row)
+        if rung.reads in columns and not names:
+            row["note"] = rung.absent
             continue
-        fit = _guarded(fitters[key])
+        x_train, x_scored = matrix(train, rung.reads), matrix(scored, rung.reads)
+        fit = _guarded(rung.fit)
         fitted = fit(x_train, y_train, names)
-        metrics = classification_metrics([{"label": g, "prediction": p} for g, p in zip(y_scored, fitted.predict(x_scored), strict=True)])
+        predicted = fitted.predict(x_scored)
+        metrics = classification_metrics([{"label": r.label, "prediction": p} for r, p in zip(scored, predicted, strict=True)])
         row.update(accuracy=metrics.get("accuracy"), macro_f1=metrics.get("macro_f1"), chosen=fitted.chosen, rule=fitted.rule)
         if folds >= 2:
             row["cv_accuracy"] = _grouped_cv_accuracy(fit, x_train, y_train, names, groups, folds)
-        rungs.append(row)
     return {
         "n_train": len(train),
         "n_split": len(scored),
-        "n_groups": n_groups,
+        "n_groups": len(set(groups)),
         "n_split_groups": len({r.group for r in scored}),
         "cv_folds": folds if folds >= 2 else None,
         "n_features": len(features),
         "n_speaker_relative": len(relative),
-        "n_band_words": len(bands),
+        "n_band_words": len(columns["bands"]),
         "rungs": rungs,
     }
 
@@ -300,7 +299,7 @@ def _read_clip(env: Any, clip: Any) -> ClipReading:
         group=str(base.split_group(clip)),
         text=base.scenario_text(clip) or "",
         numbers=numbers,
-        bands=frozenset(f"{feature}: {word}" for text in texts for feature, word in band_words(text)),
+        bands=frozenset(f"{feature}: {word}" for text in texts for feature, word in band_words(text, clip.speaker)),
     )
 
 
@@ -467,6 +466,31 @@ def _grouped_cv_accuracy(fit: Callable[..., Fitted], x: Any, y: Any, names: Sequ
         predicted = fitted.predict(x[test_rows])
         accuracies.append(sum(p == g for p, g in zip(predicted, y[test_rows], strict=True)) / len(test_rows))
     return float(sum(accuracies) / len(accuracies))
+
+
+@dataclass(frozen=True)
+class _Rung:
+    """One rung: what it reads of a clip (``"text"``, nothing, or a set of columns), how it fits, why it may be n/a."""
+
+    key: str
+    name: str
+    reads: str  # "nothing", "text", or a column set: "raw", "speaker_relative", "all", "bands"
+    fit: Callable[..., Fitted]
+    absent: str | None = None  # the note when its column set is empty
+
+
+_LADDER: tuple[_Rung, ...] = (
+    _Rung("majority", "majority class", "nothing", _fit_majority),
+    _Rung("text", "text only (TF-IDF + LR)", "text", _fit_text),
+    _Rung("threshold", "one threshold (raw)", "raw", _fit_threshold, "no numeric features"),
+    _Rung("threshold_vs_speaker", "one threshold (vs speaker)", "speaker_relative", _fit_threshold,
+          f"no *{SPEAKER_RELATIVE_SUFFIX} features"),
+    _Rung("band_word", "one band word", "bands", _fit_band_word, "the tools show no band word"),
+    _Rung("tree", "depth-2 tree", "all", _fit_tree, "no numeric features"),
+    _Rung("logistic", "logistic regression", "all", _fit_logistic, "no numeric features"),
+)
+#: The rungs, bottom first: key -> the name a table shows.
+RUNGS: dict[str, str] = {rung.key: rung.name for rung in _LADDER}
 
 
 __all__ = [
