@@ -21,6 +21,16 @@ default the spoken line, :meth:`~affectgym.envs.core.AffectEnv.split_group`) on 
 
 Missing measurements are imputed with the median of the data a rung is fitted on. A corpus
 where rung 3 or 4 is near 1.0 is solved by one cue: an agent trained on it learns that cue.
+The first embedded Sarcasm corpus (``dataset="embedded-sarcasm-v1"``) is one: on its eval
+split one threshold (``f0_range_hz``) scores 1.00 and one band word (the summary's
+"loudness loud") 0.98, while its words score 0.46, below the majority's 0.50.
+
+```python
+from affectgym.eval.difficulty import discrimination_ladder
+report = discrimination_ladder("affectgym/SpeechEmotion-v0", env_kwargs={"dataset": "folder", "data_dir": "clips"})
+```
+
+or ``affectgym data report affectgym/SpeechEmotion-v0 --env-kwargs '{"data_dir": "clips"}' --json ladder.json``.
 """
 
 from __future__ import annotations
