@@ -18,27 +18,58 @@ def sarcasm():
     return load_speech_manifest("sarcasm")
 
 
+@pytest.fixture(scope="module")
+def sarcasm_v1():
+    return load_speech_manifest("sarcasm", version="v1")
+
+
+def _pairs(records):
+    pairs = defaultdict(list)
+    for record in records:
+        pairs[record["pair_id"]].append(record)
+    return pairs
+
+
 def test_sarcasm_set_loads_offline_with_absolute_existing_audio(sarcasm):
     assert len(sarcasm) >= 120
     for record in sarcasm:
         path = Path(record["audio_path"])
         assert path.is_absolute() and path.is_file()
         assert 1 <= len(record["context"]) <= 3
-    assert len({r["voice"] for r in sarcasm}) >= 4
 
 
-def test_every_pair_has_one_sincere_and_one_sarcastic_rendering(sarcasm):
-    pairs = defaultdict(list)
-    for record in sarcasm:
-        pairs[record["pair_id"]].append(record)
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_every_pair_has_one_sincere_and_one_sarcastic_rendering_in_one_voice(version):
+    pairs = _pairs(load_speech_manifest("sarcasm", version=version))
     assert len(pairs) >= 60
     for members in pairs.values():
         assert sorted(r["label"] for r in members) == ["sarcastic", "sincere"]
         assert len({r["voice"] for r in members}) == 1
         if members[0]["pivot"]:
             assert members[0]["text"] == members[1]["text"]
-    pivot_pairs = sum(members[0]["pivot"] for members in pairs.values())
-    assert pivot_pairs > len(pairs) / 2 and pivot_pairs < len(pairs)
+
+
+def test_v2_says_every_line_both_ways_so_the_words_never_tell(sarcasm):
+    pairs = _pairs(sarcasm)
+    assert len(pairs) >= 60 and all(members[0]["pivot"] for members in pairs.values())
+    assert len({r["text"] for r in sarcasm}) == len(pairs)
+
+
+def test_v2_has_eight_voices_each_speaking_both_labels(sarcasm):
+    by_speaker = defaultdict(Counter)
+    for record in sarcasm:
+        by_speaker[record["speaker"]][record["label"]] += 1
+    assert len(by_speaker) >= 8 and len({r["voice"] for r in sarcasm}) >= 8
+    assert all(counts["sarcastic"] == counts["sincere"] > 0 for counts in by_speaker.values())
+
+
+def test_v2_speaks_each_label_in_several_deliveries_drawn_clip_by_clip(sarcasm):
+    deliveries = defaultdict(set)
+    for record in sarcasm:
+        deliveries[record["label"]].add(record["delivery"]["delivery"])
+    assert all(len(names) >= 2 for names in deliveries.values())
+    assert not deliveries["sarcastic"] & deliveries["sincere"]
+    assert len({tuple(r["delivery"]["cues"].values()) for r in sarcasm}) == len(sarcasm)  # every clip its own draw
 
 
 def test_ids_and_file_names_do_not_reveal_the_label(sarcasm):
@@ -48,25 +79,48 @@ def test_ids_and_file_names_do_not_reveal_the_label(sarcasm):
     assert min(by_parity.values()) > len(sarcasm) / 8  # order is shuffled, not alternating
 
 
-def test_emotion_set_covers_five_labels_and_two_voices():
-    emotion = load_speech_manifest("emotion")
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_emotion_set_covers_five_labels_and_several_voices(version):
+    emotion = load_speech_manifest("emotion", version=version)
     assert {r["label"] for r in emotion} == {"angry", "sad", "happy", "fearful", "neutral"}
     assert len({r["voice"] for r in emotion}) >= 2
     assert len({r["text"] for r in emotion}) >= 8
 
 
-def test_corpus_stays_under_ten_megabytes():
-    total = sum(p.stat().st_size for p in (speech_root() / "audio").iterdir())
-    assert total <= 10_000_000
+def test_v2_emotions_come_in_several_deliveries_and_eight_voices():
+    emotion = load_speech_manifest("emotion")
+    deliveries = defaultdict(set)
+    for record in emotion:
+        deliveries[record["label"]].add(record["delivery"]["delivery"])
+    assert all(len(names) >= 2 for names in deliveries.values())
+    assert len({r["voice"] for r in emotion}) >= 8 and len({r["text"] for r in emotion}) >= 24
 
 
-def test_sarcastic_renderings_have_wider_f0_range_in_nine_of_ten_pairs(sarcasm):
+def test_committed_audio_stays_under_twenty_megabytes():
+    sizes = {v: sum(p.stat().st_size for p in (speech_root(v) / "audio").iterdir()) for v in ("v1", "v2")}
+    assert all(size <= 10_000_000 for size in sizes.values()) and sum(sizes.values()) <= 20_000_000
+
+
+def _f0_range_by_pair(records):
     ranges = defaultdict(dict)
-    for record in sarcasm:
-        prosody = extract_prosody(load_audio(record["audio_path"]))
-        ranges[record["pair_id"]][record["label"]] = prosody.f0_range_st
-    wider = sum(r["sarcastic"] > r["sincere"] for r in ranges.values())
-    assert wider >= 0.9 * len(ranges)
+    for record in records:
+        ranges[record["pair_id"]][record["label"]] = extract_prosody(load_audio(record["audio_path"])).f0_range_st
+    return [r["sarcastic"] > r["sincere"] for r in ranges.values()]
+
+
+def test_v1_sarcastic_renderings_have_the_wider_f0_range_in_nine_of_ten_pairs(sarcasm_v1):
+    wider = _f0_range_by_pair(sarcasm_v1)
+    assert sum(wider) >= 0.9 * len(wider)
+
+
+def test_v2_pitch_range_does_not_tell_the_pair_apart(sarcasm):
+    wider = _f0_range_by_pair(sarcasm)
+    assert 0.3 * len(wider) <= sum(wider) <= 0.8 * len(wider)
+
+
+def test_unknown_corpus_version_names_the_accepted_ones():
+    with pytest.raises(ValueError, match="v1, v2"):
+        speech_root("v3")
 
 
 def _write_manifest(tmp_path, records):

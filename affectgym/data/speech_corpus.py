@@ -1,10 +1,18 @@
-"""The embedded speech corpus: espeak-ng renderings committed under affectgym/data/speech.
+"""The embedded speech corpora: espeak-ng renderings committed under affectgym/data.
 
-Two kinds share one ``manifest.jsonl``: ``"sarcasm"`` (every line rendered sincere and
-sarcastic; most lines are *pivot* lines whose words are ambiguous) and ``"emotion"``
-(neutral sentences read angry / sad / happy / fearful / neutral). The label lives only
-in the manifest; clip ids and file names are neutral. Regenerate with
-``tools/make_speech_corpus.py`` (needs espeak-ng; the package never does).
+Two versions (:data:`CORPUS_VERSIONS`), each a folder with one ``manifest.jsonl`` that two
+kinds share: ``"sarcasm"`` (lines rendered sincere and sarcastic; *pivot* lines say the same
+words both ways) and ``"emotion"`` (neutral sentences read angry / fearful / happy / neutral /
+sad). The label lives only in the manifest; clip ids and file names are neutral.
+
+* ``"v2"`` (``affectgym/data/speech_v2``, the default): every label in several deliveries
+  whose cues overlap across labels, every cue varied clip by clip, eight voices with their own
+  baselines; no single cue decides (``tools/make_speech_corpus_v2.py``).
+* ``"v1"`` (``affectgym/data/speech``): one fixed delivery per label, which one prosody
+  threshold separates; kept so that results measured on it reproduce
+  (``tools/make_speech_corpus.py``).
+
+Regenerating needs espeak-ng; the package never does.
 """
 
 from __future__ import annotations
@@ -36,28 +44,43 @@ _REQUIRED_FIELDS: dict[str, tuple[type, ...]] = {
 }
 
 
+#: Corpus version -> its folder under affectgym/data.
+CORPUS_VERSIONS = {"v1": "speech", "v2": "speech_v2"}
+#: The version envs serve by default.
+DEFAULT_VERSION = "v2"
+
+
 class SpeechManifestError(ValueError):
     """The speech manifest is malformed; the message names the file, line and field."""
 
 
-def speech_root() -> Path:
-    """Directory of the embedded corpus inside the installed package.
+def speech_root(version: str = DEFAULT_VERSION) -> Path:
+    """Directory of one version of the embedded corpus inside the installed package.
+
+    Args:
+        version: A key of :data:`CORPUS_VERSIONS`.
 
     Returns:
-        Absolute path of ``affectgym/data/speech``.
+        Absolute path of ``affectgym/data/speech_v2`` (v2) or ``affectgym/data/speech`` (v1).
+
+    Raises:
+        ValueError: An unknown version.
     """
-    return Path(str(resources.files("affectgym") / "data" / "speech")).resolve()
+    if version not in CORPUS_VERSIONS:
+        raise ValueError(f"unknown speech corpus version {version!r}; accepted: {', '.join(CORPUS_VERSIONS)}.")
+    return Path(str(resources.files("affectgym") / "data" / CORPUS_VERSIONS[version])).resolve()
 
 
 def load_speech_manifest(
-    kind: str = "sarcasm", root: str | Path | None = None
+    kind: str = "sarcasm", root: str | Path | None = None, version: str = DEFAULT_VERSION
 ) -> list[dict[str, Any]]:
     """Validated manifest records of one kind, with absolute audio paths.
 
     Args:
         kind: ``"sarcasm"`` or ``"emotion"``.
         root: A directory holding ``manifest.jsonl`` and the audio it names (same
-            layout as the embedded corpus); the embedded corpus if ``None``.
+            layout as the embedded corpus); the embedded corpus of ``version`` if ``None``.
+        version: Which embedded corpus (:data:`CORPUS_VERSIONS`) when ``root`` is ``None``.
 
     Returns:
         One dict per clip, in id order: the manifest fields (``id``, ``text``,
@@ -73,10 +96,12 @@ def load_speech_manifest(
     >>> clips = load_speech_manifest("sarcasm")
     >>> len(clips) >= 120 and Path(clips[0]["audio_path"]).is_absolute()
     True
+    >>> len(load_speech_manifest("sarcasm", version="v1"))
+    256
     """
     if kind not in KINDS:
         raise ValueError(f"unknown speech corpus kind {kind!r}; accepted: {', '.join(KINDS)}.")
-    base = Path(root).resolve() if root is not None else speech_root()
+    base = Path(root).resolve() if root is not None else speech_root(version)
     manifest = base / "manifest.jsonl"
     if not manifest.is_file():
         raise SpeechManifestError(

@@ -163,9 +163,17 @@ def _register_builtins() -> None:
         SpeechDataset("mustard-hub", lambda data_dir, on_bad: speech_sources.load_mustard_hub(),
                       "MUStARD from the Hugging Face hub (online)", needs_data_dir=False),
         SpeechDataset("embedded-emotion", lambda data_dir, on_bad: speech_sources.load_embedded("emotion"),
-                      "the shipped espeak-ng emotion corpus (80 clips, 5 labels)", needs_data_dir=False),
+                      "the shipped emotion corpus v2 (120 clips, 5 labels, several deliveries each, 8 voices)",
+                      needs_data_dir=False),
+        SpeechDataset("embedded-emotion-v1", lambda data_dir, on_bad: speech_sources.load_embedded("emotion", "v1"),
+                      "the first shipped emotion corpus (80 clips, one delivery template per label)",
+                      needs_data_dir=False),
         SpeechDataset("embedded-sarcasm", lambda data_dir, on_bad: speech_sources.load_embedded("sarcasm"),
-                      "the shipped espeak-ng sarcasm corpus (each line sincere and sarcastic)", needs_data_dir=False),
+                      "the shipped sarcasm corpus v2 (116 lines each said both ways, 3 deliveries a label, 8 voices)",
+                      needs_data_dir=False),
+        SpeechDataset("embedded-sarcasm-v1", lambda data_dir, on_bad: speech_sources.load_embedded("sarcasm", "v1"),
+                      "the first shipped sarcasm corpus (one delivery a label: one prosody threshold solves it)",
+                      needs_data_dir=False),
     ):
         register_speech_dataset(dataset)
 

@@ -87,8 +87,8 @@ class SpeechClip:
     split: str | None = None
 
 
-def load_embedded(kind: str) -> list[SpeechClip]:
-    """The embedded espeak-ng corpus: ``kind="sarcasm"`` or ``"emotion"``."""
+def load_embedded(kind: str, version: str = "v2") -> list[SpeechClip]:
+    """The embedded espeak-ng corpus: ``kind="sarcasm"`` or ``"emotion"``, corpus ``version`` ``"v2"`` or ``"v1"``."""
     from affectgym.data.speech_corpus import load_speech_manifest
 
     return [
@@ -102,7 +102,7 @@ def load_embedded(kind: str) -> list[SpeechClip]:
             pivot=bool(record.get("pivot", False)),
             show="embedded",
         )
-        for record in load_speech_manifest(kind)
+        for record in load_speech_manifest(kind, version=version)
     ]
 
 

@@ -265,7 +265,7 @@ class SpeechEmotionEnv(AffectEnv):
             "You cannot hear the clip; tools measure it for you:\n"
             "- get_transcript(): the line and the conversation before it\n"
             "- get_prosody_features(): pitch, loudness, voice quality, pauses and speaking rate, "
-            "with bands relative to typical speech\n"
+            "with bands relative to the corpus and to the speaker's own voice\n"
             "- get_pitch_contour(): the pitch over time as a sparkline, with its trend\n"
             f"{self.tool_call_instruction()} (at most {self.max_tool_calls} calls; the delivery often matters more than the words).\n"
             + self.task_format.final_instruction(self.label_set)
@@ -357,7 +357,7 @@ class SpeechEmotionEnv(AffectEnv):
             self._rendered[key] = (
                 NO_AUDIO.format(what="prosody features")
                 if prosody is None
-                else render(prosody, self._norms(self.scenario))
+                else render(prosody, self._norms(self.scenario), self.speaker_baseline(self.scenario))
             )
         return self._rendered[key]
 
@@ -365,17 +365,22 @@ class SpeechEmotionEnv(AffectEnv):
         """``get_transcript``: the ``context`` lines (``"SPEAKER: text"``), the ``speaker`` and the
         ``line``; ``get_prosody_features``: every scalar measurement of the clip by its name
         (``f0_range_st``, ``pause_count``, ...; ``None`` where it could not be measured), the
-        numbers the text shows unrounded; ``None`` for a clip without audio and the other tools."""
+        numbers the text shows unrounded, and for a clip whose speaker has a baseline each banded
+        feature's z-score against it (``f0_range_st_vs_speaker``, ...); ``None`` for a clip
+        without audio and the other tools."""
         clip = self.scenario
         if name == "get_transcript":
             return {"context": list(clip.context), "speaker": clip.speaker, "line": clip.transcript}
         if name != "get_prosody_features":
             return None
         if clip not in self._measured:
-            prosody = self._prosody(clip)
+            from affectgym.features.render import speaker_relative_values
+
+            prosody, baseline = self._prosody(clip), self.speaker_baseline(clip)
             self._measured[clip] = None if prosody is None else {
-                field.name: getattr(prosody, field.name) for field in dataclasses.fields(prosody)
-                if not isinstance(getattr(prosody, field.name), tuple)}
+                **{field.name: getattr(prosody, field.name) for field in dataclasses.fields(prosody)
+                   if not isinstance(getattr(prosody, field.name), tuple)},
+                **(speaker_relative_values(prosody, baseline) if baseline is not None else {})}
         return self._measured[clip]
 
     @tool
@@ -418,9 +423,34 @@ class SpeechEmotionEnv(AffectEnv):
         """The norms every clip is banded against under ``norms="corpus"`` (computed once, then cached on disk)."""
         return self._norms(SpeechClip(id="", transcript="", label="", speaker=None), mode="corpus")
 
+    def norm_clips(self) -> list[SpeechClip]:
+        """The clips norms are fitted on: the train side of this env's split, so no held-out audio shapes a band."""
+        train, _ = self.split_parts()
+        context = SplitContext(data_dir=self.data_dir, groups=self._groups, eval_fraction=self.eval_fraction)
+        return [c for c in train.select(self.all_clips, context) if c.audio_path]
+
+    def speaker_baseline(self, clip: SpeechClip) -> Any:
+        """The clip's speaker's own baseline (:class:`~affectgym.features.render.ProsodyNorms`), or ``None`` without one.
+
+        Fitted on the speaker's train clips; a speaker with fewer than three (one held out whole,
+        as in a speaker-independent split) is read against all of their clips in the dataset,
+        without their labels, as speaker normalisation does in speech-emotion work. The
+        baseline's name says which. ``None`` for a clip with no speaker, a speaker with fewer
+        than three clips in all, and under ``norms="default"``.
+        """
+        if clip.speaker is None or self.norms_mode == "default":
+            return None
+        key = ("speaker baseline", clip.speaker)
+        if key not in self._norms_cache:
+            pool = [c for c in self.norm_clips() if c.speaker == clip.speaker]
+            name = f"speaker {clip.speaker}'s own baseline ({len(pool)} train clips)"
+            if len(pool) < 3:
+                pool = [c for c in self.all_clips if c.audio_path and c.speaker == clip.speaker]
+                name = f"speaker {clip.speaker}'s own baseline ({len(pool)} clips, unlabelled)"
+            self._norms_cache[key] = self._fitted_norms(pool, name) if len(pool) >= 3 else None
+        return self._norms_cache[key]
+
     def _norms(self, clip: SpeechClip, mode: str | None = None) -> Any:
-        from affectgym.features.norms_cache import cached_norms, norms_key
-        from affectgym.features.prosody import ProsodyParams
         from affectgym.features.render import ProsodyNorms
 
         mode = mode or self.norms_mode
@@ -428,23 +458,30 @@ class SpeechEmotionEnv(AffectEnv):
             return ProsodyNorms()
         key = clip.speaker if mode == "speaker" else None
         if key not in self._norms_cache:
-            pool = [c for c in self.all_clips if c.audio_path and (key is None or c.speaker == key)]
+            pool = [c for c in self.norm_clips() if key is None or c.speaker == key]
             # The name says whose clips the norms are: the user's folder or the embedded corpus.
             source = f"the clips of {Path(self.data_dir).name}" if self.data_dir is not None else f"{self.dataset} corpus"
-            name = f"speaker {key} in {source}" if key is not None else source
+            name = f"speaker {key} in {source}" if key is not None else f"{source} (train split)"
             if len(pool) < 2:
-                pool, name = [c for c in self.all_clips if c.audio_path], source
-
-            def from_pool() -> ProsodyNorms:
-                prosodies = [p for p in (self._prosody(c) for c in pool) if p is not None]
-                if len(prosodies) < 2:
-                    return ProsodyNorms()
-                return ProsodyNorms.from_corpus(prosodies, name=f"{name}, {len(prosodies)} clips")
-
-            # computed once per corpus and kept on disk (affectgym features precompute fills it ahead)
-            stored = norms_key([c.audio_path for c in pool], self.prosody_backend, ProsodyParams(), name)
-            self._norms_cache[key] = cached_norms(stored, from_pool)
+                pool, name = self.norm_clips(), f"{source} (train split)"
+            self._norms_cache[key] = self._fitted_norms(pool, name)
         return self._norms_cache[key]
+
+    def _fitted_norms(self, pool: Sequence[SpeechClip], name: str) -> Any:
+        """Norms of ``pool``'s prosody (built-in defaults with fewer than two measurable clips), cached on disk."""
+        from affectgym.features.norms_cache import cached_norms, norms_key
+        from affectgym.features.prosody import ProsodyParams
+        from affectgym.features.render import ProsodyNorms
+
+        def from_pool() -> ProsodyNorms:
+            prosodies = [p for p in (self._prosody(c) for c in pool) if p is not None]
+            if len(prosodies) < 2:
+                return ProsodyNorms()
+            return ProsodyNorms.from_corpus(prosodies, name=f"{name}, {len(prosodies)} clips" if "clips" not in name else name)
+
+        # computed once per pool and kept on disk (affectgym features precompute fills it ahead)
+        stored = norms_key([c.audio_path for c in pool], self.prosody_backend, ProsodyParams(), name)
+        return cached_norms(stored, from_pool)
 
     # ------------------------------------------------------------------ reward
     def weighted_rubric(self) -> Rubric:

@@ -4,7 +4,13 @@ Both renderers are deterministic (same :class:`~affectgym.features.prosody.Proso
 same bytes) so prompts built from them are stable and cacheable. Qualitative bands
 (``[HIGH]``, ``[WIDE]``, ``[SLOW]`` ...) come from z-scores against
 :class:`ProsodyNorms`: built-in adult-speech defaults, or norms computed from a corpus,
-or from one speaker's own utterances (pass that speaker's list).
+or from one speaker's own utterances (pass that speaker's list). Given a speaker's own
+baseline as well, both renderers add what each cue is *relative to that speaker*, since a
+delivery is marked against the speaker's usual voice, not against everyone's:
+
+>>> speaker = ProsodyNorms(name="speaker Wen", stats={"f0_mean_st": (40.0, 1.0)})
+>>> speaker.zscore("f0_mean_st", 42.0), speaker.band("f0_mean_st", 42.0)
+(2.0, ' [VERY HIGH]')
 """
 
 from __future__ import annotations
@@ -108,6 +114,13 @@ class ProsodyNorms:
             stats[feature] = (float(values.mean()), max(float(values.std(ddof=1)), floor))
         return cls(name=name or f"corpus of {len(prosodies)} utterances", stats=stats)
 
+    def zscore(self, feature: str, value: float | None) -> float | None:
+        """How many of the reference's standard deviations ``value`` lies from its mean (``None``: no norm or value)."""
+        if value is None or feature not in self.stats:
+            return None
+        mean, sd = self.stats[feature]
+        return (value - mean) / sd if sd > 0 else 0.0
+
     def band(self, feature: str, value: float | None) -> str:
         """The qualitative band of ``value`` for ``feature``.
 
@@ -122,10 +135,9 @@ class ProsodyNorms:
         >>> ProsodyNorms().band("speaking_rate_syl_per_s", 6.5)
         ' [VERY FAST]'
         """
-        if value is None or feature not in self.stats:
+        z = self.zscore(feature, value)
+        if z is None:
             return ""
-        mean, sd = self.stats[feature]
-        z = (value - mean) / sd if sd > 0 else 0.0
         low, high = _BAND_WORDS.get(feature, ("LOW", "HIGH"))
         if abs(z) < 1.0:
             return " [NORMAL]"
@@ -137,12 +149,15 @@ def _num(value: float | None, fmt: str, unit: str = "") -> str:
     return "n/a" if value is None else f"{value:{fmt}}{unit}"
 
 
-def render_prosody(prosody: Prosody, norms: ProsodyNorms | None = None) -> str:
+def render_prosody(prosody: Prosody, norms: ProsodyNorms | None = None,
+                   speaker_norms: ProsodyNorms | None = None) -> str:
     """Render the features as a compact block, one line per feature group.
 
     Args:
         prosody: The measured prosody.
         norms: Reference for the bands; built-in adult-speech defaults if ``None``.
+        speaker_norms: The speaker's own baseline; when given, a last line says where each
+            cue lies relative to it (:func:`render_speaker_relative`).
 
     Returns:
         Multi-line text, no trailing newline.
@@ -205,7 +220,46 @@ def render_prosody(prosody: Prosody, norms: ProsodyNorms | None = None) -> str:
         f"Pauses: {pause_text}{norms.band('pause_fraction', values['pause_fraction'])}; "
         f"leading silence {p.leading_silence_s:.2f}s, trailing silence {p.trailing_silence_s:.2f}s"
     )
+    if speaker_norms is not None:
+        lines.append(render_speaker_relative(prosody, speaker_norms))
     return "\n".join(lines)
+
+
+#: The cues :func:`render_speaker_relative` reads against a speaker's baseline: feature -> name.
+SPEAKER_CUES: dict[str, str] = {
+    "f0_mean_st": "pitch level",
+    "f0_range_st": "pitch range",
+    "f0_sd_st": "pitch movement",
+    "intensity_mean_db": "loudness",
+    "speaking_rate_syl_per_s": "tempo",
+    "pause_fraction": "pauses",
+}
+
+
+def speaker_relative_values(prosody: Prosody, speaker_norms: ProsodyNorms) -> dict[str, float]:
+    """Every banded feature as a z-score against the speaker's own baseline, keyed ``<feature>_vs_speaker``."""
+    values = _feature_values(prosody)
+    scores = {feature: speaker_norms.zscore(feature, value) for feature, value in values.items()}
+    return {f"{feature}_vs_speaker": round(z, 4) for feature, z in scores.items() if z is not None}
+
+
+def render_speaker_relative(prosody: Prosody, speaker_norms: ProsodyNorms) -> str:
+    """One line: each cue of :data:`SPEAKER_CUES` in standard deviations from the speaker's own baseline, with its band.
+
+    Args:
+        prosody: The measured prosody.
+        speaker_norms: The speaker's baseline (its ``name`` says whose, and from which clips).
+
+    Returns:
+        ``"Relative to speaker X: pitch level +1.2 sd [HIGH], ..."``; cues with no value are left out.
+    """
+    values = _feature_values(prosody)
+    cues = []
+    for feature, name in SPEAKER_CUES.items():
+        z = speaker_norms.zscore(feature, values.get(feature))
+        if z is not None:
+            cues.append(f"{name} {z:+.1f} sd{speaker_norms.band(feature, values[feature])}")
+    return f"Relative to {speaker_norms.name}: " + (", ".join(cues) if cues else "no cue measured") + "."
 
 
 #: The cues of :func:`render_delivery_summary`: feature -> (name, word below the norm, word above).
@@ -218,7 +272,8 @@ DELIVERY_CUES: dict[str, tuple[str, str, str]] = {
 }
 
 
-def render_delivery_summary(prosody: Prosody, norms: ProsodyNorms | None = None) -> str:
+def render_delivery_summary(prosody: Prosody, norms: ProsodyNorms | None = None,
+                            speaker_norms: ProsodyNorms | None = None) -> str:
     """Render the delivery as one short line: each cue above or below the norm, in words.
 
     The compact view of :func:`render_prosody` for short prompts (single-shot training on a
@@ -228,11 +283,20 @@ def render_delivery_summary(prosody: Prosody, norms: ProsodyNorms | None = None)
     Args:
         prosody: The measured prosody.
         norms: Reference for the sides; built-in adult-speech defaults if ``None``.
+        speaker_norms: The speaker's own baseline; when given, the same cues follow again,
+            each on its side of the speaker's mean.
 
     Returns:
-        One line, e.g. ``"Delivery vs corpus: pitch range wide, ..., pauses many."``.
+        One line, e.g. ``"Delivery vs corpus: pitch range wide, ..., pauses many."``, then
+        ``" Vs speaker X: pitch range narrow, ..."`` with a speaker baseline.
     """
-    norms = norms or ProsodyNorms()
+    text = f"Delivery vs {(norms or ProsodyNorms()).name}: {_sides(prosody, norms or ProsodyNorms())}."
+    if speaker_norms is not None:
+        text += f" Vs {speaker_norms.name}: {_sides(prosody, speaker_norms)}."
+    return text
+
+
+def _sides(prosody: Prosody, norms: ProsodyNorms) -> str:
     values = _feature_values(prosody)
     cues = []
     for feature, (name, below, above) in DELIVERY_CUES.items():
@@ -241,7 +305,7 @@ def render_delivery_summary(prosody: Prosody, norms: ProsodyNorms | None = None)
             continue
         mean, _ = norms.stats[feature]
         cues.append(f"{name} {above if value > mean else below}")
-    return f"Delivery vs {norms.name}: " + (", ".join(cues) if cues else "no cue measured") + "."
+    return ", ".join(cues) if cues else "no cue measured"
 
 
 def render_contour(prosody: Prosody, points: int = CONTOUR_POINTS, flat_st: float = 2.0) -> str:
