@@ -19,7 +19,15 @@ turn with the dialogue's history, the model answers every remaining turn (greedy
 reward, structure validity (three tagged sentences), tag accuracy (overall and per slot),
 the emotion each sentence expresses (the rubric's classifier term), length in range (20-25
 words), open questions, BLEU-4 and ROUGE-1/2/L against the reference reply, and words per
-reply; mean ± 95% CI over seeds, and each arm's paired difference to ``sft``.
+reply. Each is the mean over the turns of every seed with its 95% interval by a hierarchical
+bootstrap over seeds and dialogues (:mod:`affectgym.eval.stats`; the turns of one dialogue
+are one group), and ``sft+dpo``'s paired difference to ``sft`` on the same (seed, turn), with
+the exact McNemar p of structure validity. Two more separate structure from affect: the
+expressed emotion among each arm's valid replies only, and the comparison on the turns both
+arms answer in valid structure; the table's last sentence splits the reward gain into the
+part from turns whose structure differs and the part from turns valid on both, and says how
+much of that the expressed-emotion term gives. ``--report-only`` recomputes every number from
+the runs and samples files.
 
 Results are written as they come: ``benchmarks/results/dialogue_learning_runs.jsonl`` (one
 line per arm and seed; a rerun skips what is there and resumes unfinished stages from their
@@ -54,6 +62,17 @@ from typing import Any
 
 from stages import append_jsonl, done, read_jsonl, rerun_options, run_missing, use_threads
 
+from affectgym.envs.dialogue import DEFAULT_REWARD_WEIGHTS
+from affectgym.eval.stats import (
+    Estimate,
+    Observation,
+    format_p_value,
+    hierarchical_bootstrap,
+    mcnemar_counts,
+    mcnemar_exact_p,
+    method_text,
+    paired_difference,
+)
 from affectgym.train.recipes import (
     DIALOGUE_ENV_ID,
     DIALOGUE_MAX_NEW_TOKENS,
@@ -79,6 +98,8 @@ DPO_ROUNDS = 3
 PLAIN_FOLDER_SFT_STEPS = 30
 PLAIN_FOLDER_DPO_ROUNDS = 2
 DPO_STEPS = 12
+#: What the bootstrap resamples besides the seeds: the dialogues (``ed030`` of turn ``ed030/t2``).
+GROUPS = "dialogues"
 
 
 def steps_suffix(sft_steps: int, dpo_rounds: int = 0) -> str:
@@ -217,37 +238,142 @@ def run_arm(arm: str, seed: int, sft_steps: int, dpo_rounds: int, dpo_steps: int
     print(f"{arm} seed {seed}: " + ", ".join(f"{k} {row[k]:.3f}" for k in METRICS), flush=True)
 
 
-def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Mean ± 95% CI over seeds of every metric, and each arm's paired difference to ``sft``."""
-    from affectgym.eval.metrics import mean_ci95
+def turn_values(turn: dict[str, Any]) -> dict[str, float]:
+    """One held-out turn's value of each of :data:`METRICS` (BLEU and ROUGE only with a reply and a reference)."""
+    from affectgym.eval.dialogue_metrics import SLOTS
+    from affectgym.eval.dialogue_metrics import turn_metrics as reference_metrics
 
+    components = turn.get("reward_components") or {}
+    reference = reference_metrics(turn.get("reply"), turn.get("reference"), turn["required_tags"])
+    values = {
+        "reward": float(turn["reward"]),
+        "structure_valid": float(turn.get("parse_error") is None),
+        "tag_accuracy": sum(reference["tag_correct"]) / len(reference["tag_correct"]),
+        **{f"tag_accuracy_{slot}": float(correct) for slot, correct in zip(SLOTS, reference["tag_correct"], strict=True)},
+        "expressed_emotion": float(components.get("expressed_emotion", 0.0)),
+        "length_in_range": float(components.get("length", 0.0) >= 1.0),
+        "open_question": float(components.get("open_question", 0.0) >= 1.0),
+        "words": float(len((turn.get("reply") or "").split())),
+    }
+    return {**values, **{name: float(reference[name]) for name in ("bleu4", "rouge1", "rouge2", "rougeL")
+                         if reference[name] is not None}}
+
+
+def run_key(row: dict[str, Any]) -> tuple[Any, ...]:
+    """What names one arm's run: its arm, seed, SFT steps and DPO rounds (rows and turns carry all four)."""
+    return row["arm"], row["seed"], row["sft_steps"], row["dpo_rounds"]
+
+
+def observations(rows: Sequence[dict[str, Any]], turns: Sequence[dict[str, Any]], metric: str,
+                 valid_only: bool = False) -> list[Observation]:
+    """One arm's turns as the bootstrap's ``(seed, (episode, turn), dialogue, value)`` of ``metric``.
+
+    Without any turns (rows alone, as a test gives them) each seed's row is one observation:
+    the interval is then over the seeds alone.
+    """
+    if not turns:
+        return [Observation(row["seed"], "all turns", "all turns", float(row[metric])) for row in rows]
+    found = [(turn, turn_values(turn)) for turn in turns if not valid_only or turn.get("parse_error") is None]
+    return [Observation(turn["seed"], (turn["episode"], turn["turn_id"]), turn["turn_id"].split("/")[0], values[metric])
+            for turn, values in found if metric in values]
+
+
+def turns_of(rows: Sequence[dict[str, Any]], turns: Sequence[dict[str, Any]]) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+    """Each row's turns, by :func:`run_key`; none at all when ``turns`` is empty.
+
+    Raises:
+        ValueError: A row whose turns are not all in ``turns`` or whose mean reward is not the row's.
+    """
+    if not turns:
+        return {}
+    keys = {run_key(row) for row in rows}
+    by_run: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for turn in turns:
+        if run_key(turn) in keys:
+            by_run.setdefault(run_key(turn), []).append(turn)
+    for row in rows:
+        played = by_run.get(run_key(row), [])
+        if len(played) != row["turns"] or abs(sum(t["reward"] for t in played) / len(played) - row["reward"]) > 1e-9:
+            raise ValueError(f"{SAMPLES_FILE.name} does not hold the {row['turns']} turns of the run {run_key(row)}")
+    return by_run
+
+
+def valid_both(control: Sequence[dict[str, Any]], compared: Sequence[dict[str, Any]]) -> tuple[list, list]:
+    """The turns of two arms of the same seeds that both answer in valid structure, paired by (seed, episode, turn)."""
+    def key(turn: dict[str, Any]) -> tuple[Any, ...]:
+        return turn["seed"], turn["episode"], turn["turn_id"]
+
+    valid = ({key(t) for t in control if t.get("parse_error") is None}
+             & {key(t) for t in compared if t.get("parse_error") is None})
+    return [t for t in control if key(t) in valid], [t for t in compared if key(t) in valid]
+
+
+def versus_sft(rows: dict[str, list[dict[str, Any]]], turns: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """``sft+dpo`` - ``sft`` paired by (seed, turn): every metric, McNemar of structure, the valid-both turns, the gain's parts."""
+    control, compared = rows["sft"], rows["sft+dpo"]
+    delta: dict[str, Any] = {"seeds": len(compared)}
+    for metric in METRICS:
+        delta[metric] = paired_difference(observations(control, turns["sft"], metric),
+                                          observations(compared, turns["sft+dpo"], metric)).to_dict()
+    if not turns["sft"]:
+        return delta
+    only_sft, only_dpo = mcnemar_counts(observations(control, turns["sft"], "structure_valid"),
+                                        observations(compared, turns["sft+dpo"], "structure_valid"))
+    delta["structure_valid_mcnemar"] = {"only_reference": only_sft, "only_arm": only_dpo,
+                                        "p": mcnemar_exact_p(only_sft, only_dpo)}
+    both_sft, both_dpo = valid_both(turns["sft"], turns["sft+dpo"])
+    share = len(both_dpo) / len(turns["sft+dpo"])
+    delta["valid_both"] = {"turns": len(both_dpo), "of_turns": len(turns["sft+dpo"])}
+    for metric in ("reward", "expressed_emotion"):
+        delta["valid_both"][metric] = paired_difference(observations(control, both_sft, metric),
+                                                        observations(compared, both_dpo, metric)).to_dict()
+    weight = DEFAULT_REWARD_WEIGHTS["expressed_emotion"]
+    within_valid = share * delta["valid_both"]["reward"]["mean"]
+    delta["reward_gain_parts"] = {
+        "structure": delta["reward"]["mean"] - within_valid, "valid_both": within_valid,
+        "expressed_emotion_valid_both": share * weight * delta["valid_both"]["expressed_emotion"]["mean"],
+        "expressed_emotion_weight": weight,
+    }
+    return delta
+
+
+def summarise(rows: list[dict[str, Any]], turns: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """Every metric of every arm over the turns of all its seeds, and ``sft+dpo``'s paired difference to ``sft``.
+
+    Args:
+        rows: The runs file's rows to summarise (one setting's; the base model's shared).
+        turns: The samples file's turns (those of other runs are left alone); without any, the
+            intervals are over the rows' seeds alone.
+    """
     by_arm: dict[str, dict[int, dict[str, Any]]] = {}
     for row in rows:
         by_arm.setdefault(row["arm"], {})[row["seed"]] = row
-    sft = by_arm.get("sft", {})
+    played = turns_of(rows, turns)
+    arm_rows = {arm: [seeds[s] for s in sorted(seeds)] for arm, seeds in by_arm.items()}
+    arm_turns = {arm: [t for row in arm_rows[arm] for t in played.get(run_key(row), [])] for arm in arm_rows}
     arms: dict[str, Any] = {}
     for arm in ARMS:
-        seeds = by_arm.get(arm)
-        if not seeds:
+        if arm not in by_arm:
             continue
-        entry: dict[str, Any] = {"seeds": sorted(seeds), "turns": next(iter(seeds.values()))["turns"]}
-        for metric in (*METRICS, "steps_per_min"):
-            values = [seeds[s][metric] for s in sorted(seeds) if seeds[s].get(metric) is not None]
-            if values:
-                entry[f"{metric}_mean"], entry[f"{metric}_ci95"] = mean_ci95(values)
-        paired = sorted(set(seeds) & set(sft))
-        if arm == "sft+dpo" and paired:
-            entry["delta_vs_sft"] = {"seeds": len(paired)}
-            for metric in METRICS:
-                mean, half = mean_ci95([seeds[s][metric] - sft[s][metric] for s in paired])
-                entry["delta_vs_sft"][metric] = {"mean": mean, "ci95_low": mean - half, "ci95_high": mean + half}
+        entry: dict[str, Any] = {"seeds": sorted(by_arm[arm]), "turns": arm_rows[arm][0]["turns"]}
+        for metric in METRICS:
+            entry[metric] = hierarchical_bootstrap(observations(arm_rows[arm], arm_turns[arm], metric)).to_dict()
+        valid = observations(arm_rows[arm], arm_turns[arm], "expressed_emotion", valid_only=True)
+        if arm_turns[arm] and valid:
+            entry["expressed_emotion_valid"] = hierarchical_bootstrap(valid).to_dict()
+        speeds = [row["steps_per_min"] for row in arm_rows[arm] if row.get("steps_per_min") is not None]
+        if speeds:
+            entry["steps_per_min_mean"] = sum(speeds) / len(speeds)
+        if arm == "sft+dpo" and "sft" in by_arm and set(by_arm[arm]) == set(by_arm["sft"]):
+            entry["delta_vs_sft"] = versus_sft(arm_rows, arm_turns)
         arms[arm] = entry
     return {
         "env_id": DIALOGUE_ENV_ID, "split": "eval", "multi_step": True,
         "decoding": {"greedy": True, "max_new_tokens": DIALOGUE_MAX_NEW_TOKENS},
         "sft_steps": max((r["sft_steps"] for r in rows), default=0),
         "dpo_rounds": max((r["dpo_rounds"] for r in rows), default=0),
-        "dpo_steps_per_round": max((r["dpo_steps_per_round"] for r in rows), default=0), "arms": arms,
+        "dpo_steps_per_round": max((r["dpo_steps_per_round"] for r in rows), default=0),
+        "intervals": method_text(GROUPS, mcnemar=True), "arms": arms,
     }
 
 
@@ -255,27 +381,48 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 TABLE_COLUMNS = (("reward", "reward"), ("structure_valid", "structure valid"), ("tag_accuracy", "tag accuracy"),
                  ("expressed_emotion", "expressed emotion"), ("length_in_range", "20-25 words"),
                  ("open_question", "open question"), ("bleu4", "BLEU-4"), ("rouge1", "ROUGE-1"),
-                 ("rouge2", "ROUGE-2"), ("rougeL", "ROUGE-L"), ("words", "words"))
+                 ("rouge2", "ROUGE-2"), ("rougeL", "ROUGE-L"), ("words", "words"),
+                 ("expressed_emotion_valid", "expressed emotion, valid replies"))
 
 
 def _cell(entry: dict[str, Any], metric: str) -> str:
-    if f"{metric}_mean" not in entry:
+    if metric not in entry:
         return "-"
     digits = 1 if metric in ("bleu4", "rouge1", "rouge2", "rougeL", "words") else 3
-    return f"{entry[f'{metric}_mean']:.{digits}f} ± {entry[f'{metric}_ci95']:.{digits}f}"
+    return Estimate.from_dict(entry[metric]).format(digits, scope=False)
 
 
 def markdown_table(summary: dict[str, Any]) -> str:
-    """The README's table of the summary."""
+    """The README's table of the summary (each cell the mean and its 95% interval), and what DPO's gain is made of."""
     lines = ["| arm | seeds | " + " | ".join(head for _, head in TABLE_COLUMNS) + " | reward vs `sft` (95% CI) | steps/min |",
              "|---|---|" + "---|" * len(TABLE_COLUMNS) + "---|---|"]
     for arm, entry in summary["arms"].items():
         delta = (entry.get("delta_vs_sft") or {}).get("reward")
-        versus = f"{delta['mean']:+.3f} ({delta['ci95_low']:+.3f} to {delta['ci95_high']:+.3f})" if delta else "-"
+        versus = Estimate.from_dict(delta).format(scope=False) if delta else "-"
         speed = f"{entry['steps_per_min_mean']:.2f}" if "steps_per_min_mean" in entry else "-"
         cells = [_cell(entry, metric) for metric, _ in TABLE_COLUMNS]
         lines.append(f"| `{arm}` | {len(entry['seeds'])} | " + " | ".join(cells) + f" | {versus} | {speed} |")
+    delta = summary["arms"].get("sft+dpo", {}).get("delta_vs_sft") or {}
+    if "valid_both" in delta:
+        lines += ["", _gain_sentences(delta)]
+    lines += ["", f"Cells: mean (95% CI). {summary['intervals']}."]
     return "\n".join(lines)
+
+
+def _gain_sentences(delta: dict[str, Any]) -> str:
+    """``sft+dpo`` - ``sft``: structure validity and its McNemar p, the valid-both turns, and the reward gain's parts."""
+    def estimate(entry: dict[str, Any]) -> str:
+        return Estimate.from_dict(entry).format(groups=GROUPS)
+
+    mcnemar, valid, parts = delta["structure_valid_mcnemar"], delta["valid_both"], delta["reward_gain_parts"]
+    return (f"`sft+dpo` - `sft`, paired by seed and turn: structure valid {estimate(delta['structure_valid'])}, "
+            f"McNemar exact p {format_p_value(mcnemar['p'])} ({mcnemar['only_arm']} turns valid only after DPO, "
+            f"{mcnemar['only_reference']} only before). On the {valid['turns']} of {valid['of_turns']} turns both "
+            f"answer in valid structure: reward {estimate(valid['reward'])}, expressed emotion "
+            f"{estimate(valid['expressed_emotion'])}. Of the reward gain of {delta['reward']['mean']:+.3f}, "
+            f"{parts['structure']:+.3f} comes from the turns valid on one arm only or on neither (structure) and "
+            f"{parts['valid_both']:+.3f} from the turns valid on both, {parts['expressed_emotion_valid_both']:+.3f} "
+            f"of it from the expressed-emotion term (weight {parts['expressed_emotion_weight']:.2f}).")
 
 
 def summary_file(sft_steps: int, dpo_rounds: int = DPO_ROUNDS) -> Path:
@@ -288,7 +435,8 @@ def summary_file(sft_steps: int, dpo_rounds: int = DPO_ROUNDS) -> Path:
 def report(sft_steps: int = SFT_STEPS, dpo_rounds: int = DPO_ROUNDS) -> dict[str, Any]:
     """Summarise the runs of ``sft_steps`` SFT steps and ``dpo_rounds`` rounds (and the base model), write the summary, print the table."""
     summary = summarise([r for r in read_jsonl(RUNS_FILE)
-                         if r["sft_steps"] in (0, sft_steps) and r["dpo_rounds"] in (0, dpo_rounds)])
+                         if r["sft_steps"] in (0, sft_steps) and r["dpo_rounds"] in (0, dpo_rounds)],
+                        read_jsonl(SAMPLES_FILE))
     target = summary_file(sft_steps, dpo_rounds)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
@@ -322,4 +470,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["main", "markdown_table", "summarise", "turn_metrics", "turn_rows"]
+__all__ = ["main", "markdown_table", "summarise", "turn_metrics", "turn_rows", "turn_values"]

@@ -22,8 +22,12 @@ instructions, none seen in training) through the eval runner, greedily, at most
 :data:`~affectgym.train.recipes.STYLE_MAX_NEW_TOKENS` tokens, scored by the default rubric.
 Per arm (:mod:`affectgym.eval.style_metrics`): the classifier's P(target), target accuracy
 (its top emotion is the target), the rate of every rule violation, words per reply, the
-reward, and valence agreement by VADER, which no reward reads; mean ± 95% CI over seeds,
-and the paired difference trained - control.
+reward, and valence agreement by VADER, which no reward reads; the mean over the replies of
+every seed with its 95% interval by a hierarchical bootstrap over seeds and instructions
+(:mod:`affectgym.eval.stats`; the emotions asked of one instruction are one group), and the
+paired differences trained - control and trained - base on the same scenarios (the base model,
+greedy, stands for itself on every seed), with the exact McNemar p of target accuracy.
+``--report-only`` recomputes every number from the runs and samples files.
 
 Results are written as they come: ``benchmarks/results/emotion_style_learning_runs.jsonl``
 (one line per arm and seed; a rerun skips what is there and resumes an unfinished run from
@@ -49,6 +53,17 @@ from typing import Any
 from stages import append_jsonl, done, read_jsonl, rerun_options, run_missing, use_threads
 
 from affectgym.envs.style_criteria import RULE_WEIGHTS
+from affectgym.eval.stats import (
+    Estimate,
+    Observation,
+    format_p_value,
+    hierarchical_bootstrap,
+    mcnemar_counts,
+    mcnemar_exact_p,
+    method_text,
+    on_every_seed,
+    paired_difference,
+)
 from affectgym.rewards.classifier import check_neutral_weight
 from affectgym.train.recipes import (
     CALIBRATED_NEUTRAL_WEIGHT,
@@ -78,6 +93,8 @@ EVAL_ENV_KWARGS = {"classifier": "nade"}
 METRICS = ("target_accuracy", "target_probability", "valence_agreement", "any_rule",
            *(f"rule_{rule}" for rule in RULE_WEIGHTS), "words", "reward")
 GRPO_STEPS = 48
+#: What the bootstrap resamples besides the seeds: the instructions (``es154`` of ``es154:disgust``).
+GROUPS = "instructions"
 
 
 def neutral_suffix(neutral_weight: float) -> str:
@@ -162,41 +179,103 @@ def measure_speed(steps: int, work: Path) -> None:
     append_jsonl(RUNS_FILE, [row])
 
 
-def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Mean ± 95% CI over seeds of every metric; trained - control and trained - base, paired by seed."""
-    from affectgym.eval.metrics import mean_ci95
+def episode_metrics(sample: dict[str, Any]) -> dict[str, float]:
+    """One held-out reply's value of each of :data:`METRICS` (valence agreement only for a target with a valence)."""
+    from affectgym.eval.style_metrics import valence_agrees
 
-    by_arm: dict[str, dict[int, dict[str, Any]]] = {}
-    speed = [row for row in rows if row.get("kind") == "speed"]
+    components = sample.get("reward_components") or {}
+    rules = {f"rule_{rule}": float(components.get(rule, 0.0) > 0) for rule in RULE_WEIGHTS}
+    values = {"target_accuracy": float(sample.get("classifier_top") == sample["target"]),
+              "target_probability": float(components.get("emotion_probability", 0.0)),
+              "any_rule": float(any(rules.values())), **rules,
+              "words": float(len((sample.get("reply") or "").split())), "reward": float(sample["reward"])}
+    agrees = valence_agrees(sample.get("reply"), str(sample["target"]))
+    return values if agrees is None else {**values, "valence_agreement": float(agrees)}
+
+
+def rows_with_samples(rows: list[dict[str, Any]], samples: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """Each arm's row with its replies.
+
+    A run appends its replies, then its row, so an (arm, seed, neutral weight)'s replies lie in
+    the samples file in the order of its rows, ``episodes`` of them a row (the replies name no
+    GRPO steps; seed 0's 40-step run came before its 48-step one). Each block's mean reward
+    is checked against its row's.
+
+    Raises:
+        ValueError: A row without its replies, or replies whose reward is not the row's.
+    """
+    blocks: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for sample in samples:
+        blocks.setdefault((sample["arm"], sample["seed"], sample.get("neutral_weight", 1.0)), []).append(sample)
+    taken: dict[tuple[Any, ...], int] = {}
+    paired = []
     for row in rows:
-        if row.get("kind") != "speed":
-            by_arm.setdefault(row["arm"], {})[row["seed"]] = row
+        if row.get("kind") == "speed":
+            continue
+        key = (row["arm"], row["seed"], row.get("neutral_weight", 1.0))
+        start = taken.get(key, 0)
+        block = blocks.get(key, [])[start:start + row["episodes"]]
+        taken[key] = start + row["episodes"]
+        if len(block) != row["episodes"] or abs(sum(s["reward"] for s in block) / len(block) - row["reward"]) > 1e-9:
+            raise ValueError(f"{SAMPLES_FILE.name} does not hold the {row['episodes']} replies of the run {key} "
+                             f"({row['grpo_steps']} steps) in the runs file's order")
+        paired.append((row, block))
+    return paired
+
+
+def observations(samples: list[dict[str, Any]], metric: str) -> list[Observation]:
+    """One arm's replies as the bootstrap's ``(seed, scenario, instruction, value)`` of ``metric``."""
+    found = [(sample, episode_metrics(sample)) for sample in samples]
+    return [Observation(sample["seed"], sample["scenario_id"], sample["scenario_id"].split(":")[0], values[metric])
+            for sample, values in found if metric in values]
+
+
+def summarise(rows: list[dict[str, Any]], samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every metric of every arm, and the paired differences of :data:`DIFFERENCES`, over the replies of every seed.
+
+    Args:
+        rows: The runs file's rows to summarise (one steps count, one neutral weight).
+        samples: The samples file's replies (those of other runs are left alone).
+    """
+    by_arm: dict[str, dict[int, dict[str, Any]]] = {}
+    replies: dict[str, list[dict[str, Any]]] = {}
+    speed = [row for row in rows if row.get("kind") == "speed"]
+    for row, block in rows_with_samples(rows, samples):
+        by_arm.setdefault(row["arm"], {})[row["seed"]] = row
+        replies.setdefault(row["arm"], []).extend(block)
     arms: dict[str, Any] = {}
     for arm in ARMS:
         seeds = by_arm.get(arm)
         if not seeds:
             continue
         entry: dict[str, Any] = {"seeds": sorted(seeds), "episodes": next(iter(seeds.values()))["episodes"]}
-        for metric in (*METRICS, "steps_per_min"):
-            values = [seeds[s][metric] for s in sorted(seeds) if seeds[s].get(metric) is not None]
-            if values:
-                entry[f"{metric}_mean"], entry[f"{metric}_ci95"] = mean_ci95(values)
+        for metric in METRICS:
+            entry[metric] = hierarchical_bootstrap(observations(replies[arm], metric)).to_dict()
+        speeds = [seeds[s]["steps_per_min"] for s in sorted(seeds) if seeds[s].get("steps_per_min") is not None]
+        if speeds:
+            entry["steps_per_min_mean"] = sum(speeds) / len(speeds)
         arms[arm] = entry
     differences: dict[str, Any] = {}
     for arm, other in DIFFERENCES:
-        trained, reference = by_arm.get(arm, {}), by_arm.get(other, {})
-        paired = sorted(set(trained) & set(reference)) if other != "base" else sorted(trained)
-        if not paired or not reference:
+        if arm not in replies or other not in replies:
             continue
-        base_row = next(iter(reference.values()))
-        differences[f"{arm}_vs_{other}"] = {"seeds": len(paired)}
+        seeds = sorted(by_arm[arm])
+        difference: dict[str, Any] = {"seeds": len(seeds)}
         for metric in METRICS:
-            deltas = [trained[s][metric] - (reference[s] if other != "base" else base_row)[metric] for s in paired]
-            mean, half = mean_ci95(deltas)
-            differences[f"{arm}_vs_{other}"][metric] = {"mean": mean, "ci95_low": mean - half, "ci95_high": mean + half}
+            reference = observations(replies[other], metric)
+            if other == "base":  # greedy and untrained: its one play is its reply on every seed
+                reference = on_every_seed(reference, seeds)
+            played = observations(replies[arm], metric)
+            difference[metric] = paired_difference(reference, played).to_dict()
+            if metric == "target_accuracy" and {o.seed for o in reference} == set(seeds):
+                only_reference, only_arm = mcnemar_counts(reference, played)
+                difference["target_accuracy_mcnemar"] = {"only_reference": only_reference, "only_arm": only_arm,
+                                                         "p": mcnemar_exact_p(only_reference, only_arm)}
+        differences[f"{arm}_vs_{other}"] = difference
     return {"env_id": EMOTION_STYLE_ENV_ID, "env_kwargs": EVAL_ENV_KWARGS, "split": "eval",
             "decoding": {"greedy": True, "max_new_tokens": STYLE_MAX_NEW_TOKENS},
-            "grpo_steps": max((r["grpo_steps"] for r in rows if "grpo_steps" in r), default=0), "arms": arms,
+            "grpo_steps": max((r["grpo_steps"] for r in rows if "grpo_steps" in r), default=0),
+            "intervals": method_text(GROUPS, mcnemar=True), "arms": arms,
             **differences, **({"speed": speed[-1]} if speed else {})}
 
 
@@ -208,14 +287,14 @@ TABLE_COLUMNS = (("target_accuracy", "target accuracy"), ("target_probability", 
 
 
 def _cell(entry: dict[str, Any], metric: str) -> str:
-    if f"{metric}_mean" not in entry:
+    if metric not in entry:
         return "-"
-    digits = 1 if metric == "words" else 3
-    return f"{entry[f'{metric}_mean']:.{digits}f} ± {entry[f'{metric}_ci95']:.{digits}f}"
+    return Estimate.from_dict(entry[metric]).format(1 if metric == "words" else 3, scope=False)
 
 
 def markdown_table(summary: dict[str, Any]) -> str:
-    """The README's table of the summary, and the paired differences of target accuracy."""
+    """The README's table of the summary (each cell the mean and its 95% interval), and the paired differences of
+    target accuracy."""
     lines = ["| arm | seeds | " + " | ".join(head for _, head in TABLE_COLUMNS) + " | steps/min |",
              "|---|---|" + "---|" * len(TABLE_COLUMNS) + "---|"]
     for arm, entry in summary["arms"].items():
@@ -229,12 +308,13 @@ def markdown_table(summary: dict[str, Any]) -> str:
                      f"loss and reward {speed['rest_s_median']:.1f} s; {speed['prompt_tokens']} prompt tokens).")
     for key in (f"{arm}_vs_{other}" for arm, other in DIFFERENCES):
         if key in summary:
-            delta = summary[key]["target_accuracy"]
+            delta = Estimate.from_dict(summary[key]["target_accuracy"]).format(groups=GROUPS)
             arm, name = key.split("_vs_")
-            seeds = summary[key]["seeds"]
-            interval = (f"95% CI {delta['ci95_low']:+.3f} to {delta['ci95_high']:+.3f}, {seeds} seeds" if seeds > 1
-                        else "one seed: no interval")
-            lines.append(f"\n{ARM_TITLES[arm]} - {name} target accuracy: {delta['mean']:+.3f} ({interval}).")
+            mcnemar = summary[key].get("target_accuracy_mcnemar")
+            test = (f"; McNemar exact p {format_p_value(mcnemar['p'])} ({mcnemar['only_reference']} replies only {name} has on "
+                    f"target, {mcnemar['only_arm']} only {arm})") if mcnemar else ""
+            lines.append(f"\n{ARM_TITLES[arm]} - {name} target accuracy: {delta}{test}.")
+    lines.append(f"\nCells: mean (95% CI). {summary['intervals']}.")
     return "\n".join(lines)
 
 
@@ -252,9 +332,14 @@ CALIBRATED_SUMMARY_FILE = summary_file(CALIBRATED_NEUTRAL_WEIGHT)
 def report(steps: int = GRPO_STEPS, neutral_weight: float = 1.0) -> dict[str, Any]:
     """Summarise the runs of ``steps`` GRPO steps (and the base model) under one classifier, write the summary,
     print the table."""
-    rows = [r for r in read_jsonl(RUNS_FILE) if r.get("kind") == "speed" or (
+    rows = read_jsonl(RUNS_FILE)
+    chosen = [r for r in rows if r.get("kind") == "speed" or (
         r["grpo_steps"] in (0, steps) and r.get("neutral_weight", 1.0) == neutral_weight)]
-    summary = summarise(rows)
+    ours = {(r["arm"], r["seed"], r.get("neutral_weight", 1.0)) for r in chosen if r.get("kind") != "speed"}
+    # the replies are matched to rows in file order, so the other steps counts' rows of the same runs come along
+    related = [r for r in rows if r.get("kind") == "speed" or (r["arm"], r["seed"], r.get("neutral_weight", 1.0)) in ours]
+    summary = summarise(chosen, [s for row, block in rows_with_samples(related, read_jsonl(SAMPLES_FILE))
+                                 if row in chosen for s in block])
     summary.update(neutral_weight=neutral_weight, env_kwargs=eval_env_kwargs(neutral_weight))
     target = summary_file(neutral_weight)
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -40,9 +40,9 @@ be played once and given every seed of the other arm to pair by (seed, item).
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -85,17 +85,21 @@ class Estimate:
     difference: bool = False
     n_reference_seeds: int | None = None
 
-    def format(self, digits: int = 3, groups: str = "groups") -> str:
+    def format(self, digits: int = 3, groups: str = "groups", *, scope: bool = True) -> str:
         """The estimate in one line, e.g. ``0.640 (95% CI 0.560 to 0.720; 3 seeds × 27 groups)``.
 
         Args:
             digits: Decimals of the numbers.
             groups: What the groups are, plural (``"line groups"``, ``"dialogues"``).
+            scope: Whether to say the coverage and what the interval is over; without, a
+                table cell: ``0.640 (0.560 to 0.720)``.
 
         >>> Estimate(0.08, 0.01, 0.15, 3, 9, 54, "bootstrap", difference=True).format(groups="dialogues")
         '+0.080 (95% CI +0.010 to +0.150; 3 seeds × 9 dialogues)'
         >>> Estimate(0.5, 0.5, 0.5, 1, 1, 2, "bootstrap", constant=True, difference=True).format()
         '+0.500 (every pair +0.500; 1 seed × 1 group)'
+        >>> Estimate(0.64, 0.56, 0.72, 3, 27, 54, "bootstrap").format(scope=False)
+        '0.640 (0.560 to 0.720)'
         """
         sign = "+" if self.difference else ""
 
@@ -105,21 +109,37 @@ class Estimate:
         seeds = _count(self.n_seeds, "seed")
         if self.n_reference_seeds is not None:
             seeds = f"{self.n_seeds} vs {_count(self.n_reference_seeds, 'seed')}"
-        scope = f"{seeds} × {_count(self.n_groups, groups[:-1] if groups.endswith('s') else groups, groups)}"
+        where = f"{seeds} × {_count(self.n_groups, groups[:-1] if groups.endswith('s') else groups, groups)}"
         if self.constant:
             spread = f"{'every pair' if self.difference else 'all'} {number(self.mean)}"
         elif math.isnan(self.low):
             spread = "no interval"
-        else:
+        elif scope:
             spread = f"{self.confidence:.0%} CI {number(self.low)} to {number(self.high)}"
-        return f"{number(self.mean)} ({spread}; {scope})"
+        else:
+            spread = f"{number(self.low)} to {number(self.high)}"
+        return f"{number(self.mean)} ({spread}; {where})" if scope else f"{number(self.mean)} ({spread})"
 
-    def to_dict(self) -> dict[str, float | int | str | bool | None]:
-        """The estimate as JSON-ready numbers: ``mean``, ``ci95_low``, ``ci95_high`` (``None``: no interval), the counts."""
-        interval = {} if math.isnan(self.low) else {"ci95_low": self.low, "ci95_high": self.high}
-        return {"mean": self.mean, "ci95_low": None, "ci95_high": None, **interval, "seeds": self.n_seeds,
-                "groups": self.n_groups, "items": self.n_items, "constant": self.constant,
-                **({} if self.n_reference_seeds is None else {"reference_seeds": self.n_reference_seeds})}
+    def to_dict(self) -> dict[str, Any]:
+        """The estimate as JSON: ``mean``, ``ci95_low`` and ``ci95_high`` (``None``: no interval), the counts, the method.
+
+        >>> Estimate.from_dict(Estimate(0.64, 0.56, 0.72, 3, 27, 54, "bootstrap").to_dict()).format()
+        '0.640 (95% CI 0.560 to 0.720; 3 seeds × 27 groups)'
+        """
+        no_interval = math.isnan(self.low)
+        return {"mean": self.mean, "ci95_low": None if no_interval else self.low,
+                "ci95_high": None if no_interval else self.high, "seeds": self.n_seeds, "groups": self.n_groups,
+                "items": self.n_items, "reference_seeds": self.n_reference_seeds, "constant": self.constant,
+                "difference": self.difference, "confidence": self.confidence, "method": self.method}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Estimate:
+        """The estimate :meth:`to_dict` wrote."""
+        low, high = data.get("ci95_low"), data.get("ci95_high")
+        return cls(mean=data["mean"], low=math.nan if low is None else low, high=math.nan if high is None else high,
+                   n_seeds=data["seeds"], n_groups=data["groups"], n_items=data["items"], method=data["method"],
+                   confidence=data.get("confidence", DEFAULT_CONFIDENCE), constant=data.get("constant", False),
+                   difference=data.get("difference", False), n_reference_seeds=data.get("reference_seeds"))
 
 
 def hierarchical_bootstrap(
@@ -212,6 +232,23 @@ def paired_difference(
                      difference=True, n_reference_seeds=None if paired_by_seed else len(a.seeds))
 
 
+def on_every_seed(observations: Iterable[Observation | Sequence], seeds: Iterable[Hashable]) -> list[Observation]:
+    """An arm played once that is the same on every seed (greedy decoding, no training), given each of ``seeds``.
+
+    Pairing it with an arm of those seeds then pairs by (seed, item); its values do not vary
+    over the seeds, so resampling them adds nothing to its side of the difference.
+
+    >>> on_every_seed([Observation(0, "q1", "g1", 1.0)], [0, 1])
+    [Observation(seed=0, item='q1', group='g1', value=1.0), Observation(seed=1, item='q1', group='g1', value=1.0)]
+    """
+    played = [Observation(*row) for row in observations]
+    once = {(row.item, row.group, row.value) for row in played}
+    if len(once) != len({row.item for row in played}):
+        raise ValueError("on_every_seed needs an arm with one value per item (played once, or the same on every seed)")
+    return [Observation(seed, item, group, value) for seed in seeds for item, group, value in
+            dict.fromkeys((row.item, row.group, row.value) for row in played)]
+
+
 def mcnemar_exact_p(only_a_correct: int, only_b_correct: int) -> float:
     """The exact McNemar p of two arms' accuracy on the same pairs: the two-sided binomial test of the discordant pairs.
 
@@ -240,6 +277,15 @@ def mcnemar_exact_p(only_a_correct: int, only_b_correct: int) -> float:
     if discordant == 0:
         return 1.0
     return float(binomtest(int(only_b_correct), discordant, 0.5, alternative="two-sided").pvalue)
+
+
+def format_p_value(p: float) -> str:
+    """A p value as tables print it: three decimals, ``< 0.001`` below that.
+
+    >>> format_p_value(0.0449), format_p_value(0.00031)
+    ('0.045', '< 0.001')
+    """
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
 def mcnemar_counts(arm_a: Iterable[Observation | Sequence], arm_b: Iterable[Observation | Sequence]) -> tuple[int, int]:
@@ -395,9 +441,11 @@ __all__ = [
     "DEFAULT_REPLICATES",
     "Estimate",
     "Observation",
+    "format_p_value",
     "hierarchical_bootstrap",
     "mcnemar_counts",
     "mcnemar_exact_p",
     "method_text",
+    "on_every_seed",
     "paired_difference",
 ]
