@@ -2,7 +2,7 @@
 
 They act through the same reset/step contract as any agent, so their numbers are directly
 comparable with a model's. The labelled-speech envs' (``majority``, ``random``,
-``prosody-rule``, ``probe``, ``probe-text``, ``probe-prosody``) are in
+``prosody-rule``, ``probe``, ``probe-text``, ``probe-prosody``, ``feature-probe``) are in
 :mod:`affectgym.agents.label_baselines`; those of the envs without labels (``style-lexicon``,
 ``dialogue-template``, ``controller``) in :mod:`affectgym.agents.text_baselines`; ``protocol``
 is the label-blind protocol demonstrator of :mod:`affectgym.agents.protocol` (the env's flat
@@ -163,6 +163,7 @@ _BASELINES: dict[str, tuple[type[Agent], Any]] = {
     "probe": (ProbeAgent, lambda env_id, env_kwargs, **kw: ProbeAgent(env_id, kw.get("features", "both"), env_kwargs)),
     "probe-text": (ProbeAgent, lambda env_id, env_kwargs, **kw: ProbeAgent(env_id, "text", env_kwargs)),
     "probe-prosody": (ProbeAgent, lambda env_id, env_kwargs, **kw: ProbeAgent(env_id, "prosody", env_kwargs)),
+    "feature-probe": (ProbeAgent, lambda env_id, env_kwargs, **kw: ProbeAgent(env_id, "tools", env_kwargs)),
     "protocol": (ProtocolAgent, lambda env_id, env_kwargs, **kw: ProtocolAgent(env_id, env_kwargs, **kw)),
 }
 for _name, (_class, _build) in _BASELINES.items():

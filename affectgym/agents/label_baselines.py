@@ -6,7 +6,11 @@
   and pauses (as z-scores against the train split), the threshold fitted on the train split;
 * ``probe`` -- a scikit-learn logistic regression over TF-IDF of the transcript's words
   (``features="text"``), the prosody numbers (``"prosody"``) or both (``"both"``, default),
-  trained on the train split.
+  trained on the train split;
+* ``feature-probe`` -- a logistic regression over *every* number the prosody tool returns
+  (``features="tools"``: each measurement, and each one relative to the speaker's own
+  baseline where the env gives it), fitted on the train split: the ceiling of what the
+  tools carry, against which a model that reads the same tools is measured.
 
 Fitting reads the train split through the public contract: each clip is reset by id, the
 tools are called, and the gold label comes from ``info["outcome"]`` after an answer, as a
@@ -45,6 +49,21 @@ def prosody_numbers(data: Mapping[str, Any] | None) -> dict[str, float]:
     """
     data = data or {}
     return {name: math.nan if data.get(name) is None else float(data[name]) for name in PROSODY_FEATURES}
+
+
+def tool_numbers(data: Mapping[str, Any] | None) -> dict[str, float]:
+    """Every number of ``get_prosody_features``' data by its name (booleans and text left out; ``None`` as NaN).
+
+    >>> tool_numbers({"f0_range_st": 13.7, "f0_range_st_vs_speaker": -0.4, "backend": "praat", "hnr_db": None})
+    {'f0_range_st': 13.7, 'f0_range_st_vs_speaker': -0.4, 'hnr_db': nan}
+    """
+    numbers = {}
+    for name, value in (data or {}).items():
+        if value is None:
+            numbers[name] = math.nan
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            numbers[name] = float(value)
+    return numbers
 
 
 def transcript_words(data: Mapping[str, Any] | None) -> str:
@@ -241,7 +260,9 @@ class ProbeAgent(_ToolThenAnswerAgent):
 
     Args:
         env_id: The labelled-speech env to fit on (its ``train`` split, or ``train_split``).
-        features: ``"text"``, ``"prosody"`` or ``"both"``.
+        features: ``"text"``, ``"prosody"`` (:data:`PROSODY_FEATURES`), ``"both"``, or
+            ``"tools"`` (every number of the prosody tool, :func:`tool_numbers`; the
+            ``feature-probe`` baseline).
         env_kwargs: Passed to the env (e.g. ``dataset``, ``data_dir``).
         train_split: Split the probe is fitted on.
     """
@@ -256,13 +277,14 @@ class ProbeAgent(_ToolThenAnswerAgent):
         env_kwargs: Mapping[str, Any] | None = None,
         train_split: str = "train",
     ):
-        if features not in ("text", "prosody", "both"):
-            raise ValueError(f"features must be 'text', 'prosody' or 'both', got {features!r}")
+        if features not in ("text", "prosody", "both", "tools"):
+            raise ValueError(f"features must be 'text', 'prosody', 'both' or 'tools', got {features!r}")
         self.features = features
         self.tools = {
             "text": ("get_transcript",),
             "prosody": ("get_prosody_features",),
             "both": ("get_transcript", "get_prosody_features"),
+            "tools": ("get_prosody_features",),
         }[features]
         clips, _ = collect_split(env_id, train_split, env_kwargs)
         self._fit(clips)
@@ -287,8 +309,13 @@ class ProbeAgent(_ToolThenAnswerAgent):
                 self._vectorizer = TfidfVectorizer(ngram_range=(1, 2), min_df=1, sublinear_tf=True)
                 self._vectorizer.fit(texts)
             blocks.append(self._vectorizer.transform(texts))
-        if self.features in ("prosody", "both"):
-            table = np.array([[prosody_numbers(r.get("get_prosody_features"))[n] for n in PROSODY_FEATURES] for r in rows])
+        if self.features in ("prosody", "both", "tools"):
+            numbers = [(tool_numbers if self.features == "tools" else prosody_numbers)(r.get("get_prosody_features"))
+                       for r in rows]
+            if fit:
+                self._columns = sorted({name for row in numbers for name in row}) if self.features == "tools" \
+                    else list(PROSODY_FEATURES)
+            table = np.array([[row.get(name, math.nan) for name in self._columns] for row in numbers], float)
             if fit:
                 self._fill = np.nan_to_num(np.nanmean(table, axis=0))
                 self._scaler = StandardScaler().fit(np.where(np.isnan(table), self._fill, table))
@@ -314,5 +341,6 @@ __all__ = [
     "RandomAgent",
     "collect_split",
     "prosody_numbers",
+    "tool_numbers",
     "transcript_words",
 ]
