@@ -102,7 +102,7 @@ def test_a_label_baseline_on_a_plugin_env_with_another_answer_format_says_so(tmp
 def test_the_prosody_rule_on_a_five_label_env_names_the_labels_it_needs(tmp_path):
     line = error_line(affectgym_cli("eval", "affectgym/SpeechEmotion-v0", "--agent", "prosody-rule", "--out", str(tmp_path / "r")))
     assert "needs the labels sarcastic/sincere" in line and "'happy'" in line
-    assert re.search(r"agents that can: baseline, majority, probe", line)
+    assert re.search(r"agents that can: baseline, feature-probe, majority, probe", line)
 
 
 def test_the_abort_message_counts_the_failed_episodes_that_are_on_disk(tmp_path):

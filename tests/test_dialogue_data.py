@@ -158,8 +158,11 @@ def test_embedded_set_has_40_short_dialogues_with_well_formed_reference_replies(
 
 def test_split_is_stable_disjoint_and_by_dialogue():
     dialogues = load_embedded_dialogues()
-    train, held_out = split_dialogues(dialogues, "train"), split_dialogues(dialogues, "eval")
-    assert len(train) + len(held_out) == len(dialogues) and not {d.id for d in train} & {d.id for d in held_out}
+    sides = [{d.id for d in split_dialogues(dialogues, split)} for split in ("train", "validation", "eval")]
+    train, validation, held_out = sides
+    assert sum(map(len, sides)) == len(dialogues) and set.union(*sides) == {d.id for d in dialogues}
+    assert validation and held_out
+    held_out = split_dialogues(dialogues, "eval")
     assert [d.id for d in split_dialogues(list(reversed(dialogues)), "eval")] == [d.id for d in reversed(held_out)]
     with pytest.raises(ValueError, match="unknown split"):
         split_dialogues(dialogues, "test")

@@ -118,10 +118,11 @@ def test_turn_limit_truncates_and_missing_steps_score_zero():
 def test_same_seed_picks_the_same_arc_and_split_partitions_the_arcs():
     a, b = EmotionStateTextEnv(), EmotionStateTextEnv()
     assert a.reset(seed=5)[1]["scenario_id"] == b.reset(seed=5)[1]["scenario_id"]
-    train = set(EmotionStateTextEnv(split="train").scenario_ids)
-    evaluation = set(EmotionStateTextEnv(split="eval").scenario_ids)
-    assert train and evaluation and not train & evaluation
-    assert train | evaluation == set(EmotionStateTextEnv().scenario_ids)
+    train, validation, evaluation = (set(EmotionStateTextEnv(split=split).scenario_ids)
+                                     for split in ("train", "validation", "eval"))
+    assert train and validation and evaluation
+    assert not train & evaluation and not train & validation and not validation & evaluation
+    assert train | validation | evaluation == set(EmotionStateTextEnv().scenario_ids)
 
 
 def test_affectgym_checker_passes_gymnasium_fuzz_and_canary_checks():

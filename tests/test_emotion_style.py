@@ -73,13 +73,14 @@ def test_embedded_instructions_are_many_varied_and_unique() -> None:
 
 
 def test_split_is_stable_by_instruction_and_disjoint() -> None:
-    train = EmotionStyleEnv(classifier="nade", split="train")
-    evaluation = EmotionStyleEnv(classifier="nade", split="eval")
-    train_ids = {s.instruction_id for s in train.scenarios}
-    eval_ids = {s.instruction_id for s in evaluation.scenarios}
-    assert not train_ids & eval_ids
-    assert len(train_ids | eval_ids) == len(load_embedded_instructions())
-    assert 0.15 < len(eval_ids) / len(train_ids | eval_ids) < 0.25
+    train, validation, evaluation = (EmotionStyleEnv(classifier="nade", split=split)
+                                     for split in ("train", "validation", "eval"))
+    train_ids, validation_ids, eval_ids = ({s.instruction_id for s in env.scenarios}
+                                           for env in (train, validation, evaluation))
+    assert not train_ids & eval_ids and not train_ids & validation_ids and not validation_ids & eval_ids
+    assert len(train_ids | validation_ids | eval_ids) == len(load_embedded_instructions())
+    assert 0.15 < len(eval_ids) / len(load_embedded_instructions()) < 0.25
+    assert 0.05 < len(validation_ids) / len(load_embedded_instructions()) < 0.15
     assert [s.id for s in EmotionStyleEnv(classifier="nade", split="eval").scenarios] == evaluation.scenario_ids
 
 

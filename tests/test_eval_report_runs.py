@@ -126,7 +126,9 @@ def test_a_corpus_without_pivots_gets_no_pivot_or_has_audio_rows(runs, tmp_path)
 
 
 def test_a_flag_that_splits_the_episodes_keeps_its_rows(tmp_path):
-    run = evaluate(tmp_path / "sarcasm", env_id="affectgym/Sarcasm-v0", agent="random", n=None)
+    # v1's eval split holds pivot pairs and lines said one way only
+    run = evaluate(tmp_path / "sarcasm", env_id="affectgym/Sarcasm-v0", agent="random", n=None,
+                   dataset="embedded-sarcasm-v1")
     subsets = json.loads((run / "summary.json").read_text())["classification"]["subsets"]
     text = write_report([run], tmp_path / "report").read_text()
     assert "| accuracy, pivot=true |" in text and "| accuracy, pivot=false |" in text

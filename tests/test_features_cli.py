@@ -118,7 +118,8 @@ def test_precompute_measures_a_whole_dataset_and_its_norms_so_a_new_envs_first_t
     args = _parse(["features", "precompute", "folder", "--data-dir", str(tmp_path / "corpus"), "--workers", "2"])
     assert args.func(args) == 0
     said = capsys.readouterr().out
-    assert "6 of 6 clips measured and cached" in said and "corpus norms over the clips of corpus, 6 clips" in said
+    # three takes a label: one each to eval, validation and train, so the norms are the 2 train takes
+    assert "6 of 6 clips measured and cached" in said and "corpus norms over the clips of corpus (train split), 2 clips" in said
     assert len(list((tmp_path / "cache" / "norms").glob("*.json"))) == 1
 
     measured, computed = [], []
@@ -129,5 +130,5 @@ def test_precompute_measures_a_whole_dataset_and_its_norms_so_a_new_envs_first_t
     env = affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(tmp_path / "corpus"), split="all")
     env.reset(seed=0)
     observation = env.step('<tool_call>{"name": "get_prosody_features", "arguments": {}}</tool_call>')[0]
-    assert "bands vs the clips of corpus, 6 clips" in observation
+    assert "bands vs the clips of corpus (train split), 2 clips" in observation
     assert measured == [] and computed == [], "nothing was measured or computed again"

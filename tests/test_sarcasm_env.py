@@ -101,7 +101,8 @@ def test_tool_outputs_never_name_the_clip_or_its_label():
 def test_train_and_eval_splits_are_disjoint_stable_and_class_balanced():
     train, evaluation = SarcasmEnv(split="train"), SarcasmEnv(split="eval")
     train_ids, eval_ids = set(train.scenario_ids), set(evaluation.scenario_ids)
-    assert not train_ids & eval_ids and len(train_ids | eval_ids) == len(train.all_clips)
+    validation_ids = set(SarcasmEnv(split="validation").scenario_ids)
+    assert not train_ids & eval_ids and len(train_ids | validation_ids | eval_ids) == len(train.all_clips)
     assert eval_ids == set(SarcasmEnv(split="eval").scenario_ids)
     labels = [c.label for c in evaluation.scenarios]
     assert labels.count("sarcastic") == labels.count("sincere")
@@ -109,8 +110,8 @@ def test_train_and_eval_splits_are_disjoint_stable_and_class_balanced():
 
 
 def test_unknown_arguments_fail_with_the_accepted_values():
-    with pytest.raises(ValueError, match="accepted: 'train', 'eval', 'all', or a ClipSplit"):
-        SarcasmEnv(split="validation")
+    with pytest.raises(ValueError, match="accepted: 'train', 'validation', 'eval', 'all', or a ClipSplit"):
+        SarcasmEnv(split="dev")
     with pytest.raises(ValueError, match="rubric must be a Rubric or one of multi, single, label"):
         SarcasmEnv(rubric="dense")
     with pytest.raises(ValueError, match="task_format answer must be one of json, word, yesno"):

@@ -547,8 +547,8 @@ def test_meld_reads_its_csvs_mp4_clips_and_the_dialogue_context(tmp_path):
     report = check_env(every, raise_on_problem=False)
     # the leakage check runs on the corpus's own train and dev partitions (in this fixture the
     # speaker decides the emotion, so a text memoriser beats chance: the check says so)
-    assert report.leakage.startswith("text memoriser on 4 eval scenarios")
-    assert [p for p in report.problems if not p.startswith("leakage:")] == []
+    assert report.leakage.startswith("eval: text memoriser on 4 eval scenarios")
+    assert [p for p in report.problems if not p.startswith("leakage (")] == []
 
 
 def _emobox(root, folds=2):
@@ -658,7 +658,9 @@ def test_leave_one_speaker_out_holds_that_speaker_out_whole_and_check_env_tests_
     assert "actor03" not in {c.speaker for c in train.scenarios} and len(train.scenarios) == 24
     assert base.split_parts() == (split.with_part("train"), split)
     report = check_env(held, max_scenarios=4, fuzz_actions=100, raise_on_problem=False)
-    assert report.leakage.endswith(": OK"), report.leakage
+    eval_result, validation_result = report.leakage.split(" | ")
+    assert eval_result.endswith(": OK"), report.leakage
+    assert validation_result.startswith("validation: none (") and "validation_held_out" in validation_result
 
 
 def test_a_split_object_that_cannot_apply_names_what_the_dataset_has(tmp_path):
@@ -674,7 +676,7 @@ def test_a_split_object_that_cannot_apply_names_what_the_dataset_has(tmp_path):
         affectgym.make("affectgym/SpeechEmotion-v0", split=Partition("test"), **kwargs)
     with pytest.raises(ValueError, match="field must be one of speaker, show, group, got 'actor'"):
         LeaveOneGroupOut("actor", "01")
-    with pytest.raises(ValueError, match="part must be one of train, eval, got 'dev'"):
+    with pytest.raises(ValueError, match="part must be one of train, validation, eval, got 'dev'"):
         LeaveOneGroupOut("speaker", "actor01", part="dev")
 
 

@@ -32,7 +32,7 @@ def test_prosody_bands_of_a_folder_dataset_name_the_users_clips_as_their_norms(f
     clip = folder_env.unwrapped.scenarios[0]
     folder_env.reset(options={"scenario_id": clip.id})
     header = folder_env.step(call("get_prosody_features"))[0].splitlines()[0]
-    assert "bands vs the clips of my_corpus, 4 clips" in header and "embedded" not in header
+    assert "bands vs the clips of my_corpus (train split), 4 clips" in header and "embedded" not in header
 
 
 def test_a_clip_without_a_transcript_file_is_not_shown_as_a_spoken_line(folder_env):

@@ -20,10 +20,11 @@ def _lines(env):
     return {" ".join(c.transcript.lower().split()) for c in env.scenarios}
 
 
-def test_no_embedded_sarcasm_line_is_heard_in_both_train_and_eval():
-    train, evaluation = SarcasmEnv(split="train"), SarcasmEnv(split="eval")
+def test_no_embedded_sarcasm_line_is_heard_in_two_of_train_validation_and_eval():
+    train, validation, evaluation = (SarcasmEnv(split=split) for split in ("train", "validation", "eval"))
     assert not _lines(train) & _lines(evaluation)
-    assert len(train.scenarios) + len(evaluation.scenarios) == len(train.all_clips)
+    assert not _lines(train) & _lines(validation) and not _lines(validation) & _lines(evaluation)
+    assert len(train.scenarios) + len(validation.scenarios) + len(evaluation.scenarios) == len(train.all_clips)
 
 
 def test_eval_keeps_pivot_pairs_whole_so_text_alone_cannot_beat_chance_there():
@@ -54,11 +55,13 @@ def test_leakage_check_fails_on_a_clip_level_split_of_pivot_pairs():
 
 def test_check_env_reports_the_leakage_check_and_flags_a_leaky_split():
     good = affectgym.check_env(affectgym.make("affectgym/Sarcasm-v0", split="eval"), fuzz_actions=20)
-    assert good.leakage.endswith(": OK")
+    eval_result, validation_result = good.leakage.split(" | ")
+    assert eval_result.startswith("eval: ") and eval_result.endswith(": OK")
+    assert validation_result.startswith("validation: ") and validation_result.endswith(": OK")
     leaky = affectgym.check_env(
         affectgym.make("affectgym/Sarcasm-v0", split="eval", group_by="clip"), fuzz_actions=20, raise_on_problem=False
     )
-    assert any(problem.startswith("leakage:") and "LEAKY" in problem for problem in leaky.problems)
+    assert any(problem.startswith("leakage (eval vs train):") and "LEAKY" in problem for problem in leaky.problems)
 
 
 def test_check_env_says_why_it_skips_the_leakage_check_on_an_env_without_labels():

@@ -96,14 +96,16 @@ def test_balanced_interleaving_alternates_classes_and_oversampling_repeats_flagg
 
 @pytest.mark.parametrize("rows_per_batch", [2, 4])
 def test_grouped_rows_keep_both_deliveries_of_a_line_in_one_batch_despite_one_clip_lines(rows_per_batch):
-    # Sarcasm-v0's train split has lines spoken both ways and lines with one clip: without
-    # packing, the first one-clip line shifts every later pair across a batch boundary.
-    env = make_env("affectgym/Sarcasm-v0", {"split": "train"})
+    # v1's train split has lines spoken both ways and lines with one clip: without packing,
+    # the first one-clip line shifts every later pair across a batch boundary.
+    v1 = {"dataset": "embedded-sarcasm-v1"}
+    env = make_env("affectgym/Sarcasm-v0", {"split": "train", **v1})
     sizes = {}
     for scenario in env.scenarios:
         sizes[env.split_group(scenario)] = sizes.get(env.split_group(scenario), 0) + 1
     assert {1, 2} <= set(sizes.values())
-    dataset = to_dataset("affectgym/Sarcasm-v0", n=240, group_rows=True, rows_per_batch=rows_per_batch)
+    dataset = to_dataset("affectgym/Sarcasm-v0", n=240, env_kwargs=v1, group_rows=True,
+                         rows_per_batch=rows_per_batch)
     groups = [env.split_group(env.get_scenario(i)) for i in dataset["scenario_id"]]
     for start in range(0, len(groups), rows_per_batch):
         batch = groups[start:start + rows_per_batch]

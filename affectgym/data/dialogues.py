@@ -381,13 +381,14 @@ def load_hub_dialogues(name: str = HUB_DATASET, config: str | None = None) -> li
 
 
 def split_dialogues(dialogues: Sequence[Dialogue], split: str, eval_fraction: float = 0.2) -> list[Dialogue]:
-    """The dialogues of ``split`` (``"train"``, ``"eval"``, ``"all"``): a stable hash split by dialogue id.
+    """The dialogues of ``split`` (``"train"``, ``"validation"``, ``"eval"``, ``"all"``): a stable hash split by dialogue id.
 
-    A dialogue's turns never straddle the split.
+    A dialogue's turns never straddle the split. Validation is carved out of train
+    (:mod:`affectgym.data.splits`), so eval is the same with or without it.
 
     >>> ds = [Dialogue(f"ed{i:03d}", ()) for i in range(1, 45)]
-    >>> len(split_dialogues(ds, "eval")), len(split_dialogues(ds, "train"))
-    (9, 35)
+    >>> [len(split_dialogues(ds, split)) for split in ("train", "validation", "eval")]
+    [31, 4, 9]
     """
     chosen = set(select_split([(d.id, "dialogue") for d in dialogues], split, eval_fraction))
     return [d for d in dialogues if d.id in chosen]

@@ -13,10 +13,11 @@ determinism), an affectgym text environment must:
    (observations, tool outputs, messages, tool schemas, the flat prompt) is identical,
    and no scenario id contains a label word;
 4. score each of its reward-hacking canaries below its reference answer;
-5. hold its eval split out: a text-only memoriser fitted on the train split must stay at
-   chance on eval (:mod:`affectgym.envs.leakage`; run for envs made by ``gym.make`` whose
-   scenarios carry labels and that define ``scenario_text``, on the two sides of the env's
-   own split when it names them with ``split_parts()``, else ``"train"`` and ``"eval"``).
+5. hold its eval and validation splits out: a text-only memoriser fitted on the train split
+   must stay at chance on eval, and on validation where the split has one
+   (:mod:`affectgym.envs.leakage`; run for envs made by ``gym.make`` whose scenarios carry
+   labels and that define ``scenario_text``, on the sides of the env's own split when it
+   names them with ``split_parts()``, else ``"train"``, ``"validation"`` and ``"eval"``).
 """
 
 from __future__ import annotations
@@ -270,23 +271,40 @@ def _check_split_leakage(env: gym.Env, report: CheckReport) -> None:
         )
         return
     try:
-        # an env whose split is an object names its two sides (split_parts); else the names
-        parts = base.split_parts() if hasattr(base, "split_parts") else ("train", "eval")
-        splits = [gym.make(spec.id, **{**spec.kwargs, "split": split}) for split in parts]
+        # an env whose split is an object names its sides (split_parts); else the names
+        train, evaluated = base.split_parts() if hasattr(base, "split_parts") else ("train", "eval")
+        made = {"train": gym.make(spec.id, **{**spec.kwargs, "split": train}),
+                "eval": gym.make(spec.id, **{**spec.kwargs, "split": evaluated})}
     except (ValueError, TypeError, KeyError) as exc:
         report.leakage = f"skipped: its train and eval splits could not be made ({exc})"
         return
+    validation = _validation_side(spec, train)
+    if isinstance(validation, gym.Env):
+        made["validation"] = validation
     try:
-        result = check_leakage(*splits)
+        results = {side: check_leakage(made["train"], made[side]) for side in made if side != "train"}
     except ImportError:
         report.leakage = "skipped: needs scikit-learn (pip install 'affectgym[eval]')"
         return
     finally:
-        for made in splits:
-            made.close()
-    report.leakage = str(result)
-    if not result.passed:
-        report.problems.append(f"leakage: {result}")
+        for split_env in made.values():
+            split_env.close()
+    lines = [f"{side}: {result}" for side, result in results.items()]
+    if isinstance(validation, str):
+        lines.append(f"validation: {validation}")
+    report.leakage = " | ".join(lines)
+    for side, result in results.items():
+        if not result.passed:
+            report.problems.append(f"leakage ({side} vs train): {result}")
+
+
+def _validation_side(spec: Any, train: Any) -> gym.Env | str:
+    """The env remade on the validation side of its split, or why there is none (some splits have no such side)."""
+    try:
+        side = train.with_part("validation") if hasattr(train, "with_part") else "validation"
+        return gym.make(spec.id, **{**spec.kwargs, "split": side})
+    except (ValueError, TypeError, KeyError) as exc:
+        return f"none ({exc})"
 
 
 def _run(report: CheckReport, what: str, check: Callable[[], None]) -> None:

@@ -183,8 +183,8 @@ class DialogueEnv(AffectEnv):
 
     ## Arguments
     ``dataset`` ("embedded" | "file" | "hub"), ``data_file`` (a LLaMA-Factory JSON/JSONL
-    file; implies "file"), ``hub_name``, ``split`` ("train" | "eval" | "all"; a stable hash
-    split by dialogue id), ``eval_fraction`` (0.2), ``user_simulator`` (``None``: the
+    file; implies "file"), ``hub_name``, ``split`` ("train" | "validation" | "eval" | "all"; a
+    stable hash split by dialogue id, validation carved from train so eval is unchanged by it), ``eval_fraction`` (0.2), ``user_simulator`` (``None``: the
     dataset's scripted user turns; or any callable ``messages -> str`` that plays the user
     from the second turn on: it receives a one-message chat, :func:`user_simulator_messages`,
     asking for the user's next line in the emotion the dialogue's arc gives that turn, over

@@ -143,7 +143,7 @@ class EmotionStateTextEnv(AffectEnv):
       a :class:`~affectgym.envs.state_text_format.StateTextFormat` | a mapping of its fields.
     - ``rubric``: a :class:`~affectgym.rewards.rubric.Rubric` of one's own (default: each
       reward component's mean over the episode, weighted as in the numeric env).
-    - ``split``: ``"all"`` (default), ``"train"`` or ``"eval"`` (a fixed hash split of arcs).
+    - ``split``: ``"all"`` (default), ``"train"``, ``"validation"`` or ``"eval"`` (a fixed hash split of arcs).
 
     ## Version History
 

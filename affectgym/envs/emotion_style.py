@@ -199,7 +199,8 @@ class EmotionStyleEnv(AffectEnv):
     ## Arguments
     ``instructions`` ("embedded" | "wizardlm"), ``data_file`` (local JSON/JSONL/parquet;
     WizardLM records or ``instruction`` records), ``max_instructions``, ``split`` ("train",
-    "eval", "all"; a stable hash split by instruction), ``eval_fraction`` (0.2), ``labels``
+    "validation", "eval", "all"; a stable hash split by instruction, validation carved from
+    train so eval is unchanged by it), ``eval_fraction`` (0.2), ``labels``
     ("basic" | "open" | "all" | a list), ``emotions_per_instruction`` (None = every label),
     ``task_format`` (how the prompt is written and the reply read: "default" | "preface" |
     "tag-only", see :data:`~affectgym.envs.style_format.STYLE_FORMATS` | a

@@ -57,9 +57,10 @@ class SarcasmEnv(SpeechEmotionEnv):
     ``DIR/sarcasm_data.json`` in MUStARD's format (audio from ``DIR/audio/<id>.<ext>`` or
     ``DIR/utterances_final/<id>.mp4`` when present), or ``"hub"`` (downloads MUStARD; fails
     with one line naming ``data_dir`` when offline).
-    ``split``: ``"train"`` / ``"eval"`` / ``"all"`` (stable 80/20 hash split by line: both
-    deliveries of a pivot line are held out together, so eval keeps its pivot pairs and no
-    eval line is heard in train; ``group_by`` changes the grouping),
+    ``split``: ``"train"`` / ``"validation"`` / ``"eval"`` / ``"all"`` (stable 70/10/20 hash
+    split by line: both deliveries of a pivot line are held out together, so eval and
+    validation keep their pivot pairs and no held-out line is heard in train; validation was
+    carved from train, so eval is as before; ``group_by`` changes the grouping),
     ``mustard_fold(k)`` or ``mustard_fold(k, part="train")`` (MUStARD's speaker-dependent
     fold k = 1..5, its test part by default; needs ``DIR/split_indices.json``),
     ``SPEAKER_INDEPENDENT`` or ``SPEAKER_INDEPENDENT.with_part("train")`` (test on FRIENDS,

@@ -20,6 +20,7 @@ from affectgym.data.speech_sources import (
     screen_clips,
 )
 from affectgym.data.speech_splits import ClipSplit, HashSplit, SplitContext, coerce_split
+from affectgym.data.splits import VALIDATION_FRACTION
 from affectgym.envs.core import AffectEnv, Trace, successful_tool_calls, tool
 from affectgym.envs.label_format import LabelFormat, final_answer, parse_label_answer
 from affectgym.envs.speech_rubrics import (
@@ -97,15 +98,18 @@ class SpeechEmotionEnv(AffectEnv):
     ``data_dir`` a folder or a manifest; "folder"; "manifest", ``data_dir`` then a CSV or JSONL
     file of ``path,label[,transcript,speaker,group,split]`` rows; "ravdess", "crema-d",
     "iemocap", "msp-podcast", "meld", each in its own layout under ``data_dir``
-    (:mod:`affectgym.data.corpora`); or a plug-in's), ``data_dir``, ``split`` ("train", "eval", "all",
-    or one of the dataset's own partitions when every clip has one, e.g. a manifest's ``split`` column;
-    a stable hash split by group: every clip of a group lands on one side, and groups whose
-    clips carry the same labels are held out in the same proportion; or a split object of
+    (:mod:`affectgym.data.corpora`); or a plug-in's), ``data_dir``, ``split`` ("train", "validation", "eval",
+    "all", or one of the dataset's own partitions when every clip has one, e.g. a manifest's ``split``
+    column, "validation" then being its valid/dev partition; a stable hash split by group: every clip
+    of a group lands on one side, and groups whose clips carry the same labels are held out in the
+    same proportion, validation carved from what was train, so train is smaller by the validation
+    groups and eval is unchanged; or a split object of
     :mod:`affectgym.data.speech_splits`: ``HashSplit``, ``Partition``, ``LeaveOneGroupOut``
     (one speaker, show or session out), ``IdFolds``), ``group_by`` (what a
     group is: ``"transcript"``, the default when ``None``: every clip of one line, whatever
     the voice or delivery; ``"speaker"``; ``"clip"``: no grouping; or a JSON/CSV file mapping
     each clip, by path under ``data_dir`` or by id, to a group), ``eval_fraction`` (0.2),
+    ``validation_fraction`` (0.1 of each label stratum's groups, at least one in a stratum of three or more),
     ``task_format`` (a :class:`~affectgym.envs.label_format.LabelFormat`, a name of
     ``LABEL_FORMATS``: "json" (the default) | "word" | "yesno" | "short-yesno", or its
     mapping, e.g. ``{"answer": "yesno", "flat_prompt": "compact"}`` ("short-yesno"):
@@ -146,6 +150,7 @@ class SpeechEmotionEnv(AffectEnv):
         split: str | ClipSplit = "train",
         group_by: str | None = None,
         eval_fraction: float = 0.2,
+        validation_fraction: float = VALIDATION_FRACTION,
         task_format: LabelFormat | str | Mapping[str, Any] | None = None,
         rubric: Rubric | str = "multi",
         reward_weights: Mapping[str, float] | None = None,
@@ -179,6 +184,7 @@ class SpeechEmotionEnv(AffectEnv):
         self.data_dir = data_dir
         self.group_by = group_by
         self.eval_fraction = eval_fraction
+        self.validation_fraction = validation_fraction
         self.reward_weights = dict(reward_weights or {})
         self.prosody_backend = prosody_backend
         self.norms_mode = norms
@@ -241,11 +247,13 @@ class SpeechEmotionEnv(AffectEnv):
 
     def split_clips(self) -> list[SpeechClip]:
         """The clips of this env's split (:attr:`clip_split`)."""
-        context = SplitContext(data_dir=self.data_dir, groups=self._groups, eval_fraction=self.eval_fraction)
+        context = SplitContext(data_dir=self.data_dir, groups=self._groups, eval_fraction=self.eval_fraction,
+                               validation_fraction=self.validation_fraction)
         return self.clip_split.select(self.all_clips, context)
 
     def split_parts(self) -> tuple[ClipSplit, ClipSplit]:
-        """The train and eval sides of this env's split (``check_env`` remakes both to test for leakage).
+        """The train and eval sides of this env's split (``check_env`` remakes both, and the validation side
+        ``train.with_part("validation")`` where the split has one, to test for leakage).
 
         For ``split="all"``, the dataset's default sides: its own partitions when every clip
         has one, else the hash split by group.
@@ -426,7 +434,8 @@ class SpeechEmotionEnv(AffectEnv):
     def norm_clips(self) -> list[SpeechClip]:
         """The clips norms are fitted on: the train side of this env's split, so no held-out audio shapes a band."""
         train, _ = self.split_parts()
-        context = SplitContext(data_dir=self.data_dir, groups=self._groups, eval_fraction=self.eval_fraction)
+        context = SplitContext(data_dir=self.data_dir, groups=self._groups, eval_fraction=self.eval_fraction,
+                               validation_fraction=self.validation_fraction)
         return [c for c in train.select(self.all_clips, context) if c.audio_path]
 
     def speaker_baseline(self, clip: SpeechClip) -> Any:
@@ -447,7 +456,7 @@ class SpeechEmotionEnv(AffectEnv):
             if len(pool) < 3:
                 pool = [c for c in self.all_clips if c.audio_path and c.speaker == clip.speaker]
                 name = f"speaker {clip.speaker}'s own baseline ({len(pool)} clips, unlabelled)"
-            self._norms_cache[key] = self._fitted_norms(pool, name) if len(pool) >= 3 else None
+            self._norms_cache[key] = self._fitted_norms(pool, name, count_clips=False) if len(pool) >= 3 else None
         return self._norms_cache[key]
 
     def _norms(self, clip: SpeechClip, mode: str | None = None) -> Any:
@@ -467,8 +476,9 @@ class SpeechEmotionEnv(AffectEnv):
             self._norms_cache[key] = self._fitted_norms(pool, name)
         return self._norms_cache[key]
 
-    def _fitted_norms(self, pool: Sequence[SpeechClip], name: str) -> Any:
-        """Norms of ``pool``'s prosody (built-in defaults with fewer than two measurable clips), cached on disk."""
+    def _fitted_norms(self, pool: Sequence[SpeechClip], name: str, *, count_clips: bool = True) -> Any:
+        """Norms of ``pool``'s prosody (built-in defaults with fewer than two measurable clips), cached on disk;
+        their name is ``name``, followed by how many clips were measured unless ``count_clips`` is false."""
         from affectgym.features.norms_cache import cached_norms, norms_key
         from affectgym.features.prosody import ProsodyParams
         from affectgym.features.render import ProsodyNorms
@@ -477,7 +487,7 @@ class SpeechEmotionEnv(AffectEnv):
             prosodies = [p for p in (self._prosody(c) for c in pool) if p is not None]
             if len(prosodies) < 2:
                 return ProsodyNorms()
-            return ProsodyNorms.from_corpus(prosodies, name=f"{name}, {len(prosodies)} clips" if "clips" not in name else name)
+            return ProsodyNorms.from_corpus(prosodies, name=f"{name}, {len(prosodies)} clips" if count_clips else name)
 
         # computed once per pool and kept on disk (affectgym features precompute fills it ahead)
         stored = norms_key([c.audio_path for c in pool], self.prosody_backend, ProsodyParams(), name)

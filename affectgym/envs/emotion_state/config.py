@@ -86,7 +86,7 @@ class EmotionStateConfig:
     )
     split: str = field(
         default="all",
-        metadata={"help": "arcs served: 'all', or the 'train' or 'eval' part of a fixed hash split by arc name"},
+        metadata={"help": "arcs served: 'all', or the 'train', 'validation' or 'eval' part of a fixed split by arc name"},
     )
 
     def __post_init__(self) -> None:
@@ -95,7 +95,7 @@ class EmotionStateConfig:
         if not 0.0 <= self.start_noise <= 0.5:
             raise ValueError(f"start_noise must be in [0, 0.5], got {self.start_noise!r}")
         if self.split not in SPLITS:
-            raise ValueError(f"split {self.split!r} is not available; accepted: 'all', 'train', 'eval'")
+            raise ValueError(f"split {self.split!r} is not available; accepted: {', '.join(map(repr, SPLITS))}")
         # Frozen: normalise the two fields that accept several forms, once, here.
         object.__setattr__(self, "reward_weights", EmotionRewardWeights.coerce(self.reward_weights))
         if self.arc_names is not None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from affectgym.data.splits import assign_splits, check_split_name
 from affectgym.envs.emotion_state.dynamics import (
     ANGER_JOY_THRESHOLD,
     ANGER_SADNESS_LIMIT,
@@ -28,15 +29,16 @@ DATA_PACKAGE = "affectgym"
 DATA_DIR = ("data", "emotion_state")
 PRIOR_FILE = "transition_prior.json"
 ARCS_FILE = "arcs.json"
-SPLITS = ("all", "train", "eval")
+SPLITS = ("all", "train", "validation", "eval")
 EVAL_ARC_MODULUS = 5  # an arc is held out when crc32(name) % 5 == 0 (about one in five)
 
 
 def arc_split(name: str) -> str:
-    """The split an arc belongs to, ``"train"`` or ``"eval"``: a fixed hash of its name.
+    """Whether an arc is held out for eval (``"eval"``) or not (``"train"``): a fixed hash of its name.
 
     The numeric and the text env split their arcs by this one rule, so a policy trained on
-    one env's train arcs is never evaluated on them in the other.
+    one env's train arcs is never evaluated on them in the other. The validation arcs are
+    chosen among the ``"train"`` ones (:func:`arcs_in_split`).
 
     >>> arc_split("good_news"), arc_split("bad_news")
     ('eval', 'train')
@@ -45,17 +47,24 @@ def arc_split(name: str) -> str:
 
 
 def arcs_in_split(names: list[str] | tuple[str, ...], split: str) -> list[str]:
-    """The arc names of ``split`` (``"all"``, ``"train"`` or ``"eval"``), in their order.
+    """The arc names of ``split`` (``"all"``, ``"train"``, ``"validation"`` or ``"eval"``), in their order.
+
+    Eval is :func:`arc_split`'s; validation is the lowest-hash tenth of the others (at least
+    one arc once there are three; :func:`~affectgym.data.splits.assign_splits`), train the rest.
 
     Raises:
-        ValueError: ``split`` is not one of the three.
+        ValueError: ``split`` is not one of the four.
 
     >>> arcs_in_split(["good_news", "bad_news"], "eval")
     ['good_news']
+    >>> arcs_in_split(["good_news", "bad_news", "calm_day", "long_wait"], "validation")
+    ['bad_news']
     """
-    if split not in SPLITS:
-        raise ValueError(f"split {split!r} is not available; accepted: 'all', 'train', 'eval'")
-    return [name for name in names if split == "all" or arc_split(name) == split]
+    check_split_name(split, SPLITS)
+    if split == "all":
+        return list(names)
+    sides = assign_splits([(name, "arc") for name in names], eval_groups=lambda name: arc_split(name) == "eval")
+    return [name for name in names if sides[name] == split]
 
 
 def _read_json(
