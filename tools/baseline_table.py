@@ -3,9 +3,11 @@
 Each row of the first table is what ``affectgym eval affectgym/Sarcasm-v0 --agent NAME
 --split eval`` prints (the same runner, config and number format), and the line under it
 is the text-only memoriser of the leakage check that ``check_env`` runs. The second table
-is ``affectgym eval ENV --agent baseline`` for every built-in env (the baseline its class
-recommends), with ``random`` beside the controller on the numeric env. Paste the output
-into README.md whenever a corpus, a split or a baseline changes::
+is the discrimination ladder of ``affectgym data report affectgym/Sarcasm-v0`` on the
+embedded corpus v2 beside v1's. The third is ``affectgym eval ENV --agent baseline`` for
+every built-in env (the baseline its class recommends), with ``random`` beside the
+controller on the numeric env. Paste the output into README.md whenever a corpus, a split
+or a baseline changes::
 
     python tools/baseline_table.py
 """
@@ -21,6 +23,7 @@ from typing import Any
 ENV_ID = "affectgym/Sarcasm-v0"
 #: (agent spec, what it is), in the order of the table.
 BASELINES: tuple[tuple[str, str], ...] = (
+    ("feature-probe", "logistic regression on every number of the prosody tool, speaker-relative ones included"),
     ("prosody-rule", "thresholds on F0 range, F0 sd and pauses, fitted on train"),
     ("probe", "logistic regression on TF-IDF of the transcript + the prosody numbers"),
     ("probe-prosody", "the same probe, prosody numbers only"),
@@ -59,15 +62,14 @@ ENV_BASELINES: tuple[tuple[str, str, dict[str, Any]], ...] = (
 
 def env_baseline_row(env_id: str, spec: str, env_kwargs: Mapping[str, Any], agent: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
     """One row of the per-env table from a run's ``metadata.json`` agent entry and ``summary.json``."""
-    from affectgym.eval.summary import format_number
+    from affectgym.eval.summary import format_mean_ci95
 
-    reward = summary["reward"]
     name = agent["name"] if spec == "baseline" else spec
     shown = f"`{spec}` = `{name}`" if spec == "baseline" else f"`{spec}`"
     options = ", ".join(f"{key}={value!r}" for key, value in env_kwargs.items())
     return (
         f"| `{env_id.removeprefix('affectgym/')}`{f' ({options})' if options else ''} | {shown} "
-        f"| {format_number(reward['mean'])} ± {format_number(reward['ci95'])} | {summary['episodes']} |"
+        f"| {format_mean_ci95(summary['reward'])} | {summary['episodes']} |"
     )
 
 
@@ -117,9 +119,31 @@ def baseline_table(split: str = "eval", baselines: Sequence[tuple[str, str]] = B
     return "\n".join(lines) + "\n\n" + leakage_line(split)
 
 
+#: The corpora of the ladder table, (column heading, env kwargs), the default first.
+LADDER_CORPORA: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("v2 (default)", {}),
+    ("v1 (`dataset=\"embedded-sarcasm-v1\"`)", {"dataset": "embedded-sarcasm-v1"}),
+)
+
+
+def ladder_table(split: str = "eval", corpora: Sequence[tuple[str, dict[str, Any]]] = LADDER_CORPORA) -> str:
+    """The discrimination ladder on ``split`` of each corpus, one column each, and the cue the first one's rungs chose."""
+    from affectgym.eval.difficulty import discrimination_ladder
+    from affectgym.eval.summary import format_number
+
+    ladders = [discrimination_ladder(ENV_ID, split, kwargs, progress=False) for _, kwargs in corpora]
+    headings = " | ".join(f"{heading}: {split} accuracy" for heading, _ in corpora)
+    lines = [f"| rung (fitted on train) | {headings} | cue chosen on {corpora[0][0]} |",
+             "|---" * (len(corpora) + 2) + "|"]
+    for rungs in zip(*(ladder["rungs"] for ladder in ladders), strict=True):
+        cells = " | ".join(format_number(rung["accuracy"]) for rung in rungs)
+        lines.append(f"| {rungs[0]['name']} | {cells} | {rungs[0]['chosen'] or ''} |")
+    return "\n".join(lines)
+
+
 def baseline_tables(split: str = "eval") -> str:
-    """Both tables, as they sit in README.md between the baseline-table markers."""
-    return baseline_table(split) + "\n\n" + env_baseline_table(split)
+    """The three tables, as they sit in README.md between the baseline-table markers."""
+    return baseline_table(split) + "\n\n" + ladder_table(split) + "\n\n" + env_baseline_table(split)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
