@@ -270,17 +270,21 @@ def _check_split_leakage(env: gym.Env, report: CheckReport) -> None:
             "run affectgym.envs.leakage.check_leakage(train_env, eval_env)"
         )
         return
+    def remake(split: Any) -> gym.Env:
+        return gym.make(spec.id, **{**spec.kwargs, "split": split})
+
     try:
         # an env whose split is an object names its sides (split_parts); else the names
         train, evaluated = base.split_parts() if hasattr(base, "split_parts") else ("train", "eval")
-        made = {"train": gym.make(spec.id, **{**spec.kwargs, "split": train}),
-                "eval": gym.make(spec.id, **{**spec.kwargs, "split": evaluated})}
+        made = {"train": remake(train), "eval": remake(evaluated)}
     except (ValueError, TypeError, KeyError) as exc:
         report.leakage = f"skipped: its train and eval splits could not be made ({exc})"
         return
-    validation = _validation_side(spec, train)
-    if isinstance(validation, gym.Env):
-        made["validation"] = validation
+    no_validation = None
+    try:  # some splits have no validation side (a leave-one-out without a second value)
+        made["validation"] = remake(train.with_part("validation") if hasattr(train, "with_part") else "validation")
+    except (ValueError, TypeError, KeyError) as exc:
+        no_validation = f"none ({exc})"
     try:
         results = {side: check_leakage(made["train"], made[side]) for side in made if side != "train"}
     except ImportError:
@@ -290,21 +294,12 @@ def _check_split_leakage(env: gym.Env, report: CheckReport) -> None:
         for split_env in made.values():
             split_env.close()
     lines = [f"{side}: {result}" for side, result in results.items()]
-    if isinstance(validation, str):
-        lines.append(f"validation: {validation}")
+    if no_validation:
+        lines.append(f"validation: {no_validation}")
     report.leakage = " | ".join(lines)
     for side, result in results.items():
         if not result.passed:
             report.problems.append(f"leakage ({side} vs train): {result}")
-
-
-def _validation_side(spec: Any, train: Any) -> gym.Env | str:
-    """The env remade on the validation side of its split, or why there is none (some splits have no such side)."""
-    try:
-        side = train.with_part("validation") if hasattr(train, "with_part") else "validation"
-        return gym.make(spec.id, **{**spec.kwargs, "split": side})
-    except (ValueError, TypeError, KeyError) as exc:
-        return f"none ({exc})"
 
 
 def _run(report: CheckReport, what: str, check: Callable[[], None]) -> None:

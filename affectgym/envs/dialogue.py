@@ -184,11 +184,12 @@ class DialogueEnv(AffectEnv):
     ## Arguments
     ``dataset`` ("embedded" | "file" | "hub"), ``data_file`` (a LLaMA-Factory JSON/JSONL
     file; implies "file"), ``hub_name``, ``split`` ("train" | "validation" | "eval" | "all"; a
-    stable hash split by dialogue id, validation carved from train so eval is unchanged by it), ``eval_fraction`` (0.2), ``user_simulator`` (``None``: the
-    dataset's scripted user turns; or any callable ``messages -> str`` that plays the user
-    from the second turn on: it receives a one-message chat, :func:`user_simulator_messages`,
-    asking for the user's next line in the emotion the dialogue's arc gives that turn, over
-    the conversation so far, and returns that line; an LLM chat-completion function or an
+    stable hash split by dialogue id, validation carved from train so eval is unchanged by it),
+    ``eval_fraction`` (0.2), ``user_simulator`` (``None``: the dataset's scripted user turns;
+    or any callable ``messages -> str`` that plays the user from the second turn on: it
+    receives a one-message chat, :func:`user_simulator_messages`, asking for the user's next
+    line in the emotion the dialogue's arc gives that turn, over the conversation so far, and
+    returns that line; an LLM chat-completion function or an
     agent fits, and ``affectgym eval --user-simulator SPEC`` passes the agent ``SPEC``
     names), ``classifier`` ("nade" | "transformers" | "auto" | a model id or path | an
     :class:`~affectgym.rewards.classifier.EmotionClassifier` | a callable; see

@@ -247,9 +247,11 @@ class SpeechEmotionEnv(AffectEnv):
 
     def split_clips(self) -> list[SpeechClip]:
         """The clips of this env's split (:attr:`clip_split`)."""
-        context = SplitContext(data_dir=self.data_dir, groups=self._groups, eval_fraction=self.eval_fraction,
-                               validation_fraction=self.validation_fraction)
-        return self.clip_split.select(self.all_clips, context)
+        return self.clip_split.select(self.all_clips, self._split_context())
+
+    def _split_context(self) -> SplitContext:
+        return SplitContext(data_dir=self.data_dir, groups=self._groups, eval_fraction=self.eval_fraction,
+                            validation_fraction=self.validation_fraction)
 
     def split_parts(self) -> tuple[ClipSplit, ClipSplit]:
         """The train and eval sides of this env's split (``check_env`` remakes both, and the validation side
@@ -434,9 +436,7 @@ class SpeechEmotionEnv(AffectEnv):
     def norm_clips(self) -> list[SpeechClip]:
         """The clips norms are fitted on: the train side of this env's split, so no held-out audio shapes a band."""
         train, _ = self.split_parts()
-        context = SplitContext(data_dir=self.data_dir, groups=self._groups, eval_fraction=self.eval_fraction,
-                               validation_fraction=self.validation_fraction)
-        return [c for c in train.select(self.all_clips, context) if c.audio_path]
+        return [c for c in train.select(self.all_clips, self._split_context()) if c.audio_path]
 
     def speaker_baseline(self, clip: SpeechClip) -> Any:
         """The clip's speaker's own baseline (:class:`~affectgym.features.render.ProsodyNorms`), or ``None`` without one.
