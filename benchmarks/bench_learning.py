@@ -1,26 +1,38 @@
 """Does GRPO in affectgym teach? Trained vs base vs a format-only control, on held-out lines.
 
 The embedded SmolLM2-135M-Instruct is trained with GRPO (TRL, flat mode, LoRA on the last
-layers) on ``affectgym/Sarcasm-v0``'s train split, through the env's own reward functions,
-in the short form a 2-core CPU can afford (:mod:`affectgym.train.recipes`): the compact
-flat prompt (the context, the line and one line of delivery cues, ~130 tokens) and a yes/no answer to
-"is the line sarcastic?" (``reward="label"`` with the format weight at 0.05: 0.70 signed correctness + 0.05 format).
-Three arms, on the line-grouped eval split (no eval line is
-heard in train; its pivot pairs say the same words both ways, so text alone is at chance):
+layers) on ``affectgym/Sarcasm-v0``'s train split (corpus v2: no single cue decides the
+label), through the env's own reward functions, in the short form a 2-core CPU can afford
+(:mod:`affectgym.train.recipes`): a flat prompt (the context, the line and the delivery) and a
+yes/no answer to "is the line sarcastic?" (``reward="label"`` with the format weight at
+0.05: 0.70 signed correctness + 0.05 format). Three arms:
 
-* ``base``: the untrained model (greedy decoding: the same on every seed);
+* ``base``: the untrained model (greedy decoding: the same on every seed, played once);
 * ``control``: the same budget with the correctness weight set to 0, so only the answer
   format is rewarded; a gain of ``trained`` over it is a gain in hearing sarcasm, not in
   answering in the right format;
 * ``trained``: the full reward.
 
-Every arm is evaluated greedily every ``--eval-every`` steps (accuracy with unanswered
-counted wrong, answered rate, pivot accuracy, mean reward). Results are written as they
-come to ``benchmarks/results/learning_runs.jsonl`` (one line per evaluation, plus one per
-finished run); a rerun skips finished runs, so the benchmark resumes after an interruption.
-At the end it prints the table, writes ``benchmarks/results/learning.json`` (mean and 95%
-t-interval over seeds per arm, and the paired difference trained - control) and draws
-``docs/img/learning_curve.png``.
+The delivery's prompt form is the lever (``--form``): ``compact`` (the one-line summary in
+band words, relative to the corpus and to the speaker, ~150 tokens) or ``full`` (every
+tool's output, numbers included, ~600 tokens). On v2 an ideal reader of the compact line's
+words scores ~0.72 (a logistic regression over them, fitted on train), of the full numbers
+0.91 (``affectgym data report``).
+
+Protocol: the learning curve (greedy, every ``--eval-every`` steps) plays the **validation**
+split; settings are chosen on it (``--validation-only`` trains and stops there). The frozen
+recipe then plays the line-grouped **eval** split once per run, from the run's saved
+adapter, and the base model once. Intervals are the hierarchical bootstrap over seeds and
+line groups (:mod:`affectgym.eval.stats`), differences paired by (seed, clip), McNemar
+exact p; the best single-cue rule of the data report (``benchmarks/results/
+data_report_sarcasm_v2.json``, its clip-by-clip predictions) is the bar to clear. "Pivot
+pairs both right" counts the lines (said both ways) whose two clips are both answered right.
+
+Results are written as they come to ``benchmarks/results/learning_runs.jsonl`` (one line per
+validation point, per run and per eval play, with every reply); a rerun skips what is done,
+so the benchmark resumes after an interruption. It prints the tables, writes
+``benchmarks/results/learning.json`` and draws ``docs/img/learning_curve.png``;
+``--report-only`` regenerates them from the results file.
 
 Speed: the step time of the recipe (2 x 128 completions, each prompt run once a step) is
 printed beside that of the default flat recipe (the full ~600-token prompt, LoRA on every
@@ -29,10 +41,10 @@ trainer and with shared prompts, all measured in one run with ``--speed-steps`` 
 each (after a warm-up step) and split into generation and the rest (``--speed-steps 0``
 skips it).
 
-Usage: ``python benchmarks/bench_learning.py [--seeds 0 1 2] [--steps 80] [--eval-every 10]``
-(six runs of about 10 minutes each on one CPU core at 80 steps; run it under ``nohup`` and
-rerun to resume). On two cores, one process per core with ``--arms trained`` and ``--arms
-control`` (each pinned, ``OMP_NUM_THREADS=1``) halves the wall time; they append to one file.
+Usage: ``python benchmarks/bench_learning.py [--form compact] [--seeds 0 1 2] [--steps 80]``
+(run it under ``nohup`` and rerun to resume). On two cores, one process per core with
+``--arms trained`` and ``--arms control`` (each pinned, ``OMP_NUM_THREADS=1``) halves the
+wall time; they append to one file.
 """
 
 from __future__ import annotations
@@ -42,7 +54,6 @@ import dataclasses
 import functools
 import hashlib
 import json
-import math
 import shutil
 import statistics
 import sys
@@ -50,26 +61,51 @@ import time
 from pathlib import Path
 from typing import Any
 
+from affectgym.eval.stats import (
+    Estimate,
+    Observation,
+    format_p_value,
+    hierarchical_bootstrap,
+    mcnemar_counts,
+    mcnemar_exact_p,
+    method_text,
+    on_every_seed,
+    paired_difference,
+)
 from affectgym.train.recipes import SARCASM_ENV_ID as ENV_ID
-from affectgym.train.recipes import SARCASM_SHORT_FORM as ENV_KWARGS
+from affectgym.train.recipes import SARCASM_SHORT_FORM
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 RUNS_FILE = RESULTS / "learning_runs.jsonl"
 SUMMARY_FILE = RESULTS / "learning.json"
+DATA_REPORT = RESULTS / "data_report_sarcasm_v2.json"
 FIGURE = ROOT / "docs" / "img" / "learning_curve.png"
-METRICS = ("accuracy", "answered_rate", "pivot_accuracy", "reward")
+#: The prompt forms of the delivery the benchmark can train on (the lever).
+FORMS = ("compact", "full")
+#: The frozen recipe's form, chosen on the validation split (docs/benchmarks.md, "Levers").
+FORM = "compact"
+ARMS = ("base", "control", "trained")
+METRICS = ("accuracy", "answered_rate", "pivot_accuracy", "pivot_pairs_right")
+GROUPS = "line groups"
 
 
-def recipe(arm: str, seed: int, steps: int, eval_every: int, output_dir: Path) -> Any:
-    """The training options of one run: the package's CPU recipe, the control arm without correctness."""
+def env_kwargs(form: str) -> dict[str, Any]:
+    """Sarcasm-v0's short form with the delivery in ``form``."""
+    return {**SARCASM_SHORT_FORM, "task_format": {"answer": "yesno", "flat_prompt": form}}
+
+
+def recipe(arm: str, seed: int, steps: int, eval_every: int, output_dir: Path, form: str = FORM) -> Any:
+    """The training options of one run: the package's CPU recipe in ``form``, the control arm without correctness."""
     from affectgym.train.recipes import sarcasm_cpu_config
 
-    return sarcasm_cpu_config(output_dir, max_steps=steps, seed=seed, control=arm == "control", eval_every_steps=eval_every)
+    config = sarcasm_cpu_config(output_dir, max_steps=steps, seed=seed, control=arm == "control",
+                                eval_every_steps=eval_every, heldout_split="validation")
+    return dataclasses.replace(config, env_kwargs={**config.env_kwargs, **env_kwargs(form)})
 
 
-@functools.lru_cache(maxsize=1)
-def recipe_id() -> str:
+@functools.cache
+def recipe_id(form: str = FORM) -> str:
     """A short fingerprint of the recipe: its options (seed and folders aside) and the
     prompt the env renders for the first train clip, so that a change of the env's prompt
     counts as a new recipe too.
@@ -79,21 +115,21 @@ def recipe_id() -> str:
     """
     from affectgym.train.flatten import make_env
 
-    options = dataclasses.asdict(recipe("trained", 0, 1, 0, Path("runs")))
+    options = dataclasses.asdict(recipe("trained", 0, 1, 0, Path("runs"), form))
     for varying in ("seed", "max_steps", "n_train", "eval_every_steps", "output_dir"):
         options.pop(varying)
-    env = make_env(ENV_ID, {**ENV_KWARGS, "split": "train"})
+    env = make_env(ENV_ID, {**options["env_kwargs"], "split": "train"})
     options["first_prompt"] = env.flat_prompt(env.scenarios[0])
     return hashlib.sha1(json.dumps(options, sort_keys=True, default=str).encode()).hexdigest()[:10]
 
 
 def read_rows() -> list[dict[str, Any]]:
-    """Every line written so far with the current recipe."""
+    """Every line written so far with a current recipe (of any form)."""
     if not RUNS_FILE.is_file():
         return []
     rows = [json.loads(line) for line in RUNS_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
-    current = recipe_id()
-    return [row for row in rows if row.get("recipe_id") == current]
+    current = {recipe_id(form): form for form in FORMS}
+    return [row for row in rows if row.get("recipe_id") in current and current[row["recipe_id"]] == row.get("form")]
 
 
 def append_rows(rows: list[dict[str, Any]]) -> None:
@@ -103,27 +139,57 @@ def append_rows(rows: list[dict[str, Any]]) -> None:
             handle.write(json.dumps(row) + "\n")
 
 
-def finished(rows: list[dict[str, Any]], arm: str, seed: int, steps: int) -> bool:
-    return any(r.get("kind") == "run" and r["arm"] == arm and r["seed"] == seed and r["steps"] == steps for r in rows)
+def has_row(rows: list[dict[str, Any]], kind: str, form: str, arm: str, seed: int | None, steps: int) -> bool:
+    return any(r.get("kind") == kind and r["form"] == form and r["arm"] == arm and r["seed"] == seed
+               and r["steps"] == steps for r in rows)
 
 
-def run_arm(arm: str, seed: int, steps: int, eval_every: int, work: Path) -> None:
-    """Train one arm on one seed; append its held-out curve and its run line."""
+def run_dir(work: Path, form: str, arm: str, seed: int) -> Path:
+    return work / f"{form}-{arm}-seed{seed}"
+
+
+def run_arm(arm: str, seed: int, steps: int, eval_every: int, work: Path, form: str) -> None:
+    """Train one arm on one seed; append its validation curve and its run line (its adapter stays in ``work``)."""
     from affectgym.train.grpo import train
 
-    out = work / f"{arm}-seed{seed}"
+    out = run_dir(work, form, arm, seed)
     shutil.rmtree(out, ignore_errors=True)
     start_s = time.perf_counter()
-    summary = train(recipe(arm, seed, steps, eval_every, out))
+    summary = train(recipe(arm, seed, steps, eval_every, out, form))
     curve = [json.loads(line) for line in (out / "heldout.jsonl").read_text(encoding="utf-8").splitlines()]
     history = json.loads((out / "log_history.json").read_text(encoding="utf-8"))
     step_s = [row["step_time"] for row in history if "step_time" in row]
-    tags = {"arm": arm, "seed": seed, "steps": steps, "recipe_id": recipe_id()}
-    append_rows([{"kind": "eval", **tags, **point} for point in curve] + [{
+    tags = {"form": form, "arm": arm, "seed": seed, "steps": steps, "recipe_id": recipe_id(form)}
+    append_rows([{"kind": "curve", **tags, **point} for point in curve] + [{
         "kind": "run", **tags, "wall_s": round(time.perf_counter() - start_s, 1),
         "train_s": summary["train_s"], "step_s_median": statistics.median(step_s) if step_s else None,
         "first_reward": summary["first_reward"], "last_reward": summary["last_reward"],
     }])
+
+
+def play_eval(arm: str, seed: int | None, steps: int, work: Path, form: str) -> None:
+    """Play the eval split once, greedily: the base model, or a run's saved adapter; append every reply."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from affectgym.agents.models import resolve_model
+    from affectgym.train.grpo import eval_max_new_tokens
+    from affectgym.train.heldout import HeldOutEvaluator
+
+    config = recipe("trained", 0, steps, 0, work, form)
+    path = resolve_model(config.model)
+    model = AutoModelForCausalLM.from_pretrained(path)
+    if arm != "base":
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, str(run_dir(work, form, arm, seed) / "adapter")).merge_and_unload()
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    evaluator = HeldOutEvaluator(ENV_ID, config.env_kwargs, tokenizer, max_new_tokens=eval_max_new_tokens(config),
+                                 split="eval")
+    start_s = time.perf_counter()
+    played = evaluator.evaluate(model)
+    pivots = {s.id for s in evaluator.scenarios if getattr(s, "pivot", False)}
+    append_rows([{"kind": "eval", "form": form, "arm": arm, "seed": seed, "steps": steps, "recipe_id": recipe_id(form),
+                  "frozen": form == FORM, "eval_s": round(time.perf_counter() - start_s, 1), "pivots": sorted(pivots), **played}])
 
 
 def step_breakdown(config: Any, label: str) -> dict[str, Any]:
@@ -191,59 +257,98 @@ def measure_speed(steps: int, work: Path) -> None:
         max_completion_length=8, eval_episodes=0, output_dir=str(work / "speed-default"),
         env_kwargs={"rubric": "single"}, share_prompts=False,
     )
-    cpu = recipe("trained", 0, steps + 1, 0, work / "speed-recipe")
+    cpu = recipe("trained", 0, steps + 1, 0, work / "speed-recipe", FORM)
     small = dataclasses.replace(cpu, num_generations=8, batch_size=16)
     configs = (default, dataclasses.replace(small, share_prompts=False), small, cpu)
     rows = [step_breakdown(config, label) for config, label in zip(configs, SPEED_LABELS, strict=True)]
     append_rows([{**row, "recipe_id": recipe_id()} for row in rows])
 
 
-def t_interval(values: list[float]) -> tuple[float, float]:
-    """Mean and half-width of the 95% t-interval (0 for a single value)."""
-    from scipy import stats
-
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return mean, 0.0
-    half = stats.t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
-    return mean, float(half)
-
-
-def final_points(rows: list[dict[str, Any]], steps: int) -> dict[str, dict[int, dict[str, Any]]]:
-    """Per arm and seed: the last evaluation (``base`` = the step-0 evaluation of the trained runs).
-
-    Rewards are each arm's own (the control's rubric weighs correctness 0); accuracy,
-    answered rate and pivot accuracy do not depend on the arm.
-    """
-    points: dict[str, dict[int, dict[str, Any]]] = {"base": {}, "control": {}, "trained": {}}
+def eval_rows(rows: list[dict[str, Any]], form: str, steps: int) -> dict[str, list[dict[str, Any]]]:
+    """The eval plays of ``form`` by arm (base: its one play)."""
+    played: dict[str, list[dict[str, Any]]] = {arm: [] for arm in ARMS}
     for row in rows:
-        if row.get("kind") != "eval" or row["steps"] != steps:
-            continue
-        if row["step"] == 0 and row["arm"] == "trained":
-            points["base"][row["seed"]] = row
-        if row["step"] == steps:
-            points[row["arm"]][row["seed"]] = row
-    return points
+        if row.get("kind") == "eval" and row["form"] == form and row["steps"] == steps:
+            played[row["arm"]].append(row)
+    return played
 
 
-def summarise(rows: list[dict[str, Any]], steps: int) -> dict[str, Any]:
-    """The learning.json content: each arm's means and intervals, the paired difference."""
-    points = final_points(rows, steps)
-    summary: dict[str, Any] = {"env_id": ENV_ID, "env_kwargs": ENV_KWARGS, "steps": steps, "split": "eval"}
-    for arm, by_seed in points.items():
-        entry: dict[str, Any] = {"seeds": sorted(by_seed)}
-        for metric in METRICS:
-            values = [p[metric] for p in by_seed.values() if p.get(metric) is not None]
-            if values:
-                entry[f"{metric}_mean"], entry[f"{metric}_ci95"] = t_interval(values)
-        if by_seed:
-            entry["episodes"] = next(iter(by_seed.values()))["episodes"]
+def observations(plays: list[dict[str, Any]], metric: str) -> list[Observation]:
+    """Each eval play's clips (or, for ``pivot_pairs_right``, its pivot lines) as bootstrap observations."""
+    found = []
+    for play in plays:
+        seed = play["seed"] if play["seed"] is not None else 0
+        clips = sorted(play["correct"])
+        if metric == "accuracy":
+            found += [Observation(seed, clip, play["groups"][clip], float(play["correct"][clip])) for clip in clips]
+        elif metric == "answered_rate":
+            found += [Observation(seed, clip, play["groups"][clip], float(play["answers"][clip] is not None))
+                      for clip in clips]
+        elif metric == "pivot_accuracy":
+            found += [Observation(seed, clip, play["groups"][clip], float(play["correct"][clip]))
+                      for clip in clips if clip in play["pivots"]]
+        else:  # pivot_pairs_right: a pivot line counts when both of its clips are right
+            lines: dict[str, list[bool]] = {}
+            for clip in clips:
+                if clip in play["pivots"]:
+                    lines.setdefault(play["groups"][clip], []).append(play["correct"][clip])
+            found += [Observation(seed, line, line, float(all(right))) for line, right in sorted(lines.items())
+                      if len(right) == 2]
+    return found
+
+
+def cue_rule(plays: list[dict[str, Any]]) -> tuple[dict[str, Any], list[Observation]] | None:
+    """The data report's best single-cue rung on eval (the higher of one threshold and one band word) as observations."""
+    if not DATA_REPORT.is_file() or not plays:
+        return None
+    report = json.loads(DATA_REPORT.read_text(encoding="utf-8"))
+    rungs = [r for r in report["rungs"] if r["key"] in ("threshold", "threshold_vs_speaker", "band_word")
+             and r.get("predictions")]
+    if not rungs:
+        return None
+    best = max(rungs, key=lambda r: r["accuracy"])
+    play = plays[0]
+    labels = {clip: play["labels"][clip] for clip in play["correct"]}
+    found = [Observation(0, clip, play["groups"][clip], float(best["predictions"].get(clip) == labels[clip]))
+             for clip in sorted(labels)]
+    return {"name": best["name"], "rule": best["rule"], "accuracy": best["accuracy"]}, found
+
+
+def summarise(rows: list[dict[str, Any]], steps: int, form: str = FORM) -> dict[str, Any]:
+    """The learning.json content: the eval plays' estimates per arm, the paired differences, the validation levers."""
+    played = eval_rows(rows, form, steps)
+    summary: dict[str, Any] = {"env_id": ENV_ID, "env_kwargs": env_kwargs(form), "form": form, "steps": steps,
+                               "split": "eval", "recipe_id": recipe_id(form), "frozen": form == FORM,
+                               "intervals": method_text(GROUPS, mcnemar=True)}
+    for arm in ARMS:
+        plays = played[arm]
+        entry: dict[str, Any] = {"seeds": sorted(p["seed"] for p in plays if p["seed"] is not None)}
+        if plays:
+            entry["episodes"] = plays[0]["episodes"]
+            for metric in METRICS:
+                entry[metric] = hierarchical_bootstrap(observations(plays, metric)).to_dict()
         summary[arm] = entry
-    paired = sorted(set(points["trained"]) & set(points["control"]))
-    if paired:
-        deltas = [points["trained"][s]["accuracy"] - points["control"][s]["accuracy"] for s in paired]
-        mean, half = t_interval(deltas)
-        summary["delta_vs_control"] = {"seeds": paired, "mean": mean, "ci95_low": mean - half, "ci95_high": mean + half}
+    trained = played["trained"]
+    seeds = sorted(p["seed"] for p in trained)
+    if trained:
+        mine = observations(trained, "accuracy")
+        for reference in ("control", "base"):
+            if not played[reference]:
+                continue
+            theirs = observations(played[reference], "accuracy")
+            if reference == "base":
+                theirs = on_every_seed(theirs, seeds)
+            only_theirs, only_mine = mcnemar_counts(theirs, mine)
+            summary[f"trained_vs_{reference}"] = {
+                **paired_difference(theirs, mine).to_dict(),
+                "mcnemar": {"only_reference": only_theirs, "only_trained": only_mine,
+                            "p": mcnemar_exact_p(only_theirs, only_mine)}}
+        rule = cue_rule(trained)
+        if rule:
+            described, cue = rule
+            cue = on_every_seed(cue, seeds)
+            summary["best_single_cue"] = {**described, "difference": paired_difference(cue, mine).to_dict()}
+    summary["levers"] = lever_points(rows, steps)
     speed = {r["recipe"]: r for r in rows if r.get("kind") == "speed"}
     if set(speed) == set(SPEED_LABELS):
         default, trl_small, shared_small, cpu = (speed[label] for label in SPEED_LABELS)
@@ -256,23 +361,43 @@ def summarise(rows: list[dict[str, Any]], steps: int) -> dict[str, Any]:
     return summary
 
 
+def lever_points(rows: list[dict[str, Any]], steps: int) -> list[dict[str, Any]]:
+    """Per form, arm and seed: the validation accuracy at the last step and the best along the curve, and the step time."""
+    points = []
+    for row in rows:
+        if row.get("kind") != "run" or row["steps"] != steps:
+            continue
+        curve = [r for r in rows if r.get("kind") == "curve" and r["form"] == row["form"] and r["arm"] == row["arm"]
+                 and r["seed"] == row["seed"] and r["steps"] == steps]
+        if not curve:
+            continue
+        last = max(curve, key=lambda r: r["step"])
+        points.append({"form": row["form"], "arm": row["arm"], "seed": row["seed"], "validation_clips": last["episodes"],
+                       "validation_accuracy_last": last["accuracy"],
+                       "validation_accuracy_best": max(r["accuracy"] for r in curve),
+                       "validation_pivot_accuracy_last": last.get("pivot_accuracy"),
+                       "step_s_median": row["step_s_median"]})
+    return sorted(points, key=lambda p: (p["form"], p["arm"], p["seed"]))
+
+
+def _cell(entry: dict[str, Any], metric: str) -> str:
+    return Estimate.from_dict(entry[metric]).format(scope=False) if metric in entry else "n/a"
+
+
 def table(summary: dict[str, Any]) -> str:
-    """The side-by-side table of the arms (mean +/- 95% interval over seeds)."""
-
-    def cell(entry: dict[str, Any], metric: str) -> str:
-        if f"{metric}_mean" not in entry:
-            return "n/a"
-        return f"{entry[f'{metric}_mean']:.3f} +/- {entry[f'{metric}_ci95']:.3f}"
-
-    lines = [f"held-out {ENV_ID} ({summary.get('trained', {}).get('episodes', '?')} eval clips, line-grouped split), "
-             f"{summary['steps']} GRPO steps, mean +/- 95% CI over seeds",
-             f"{'arm':9s} {'seeds':>5s}  {'accuracy':>15s}  {'answered':>15s}  {'pivot acc.':>15s}  {'reward':>15s}"]
-    for arm in ("base", "control", "trained"):
+    """The side-by-side table of the arms on eval, the differences and the levers on validation."""
+    lines = [f"eval split of {ENV_ID} ({summary.get('trained', {}).get('episodes', '?')} clips, line-grouped), "
+             f"form {summary['form']}, {summary['steps']} GRPO steps; {summary['intervals']}",
+             f"{'arm':9s} {'seeds':>5s}  " + "  ".join(f"{m:>24s}" for m in METRICS)]
+    for arm in ARMS:
         entry = summary.get(arm, {})
-        lines.append(f"{arm:9s} {len(entry.get('seeds', [])):5d}  " + "  ".join(f"{cell(entry, m):>15s}" for m in METRICS))
-    delta = summary.get("delta_vs_control")
-    if delta:
-        lines.append(f"trained - control accuracy: {delta['mean']:+.3f} (95% CI {delta['ci95_low']:+.3f} to {delta['ci95_high']:+.3f})")
+        lines.append(f"{arm:9s} {len(entry.get('seeds', [])) or ('1' if entry.get('episodes') else '0'):>5}  "
+                     + "  ".join(f"{_cell(entry, m):>24s}" for m in METRICS))
+    lines += difference_lines(summary)
+    for point in summary.get("levers", []):
+        lines.append(f"validation, form {point['form']}, {point['arm']} seed {point['seed']}: accuracy "
+                     f"{point['validation_accuracy_last']:.3f} at the last step (best {point['validation_accuracy_best']:.3f}) "
+                     f"of {point['validation_clips']} clips, {point['step_s_median']:.1f} s a step")
     speed = summary.get("speed")
     if speed:
         for row in speed["rows"]:
@@ -290,35 +415,44 @@ def table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def difference_lines(summary: dict[str, Any]) -> list[str]:
+    """The paired differences of the trained arm, one sentence each (after a warning when the recipe is not the frozen one)."""
+    lines = []
+    if not summary["frozen"]:
+        lines.append(f"Not the frozen recipe (form {FORM}): an exploratory play of eval, not a result.")
+    for reference in ("control", "base"):
+        found = summary.get(f"trained_vs_{reference}")
+        if found:
+            test = found["mcnemar"]
+            lines.append(f"Trained - {reference} accuracy: {Estimate.from_dict(found).format(groups=GROUPS)}; McNemar "
+                         f"exact p {format_p_value(test['p'])} ({test['only_reference']} clips only {reference} has "
+                         f"right, {test['only_trained']} only trained).")
+    cue = summary.get("best_single_cue")
+    if cue:
+        lines.append(f"Trained - the best single-cue rule ({cue['name']}, {cue['rule']}; {cue['accuracy']:.3f}): "
+                     f"{Estimate.from_dict(cue['difference']).format(groups=GROUPS)}.")
+    return lines
+
+
 def markdown_table(summary: dict[str, Any]) -> str:
-    """The README's table of the arms: mean ± 95% CI over seeds, and the paired difference."""
-
-    def cell(entry: dict[str, Any], metric: str) -> str:
-        if f"{metric}_mean" not in entry:
-            return "n/a"
-        return f"{entry[f'{metric}_mean']:.3f} ± {entry[f'{metric}_ci95']:.3f}"
-
+    """The README's table of the arms on eval, and the paired differences."""
+    names = {"base": "base (untrained)", "control": "control (format-only reward)", "trained": "trained (full reward)"}
     lines = [
-        "| arm | seeds | held-out accuracy | answered | pivot accuracy | reward (the arm's own) |",
+        "| arm | seeds | accuracy | answered | pivot accuracy | pivot lines both right |",
         "|---|---|---|---|---|---|",
     ]
-    names = {"base": "base (untrained)", "control": "control (format-only reward)", "trained": "trained (full reward)"}
-    for arm in ("base", "control", "trained"):
+    for arm in ARMS:
         entry = summary.get(arm, {})
-        lines.append(f"| {names[arm]} | {len(entry.get('seeds', []))} | " + " | ".join(cell(entry, m) for m in METRICS) + " |")
-    delta = summary.get("delta_vs_control")
-    if delta:
-        lines.append("")
-        lines.append(
-            f"Trained - control held-out accuracy: {delta['mean']:+.3f} "
-            f"(95% CI {delta['ci95_low']:+.3f} to {delta['ci95_high']:+.3f}), {summary['steps']} GRPO steps, "
-            f"{summary.get('trained', {}).get('episodes', '?')} eval clips."
-        )
+        seeds = len(entry.get("seeds", [])) or (1 if entry.get("episodes") else 0)
+        lines.append(f"| {names[arm]} | {seeds} | " + " | ".join(_cell(entry, m) for m in METRICS) + " |")
+    lines += ["", f"{summary.get('trained', {}).get('episodes', '?')} eval clips, form `{summary['form']}`, "
+              f"{summary['steps']} GRPO steps; {summary['intervals']}."]
+    lines += ["", *difference_lines(summary)] if difference_lines(summary) else []
     return "\n".join(lines)
 
 
-def plot(rows: list[dict[str, Any]], steps: int, path: Path) -> None:
-    """Held-out accuracy vs step: trained and control (mean and min-max band over seeds), base, chance."""
+def plot(rows: list[dict[str, Any]], steps: int, path: Path, form: str = FORM) -> None:
+    """Validation accuracy vs step: trained and control (mean and min-max band over seeds), base, chance."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -327,12 +461,12 @@ def plot(rows: list[dict[str, Any]], steps: int, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
     colours = {"trained": "tab:blue", "control": "tab:orange"}
     labels = {"trained": "trained (full reward)", "control": "control (format-only reward)"}
-    base = [r["accuracy"] for r in rows if r.get("kind") == "eval" and r["steps"] == steps and r["step"] == 0
-            and r["arm"] == "trained"]
+    curve = [r for r in rows if r.get("kind") == "curve" and r["form"] == form and r["steps"] == steps]
+    base = [r["accuracy"] for r in curve if r["step"] == 0 and r["arm"] == "trained"]
     for arm in ("trained", "control"):
         by_step: dict[int, list[float]] = {}
-        for row in rows:
-            if row.get("kind") == "eval" and row["steps"] == steps and row["arm"] == arm:
+        for row in curve:
+            if row["arm"] == arm:
                 by_step.setdefault(row["step"], []).append(row["accuracy"])
         if not by_step:
             continue
@@ -344,14 +478,15 @@ def plot(rows: list[dict[str, Any]], steps: int, path: Path) -> None:
     if base:
         ax.axhline(statistics.fmean(base), color="tab:gray", lw=1.5, label="base model (untrained)")
     ax.axhline(0.5, color="black", lw=1, ls=":", label="chance (and any text-only reader)")
-    completions = recipe("trained", 0, steps, 0, Path("runs")).batch_size
+    completions = recipe("trained", 0, steps, 0, Path("runs"), form).batch_size
+    clips = curve[0]["episodes"] if curve else "?"
     ax.set_xlabel(f"GRPO step ({completions} completions per step)")
-    ax.set_ylabel("held-out accuracy (unanswered = wrong)")
+    ax.set_ylabel(f"validation accuracy ({clips} clips; unanswered = wrong)")
     ax.set_ylim(0, 1.02)
-    ax.set_title("Sarcasm-v0, SmolLM2-135M, held-out lines: accuracy during training", fontsize=10)
+    ax.set_title(f"Sarcasm-v0 (corpus v2), SmolLM2-135M, {form} prompt: validation accuracy during training",
+                 fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="center right", bbox_to_anchor=(1.0, 0.75), title="bands: min-max over seeds",
-              title_fontsize=8)
+    ax.legend(fontsize=8, loc="lower right", title="bands: min-max over seeds", title_fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
@@ -360,11 +495,14 @@ def plot(rows: list[dict[str, Any]], steps: int, path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--form", choices=FORMS, default=FORM, help=f"the delivery's prompt form (default: {FORM})")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--arms", nargs="+", choices=("trained", "control"), default=["trained", "control"],
                         help="which arms to train (e.g. one per process, to run two on two cores)")
     parser.add_argument("--steps", type=int, default=80, help="GRPO steps per run")
-    parser.add_argument("--eval-every", type=int, default=10, help="held-out evaluation every N steps")
+    parser.add_argument("--eval-every", type=int, default=10, help="validation evaluation every N steps")
+    parser.add_argument("--validation-only", action="store_true",
+                        help="train and record the validation curve only; play no eval (choosing a lever)")
     parser.add_argument("--speed-steps", type=int, default=2, help="steps timed per recipe for the speed table (0 = skip)")
     parser.add_argument("--work", default=str(ROOT / "runs" / "bench-learning"), help="scratch folder of the runs")
     parser.add_argument("--report-only", action="store_true", help="only summarise what the results file holds")
@@ -373,18 +511,24 @@ def main(argv: list[str] | None = None) -> int:
     if not args.report_only:
         for seed in args.seeds:
             for arm in args.arms:
-                if finished(read_rows(), arm, seed, args.steps):
-                    print(f"{arm} seed {seed}: done (in {RUNS_FILE.name})", flush=True)
-                    continue
-                print(f"{arm} seed {seed}: training {args.steps} steps ...", flush=True)
-                run_arm(arm, seed, args.steps, args.eval_every, work)
+                if has_row(read_rows(), "run", args.form, arm, seed, args.steps):
+                    print(f"{args.form} {arm} seed {seed}: trained (in {RUNS_FILE.name})", flush=True)
+                else:
+                    print(f"{args.form} {arm} seed {seed}: training {args.steps} steps ...", flush=True)
+                    run_arm(arm, seed, args.steps, args.eval_every, work, args.form)
+                if not args.validation_only and not has_row(read_rows(), "eval", args.form, arm, seed, args.steps):
+                    print(f"{args.form} {arm} seed {seed}: playing the eval split ...", flush=True)
+                    play_eval(arm, seed, args.steps, work, args.form)
+        if not args.validation_only and not has_row(read_rows(), "eval", args.form, "base", None, args.steps):
+            print("base: playing the eval split ...", flush=True)
+            play_eval("base", None, args.steps, work, args.form)
         if args.speed_steps and not any(r.get("kind") == "speed" for r in read_rows()):
             print(f"timing {args.speed_steps} steps of the default flat recipe and of the CPU recipe ...", flush=True)
             measure_speed(args.speed_steps, work)
     rows = read_rows()
-    summary = summarise(rows, args.steps)
+    summary = summarise(rows, args.steps, args.form)
     SUMMARY_FILE.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    plot(rows, args.steps, FIGURE)
+    plot(rows, args.steps, FIGURE, args.form)
     print(table(summary))
     print("\nREADME table (between its learning-table markers):\n" + markdown_table(summary))
     print(f"results: {RUNS_FILE.relative_to(ROOT)}, {SUMMARY_FILE.relative_to(ROOT)}; figure: {FIGURE.relative_to(ROOT)}")

@@ -121,7 +121,7 @@ def test_demo_job_warm_starts_trains_flat_and_plays_held_out_episodes_with_its_o
     assert (tmp_path / "demo" / "eval-trained" / "results.jsonl").is_file()
 
 
-def test_flat_run_with_last_layer_lora_writes_a_heldout_curve_scored_by_the_env(tiny_model, tmp_path):
+def test_flat_run_with_last_layer_lora_writes_a_validation_curve_scored_by_the_env(tiny_model, tmp_path):
     kwargs = {"task_format": {"answer": "word", "flat_prompt": "compact"}, "rubric": "label"}
     config = tiny_config(
         tiny_model, "affectgym/Sarcasm-v0", "flat", tmp_path, max_completion_length=4, lora_layers=1,
@@ -130,10 +130,11 @@ def test_flat_run_with_last_layer_lora_writes_a_heldout_curve_scored_by_the_env(
     train(config)
     curve = [json.loads(line) for line in (tmp_path / "heldout.jsonl").read_text().splitlines()]
     assert [row["step"] for row in curve] == [0, 1, 2]
-    eval_clips = affectgym.make("affectgym/Sarcasm-v0", split="eval", **kwargs).unwrapped.scenarios
-    for row in curve:
-        assert row["episodes"] == len(eval_clips)
-        assert sum(row["predictions"].values()) == len(eval_clips)
+    validation = affectgym.make("affectgym/Sarcasm-v0", split="validation", **kwargs).unwrapped.scenarios
+    for row in curve:  # settings are chosen on the curve, so it never plays eval
+        assert row["split"] == "validation" and row["episodes"] == len(validation)
+        assert set(row["correct"]) == {clip.id for clip in validation}
+        assert sum(row["predictions"].values()) == len(validation)
         assert 0.0 <= row["accuracy"] <= row["answered_rate"] <= 1.0 and "pivot_accuracy" in row
     adapter = json.loads((tmp_path / "adapter" / "adapter_config.json").read_text())
     assert adapter["layers_to_transform"] == [1]  # the tiny model's last of 2 layers
@@ -178,3 +179,13 @@ def test_a_one_step_run_builds_its_training_env_once_and_one_per_rollout_slot(ti
     rollout_slots = config.batch_size if mode == "multiturn" else 0  # TRL's environment_factory: one env per rollout
     assert built.count("train") == 1 + rollout_slots, "the scoring env is shared by the dataset, the rewards and the tools"
     assert built.count("eval") == 2 * config.eval_episodes, "base and trained: one env per concurrent episode"
+
+
+def test_heldout_evaluation_plays_the_validation_or_the_eval_split_never_train():
+    from affectgym.train.heldout import HeldOutEvaluator
+
+    with pytest.raises(ValueError, match="plays 'validation' or 'eval', got split='train'"):
+        HeldOutEvaluator("affectgym/Sarcasm-v0", {}, tokenizer=None, split="train")
+    with pytest.raises(ValueError, match="heldout_split must be one of 'validation', 'eval', got 'train'"):
+        TrainConfig(env_id="affectgym/Sarcasm-v0", heldout_split="train")
+    assert TrainConfig(env_id="affectgym/Sarcasm-v0").heldout_split == "validation"

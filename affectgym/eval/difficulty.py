@@ -68,6 +68,7 @@ class ClipReading:
     Attributes:
         label: The gold label.
         group: The clip's split group.
+        clip_id: The clip's id (``""`` for clips made up in tests).
         text: What a text-only reader sees.
         numbers: The numeric measurements by name (``None`` where unmeasured).
         bands: The band indicators of the tool's text (``"Pitch mean: HIGH"``).
@@ -78,6 +79,7 @@ class ClipReading:
     text: str
     numbers: Mapping[str, float | None]
     bands: frozenset[str]
+    clip_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -173,7 +175,8 @@ def discrimination_ladder(
         ``n_features`` (numeric, of which ``n_speaker_relative``), ``n_band_words``, and
         ``rungs``: one dict per rung of :data:`RUNGS` with ``key``, ``name``, ``accuracy``,
         ``macro_f1``, ``cv_accuracy``, ``chosen`` (the feature or band word, else ``None``),
-        ``rule`` and ``note`` (why a rung is n/a).
+        ``rule``, ``note`` (why a rung is n/a) and ``predictions`` (clip id -> predicted label,
+        so that an agent can be paired with a rung clip by clip).
 
     Raises:
         ValueError: ``env_kwargs`` holds ``split``, or the env has no labels or no prosody tool.
@@ -233,7 +236,7 @@ def ladder_from_readings(train: Sequence[ClipReading], scored: Sequence[ClipRead
     for rung in _LADDER:
         names = columns.get(rung.reads, [])
         row: dict[str, Any] = {"key": rung.key, "name": rung.name, "accuracy": None, "macro_f1": None,
-                               "cv_accuracy": None, "chosen": None, "rule": None, "note": None}
+                               "cv_accuracy": None, "chosen": None, "rule": None, "note": None, "predictions": None}
         rungs.append(row)
         if rung.reads in columns and not names:
             row["note"] = rung.absent
@@ -243,7 +246,8 @@ def ladder_from_readings(train: Sequence[ClipReading], scored: Sequence[ClipRead
         fitted = fit(x_train, y_train, names)
         predicted = fitted.predict(x_scored)
         metrics = classification_metrics([{"label": r.label, "prediction": p} for r, p in zip(scored, predicted, strict=True)])
-        row.update(accuracy=metrics.get("accuracy"), macro_f1=metrics.get("macro_f1"), chosen=fitted.chosen, rule=fitted.rule)
+        row.update(accuracy=metrics.get("accuracy"), macro_f1=metrics.get("macro_f1"), chosen=fitted.chosen, rule=fitted.rule,
+                   predictions={r.clip_id: str(p) for r, p in zip(scored, predicted, strict=True)})
         if folds >= 2:
             row["cv_accuracy"] = _grouped_cv_accuracy(fit, x_train, y_train, names, groups, folds)
     return {
@@ -310,6 +314,7 @@ def _read_clip(env: Any, clip: Any) -> ClipReading:
         text=base.scenario_text(clip) or "",
         numbers=numbers,
         bands=frozenset(f"{feature}: {word}" for text in texts for feature, word in band_words(text, clip.speaker)),
+        clip_id=str(clip.id),
     )
 
 

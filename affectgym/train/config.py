@@ -246,6 +246,13 @@ class TrainConfig:
         default=0,
         metadata=_grpo("flat mode: greedy held-out evaluation every N steps into heldout.jsonl (the learning curve); 0 = off"),
     )
+    heldout_split: Literal["validation", "eval"] = field(
+        default="validation",
+        metadata=_grpo(
+            "the split of the learning curve (eval_every_steps): validation, so that settings chosen from the "
+            "curve never saw eval; eval only to compare with runs made before the validation split"
+        ),
+    )
     use_vllm: bool = field(default=False, metadata=_grpo("generate with vLLM (GPU only)"))
     vllm_mode: Literal["colocate", "server"] = field(
         default="colocate", metadata=_grpo("vLLM in the training process (colocate) or a trl vllm-serve server")

@@ -15,7 +15,7 @@ embedded SmolLM2-135M-Instruct (alias ``smollm2-135m``), offline:
    line is heard in train) multi-step through the eval runner; its accuracy, with a 95%
    Wilson interval over the clips, is printed beside the committed long run
    (``benchmarks/results/transfer.json``: the base model, the warm start alone and the
-   trained arms, over seeds), labelled as such.
+   trained arms, with intervals over seeds and lines), labelled as such.
 
 A short run does not show what the long one does: the table says which is which.
 """
@@ -41,7 +41,7 @@ DEMO_ENV_ID = SARCASM_ENV_ID
 DEMO_SFT_STEPS = 20
 DEMO_SFT_BATCH = 1
 DEMO_GRPO_STEPS = 6
-#: Held-out clips the demo plays multi-step (the eval split has 50).
+#: Held-out clips the demo plays multi-step (the eval split has 46).
 DEMO_EVAL_EPISODES = 20
 #: The long run's committed result, relative to the repository root.
 LONG_RUN_RESULT = Path("benchmarks") / "results" / "transfer.json"
@@ -75,14 +75,17 @@ def result_table(trained: dict[str, Any], long_run: dict[str, Any] | None, steps
         f"{tool_use['mean_tool_calls']:>6.2f}",
     ]
     if long_run and long_run.get("arms"):
+        from affectgym.eval.stats import Estimate
+
         seeds = max(len(entry["seeds"]) for entry in long_run["arms"].values())
         lines.append(f"committed long run ({LONG_RUN_RESULT}: {long_run['sft_steps']} SFT + up to {long_run['grpo_steps']} "
-                     f"GRPO steps, up to {seeds} seeds, mean +/- 95% CI over seeds):")
+                     f"GRPO steps, up to {seeds} seeds; {long_run['intervals']}):")
         for arm, entry in long_run["arms"].items():
+            accuracy = Estimate.from_dict(entry["accuracy"]).format(scope=False)
             lines.append(
-                f"  {arm:42s} {entry['accuracy_mean']:>6.3f} +/- {entry['accuracy_ci95']:.3f}  "
-                f"{entry['answered_rate']:>9.2f} {entry['pivot_accuracy']:>10.2f} "
-                f"{entry['tool_use_rate']:>9.2f} {entry['mean_tool_calls']:>6.2f}"
+                f"  {arm:42s} {accuracy:>20s} {entry['answered_rate']['mean']:>9.2f} "
+                f"{entry['pivot_accuracy']['mean']:>10.2f} {entry['tool_use_rate']['mean']:>9.2f} "
+                f"{entry['mean_tool_calls']['mean']:>6.2f}"
             )
     return "\n".join(lines)
 
@@ -91,7 +94,7 @@ def plain_verdict(trained: dict[str, Any]) -> str:
     """One sentence on what the short run shows: the protocol, and whether the answer beats chance.
 
     >>> plain_verdict({"classification": {"accuracy": 0.45, "n": 20}, "tool_use": {"tool_use_rate": 1.0, "answered_rate": 1.0}})
-    'Plainly: the short run learned the protocol (tool use 1.00, answered 1.00), not yet the answer (accuracy 0.45, 95% CI 0.26-0.66, not above chance 0.5); the committed long run is where it is learned.'
+    'Plainly: the short run learned the protocol (tool use 1.00, answered 1.00), not yet the answer (accuracy 0.45, 95% CI 0.26-0.66, not above chance 0.5); the committed long run below is the full recipe.'
     """
     classification, tool_use = trained["classification"], trained["tool_use"]
     n, accuracy = classification["n"], classification["accuracy"]
@@ -100,7 +103,7 @@ def plain_verdict(trained: dict[str, Any]) -> str:
     if low > 0.5:
         return f"Plainly: the short run learned the protocol ({protocol}) and the answer beats chance (accuracy {accuracy:.2f}, 95% CI {low:.2f}-{high:.2f})."
     return (f"Plainly: the short run learned the protocol ({protocol}), not yet the answer (accuracy {accuracy:.2f}, "
-            f"95% CI {low:.2f}-{high:.2f}, not above chance 0.5); the committed long run is where it is learned.")
+            f"95% CI {low:.2f}-{high:.2f}, not above chance 0.5); the committed long run below is the full recipe.")
 
 
 def play_one_episode(adapter: Path, scenario_id: str | None = None, *, model: str = "smollm2-135m") -> str:

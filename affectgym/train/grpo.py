@@ -438,7 +438,7 @@ def train(config: TrainConfig, *, gpu: bool | None = None, progress: bool = Fals
 
         evaluator = HeldOutEvaluator(
             config.env_id, config.env_kwargs, trainer.processing_class, max_new_tokens=eval_max_new_tokens(config),
-            prompt_form=config.prompt_form,
+            prompt_form=config.prompt_form, split=config.heldout_split,
         )
         trainer.add_callback(heldout_callback(evaluator, config.eval_every_steps, output_dir / "heldout.jsonl"))
     if progress and main_process:

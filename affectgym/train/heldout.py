@@ -1,13 +1,15 @@
 """Held-out evaluation of a flat-mode policy during training.
 
-:class:`HeldOutEvaluator` decodes the flat prompts of an env's eval split (``"flat"``, or
+:class:`HeldOutEvaluator` decodes the flat prompts of an env's held-out split (validation
+for a learning curve that settings are chosen from, eval for a final score; ``"flat"``, or
 ``"chat"``: the answer turn of the multi-step episode, see :mod:`affectgym.train.flatten`)
 greedily, in batches, with the decoding of the eval runner's local agent
 (:func:`~affectgym.agents.transformers_agent.generation_config`: the same stop tokens and
 token limit), and scores each reply with the env's own ``score`` (the one reward path, the
 flat trace as the trace). It reports accuracy (an unanswered or malformed reply counts as
 wrong), the answered rate, the accuracy on flagged subsets (e.g. pivot clips), the mean
-reward and every reply. :class:`HeldOutCallback` runs it every few optimizer steps of a ``transformers``
+reward, and every reply with its answer, the gold label, its correctness and its split group (the unit an interval
+resamples, :mod:`affectgym.eval.stats`). :class:`HeldOutCallback` runs it every few optimizer steps of a ``transformers``
 trainer and appends one JSON line per evaluation, which gives the learning curve.
 
 Greedy decoding makes an evaluation a function of the weights alone: the base model scores
@@ -26,23 +28,29 @@ from affectgym.train.flatten import chat_prompt, kwargs_json, make_env, scenario
 
 #: Prompts decoded at once.
 EVAL_BATCH_SIZE = 32
+#: The splits a held-out evaluation may play.
+HELD_OUT_SPLITS = ("validation", "eval")
 
 
 class HeldOutEvaluator:
-    """Greedy decoding and scoring of an env's eval split (see the module docstring).
+    """Greedy decoding and scoring of an env's held-out split (see the module docstring).
 
     Args:
         env_id: A registered id.
-        env_kwargs: Env keyword arguments (``split`` is set to ``"eval"``).
+        env_kwargs: Env keyword arguments (their ``split`` is replaced by ``split``).
         tokenizer: The policy's tokenizer (with a chat template).
         max_new_tokens: Longest reply decoded.
         limit: Evaluate only the first ``limit`` eval scenarios (``None`` = all).
         prompt_form: ``"flat"`` or ``"chat"`` (see :func:`~affectgym.train.flatten.to_dataset`).
+        split: ``"validation"`` or ``"eval"``.
     """
 
     def __init__(self, env_id: str, env_kwargs: Mapping[str, Any] | None, tokenizer: Any,
-                 max_new_tokens: int = 8, limit: int | None = None, prompt_form: str = "flat"):
-        kwargs = {**dict(env_kwargs or {}), "split": "eval"}
+                 max_new_tokens: int = 8, limit: int | None = None, prompt_form: str = "flat", split: str = "eval"):
+        if split not in HELD_OUT_SPLITS:
+            raise ValueError(f"a held-out evaluation plays 'validation' or 'eval', got split={split!r}")
+        self.split = split
+        kwargs = {**dict(env_kwargs or {}), "split": split}
         self.env = shared_env(env_id, kwargs_json(kwargs))
         self.scenarios = list(self.env.scenarios)[:limit]
         self.tokenizer = tokenizer
@@ -100,12 +108,17 @@ class HeldOutEvaluator:
             rows.append({"scenario": scenario, "prediction": prediction, "correct": prediction == getattr(scenario, "label", None)})
         n = len(rows)
         summary: dict[str, Any] = {
+            "split": self.split,
             "episodes": n,
             "accuracy": sum(r["correct"] for r in rows) / n,
             "answered_rate": sum(r["prediction"] is not None for r in rows) / n,
             "reward": sum(result.total for result in results) / n,
             "predictions": _counts(r["prediction"] for r in rows),
             "replies": {scenario.id: reply for scenario, reply in zip(self.scenarios, replies, strict=True)},
+            "answers": {r["scenario"].id: r["prediction"] for r in rows},
+            "labels": {r["scenario"].id: getattr(r["scenario"], "label", None) for r in rows},
+            "correct": {r["scenario"].id: r["correct"] for r in rows},
+            "groups": {r["scenario"].id: str(self.env.split_group(r["scenario"])) for r in rows},
         }
         flags = [name for name, value in scenario_columns(self.scenarios[0]).items() if isinstance(value, bool)]
         for flag in flags:
@@ -158,4 +171,4 @@ def heldout_callback(evaluator: HeldOutEvaluator, every_steps: int, path: str | 
     return HeldOutCallback()
 
 
-__all__ = ["EVAL_BATCH_SIZE", "HeldOutEvaluator", "heldout_callback"]
+__all__ = ["EVAL_BATCH_SIZE", "HELD_OUT_SPLITS", "HeldOutEvaluator", "heldout_callback"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+
+from affectgym.eval.commands import json_object_argument
 
 DESCRIPTION = (
     "Fit the discrimination ladder on a speech env's train split and score it on --split: majority class, "
@@ -34,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     report.add_argument("--split", default="eval",
                         help="the split scored (default: eval); the ladder is always fitted on train")
     report.add_argument(
-        "--env-kwargs", type=env_kwargs_argument, default={}, metavar="JSON",
+        "--env-kwargs", type=json_object_argument, default={}, metavar="JSON",
         help='env arguments, e.g. \'{"dataset": "folder", "data_dir": "my_clips"}\' (not split: use --split)',
     )
     report.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write the ladder as JSON to PATH")
@@ -69,24 +70,4 @@ def run_data_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def env_kwargs_argument(text: str) -> dict[str, Any]:
-    """An argparse ``type`` for ``--env-kwargs``: a JSON object.
-
-    It repeats ``affectgym.eval.commands.json_object_argument``, which this module (of the eval
-    layer) may not import from the command layer above it.
-
-    >>> env_kwargs_argument('{"dataset": "folder"}')
-    {'dataset': 'folder'}
-    """
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(
-            f"not valid JSON ({exc}): {text!r}; write an object such as '{{\"dataset\": \"folder\", \"data_dir\": \"clips\"}}'"
-        ) from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object of env arguments, got {type(value).__name__}: {text!r}")
-    return value
-
-
-__all__ = ["env_kwargs_argument", "register", "run_data_report"]
+__all__ = ["register", "run_data_report"]
