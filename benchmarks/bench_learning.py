@@ -129,7 +129,13 @@ def read_rows() -> list[dict[str, Any]]:
         return []
     rows = [json.loads(line) for line in RUNS_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
     current = {recipe_id(form): form for form in FORMS}
-    return [row for row in rows if row.get("recipe_id") in current and current[row["recipe_id"]] == row.get("form")]
+    latest: dict[tuple, dict[str, Any]] = {}  # a run trained again replaces its earlier rows
+    for row in rows:
+        if row.get("recipe_id") in current and current[row["recipe_id"]] == row.get("form"):
+            key = (row["kind"], row.get("recipe"), row.get("arm"), row.get("seed"), row.get("steps"), row.get("step"))
+            latest.pop(key, None)
+            latest[key] = row
+    return list(latest.values())
 
 
 def append_rows(rows: list[dict[str, Any]]) -> None:
@@ -144,15 +150,15 @@ def has_row(rows: list[dict[str, Any]], kind: str, form: str, arm: str, seed: in
                and r["steps"] == steps for r in rows)
 
 
-def run_dir(work: Path, form: str, arm: str, seed: int) -> Path:
-    return work / f"{form}-{arm}-seed{seed}"
+def run_dir(work: Path, form: str, arm: str, seed: int, steps: int) -> Path:
+    return work / f"{form}-{steps}steps-{arm}-seed{seed}"
 
 
 def run_arm(arm: str, seed: int, steps: int, eval_every: int, work: Path, form: str) -> None:
     """Train one arm on one seed; append its validation curve and its run line (its adapter stays in ``work``)."""
     from affectgym.train.grpo import train
 
-    out = run_dir(work, form, arm, seed)
+    out = run_dir(work, form, arm, seed, steps)
     shutil.rmtree(out, ignore_errors=True)
     start_s = time.perf_counter()
     summary = train(recipe(arm, seed, steps, eval_every, out, form))
@@ -181,7 +187,7 @@ def play_eval(arm: str, seed: int | None, steps: int, work: Path, form: str) -> 
     if arm != "base":
         from peft import PeftModel
 
-        model = PeftModel.from_pretrained(model, str(run_dir(work, form, arm, seed) / "adapter")).merge_and_unload()
+        model = PeftModel.from_pretrained(model, str(run_dir(work, form, arm, seed, steps) / "adapter")).merge_and_unload()
     tokenizer = AutoTokenizer.from_pretrained(path)
     evaluator = HeldOutEvaluator(ENV_ID, config.env_kwargs, tokenizer, max_new_tokens=eval_max_new_tokens(config),
                                  split="eval")
@@ -348,7 +354,7 @@ def summarise(rows: list[dict[str, Any]], steps: int, form: str = FORM) -> dict[
             described, cue = rule
             cue = on_every_seed(cue, seeds)
             summary["best_single_cue"] = {**described, "difference": paired_difference(cue, mine).to_dict()}
-    summary["levers"] = lever_points(rows, steps)
+    summary["levers"] = lever_points(rows)
     speed = {r["recipe"]: r for r in rows if r.get("kind") == "speed"}
     if set(speed) == set(SPEED_LABELS):
         default, trl_small, shared_small, cpu = (speed[label] for label in SPEED_LABELS)
@@ -361,23 +367,23 @@ def summarise(rows: list[dict[str, Any]], steps: int, form: str = FORM) -> dict[
     return summary
 
 
-def lever_points(rows: list[dict[str, Any]], steps: int) -> list[dict[str, Any]]:
-    """Per form, arm and seed: the validation accuracy at the last step and the best along the curve, and the step time."""
+def lever_points(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every run's validation accuracy at its last step and the best along its curve, and its step time
+    (the evidence the frozen recipe was chosen on)."""
     points = []
     for row in rows:
-        if row.get("kind") != "run" or row["steps"] != steps:
+        if row.get("kind") != "run":
             continue
-        curve = [r for r in rows if r.get("kind") == "curve" and r["form"] == row["form"] and r["arm"] == row["arm"]
-                 and r["seed"] == row["seed"] and r["steps"] == steps]
+        curve = [r for r in rows if r.get("kind") == "curve" and all(r[k] == row[k] for k in ("form", "arm", "seed", "steps"))]
         if not curve:
             continue
         last = max(curve, key=lambda r: r["step"])
-        points.append({"form": row["form"], "arm": row["arm"], "seed": row["seed"], "validation_clips": last["episodes"],
-                       "validation_accuracy_last": last["accuracy"],
+        points.append({"form": row["form"], "steps": row["steps"], "arm": row["arm"], "seed": row["seed"],
+                       "validation_clips": last["episodes"], "validation_accuracy_last": last["accuracy"],
                        "validation_accuracy_best": max(r["accuracy"] for r in curve),
                        "validation_pivot_accuracy_last": last.get("pivot_accuracy"),
                        "step_s_median": row["step_s_median"]})
-    return sorted(points, key=lambda p: (p["form"], p["arm"], p["seed"]))
+    return sorted(points, key=lambda p: (p["form"], p["steps"], p["arm"], p["seed"]))
 
 
 def _cell(entry: dict[str, Any], metric: str) -> str:
@@ -395,7 +401,7 @@ def table(summary: dict[str, Any]) -> str:
                      + "  ".join(f"{_cell(entry, m):>24s}" for m in METRICS))
     lines += difference_lines(summary)
     for point in summary.get("levers", []):
-        lines.append(f"validation, form {point['form']}, {point['arm']} seed {point['seed']}: accuracy "
+        lines.append(f"validation, form {point['form']}, {point['steps']} steps, {point['arm']} seed {point['seed']}: accuracy "
                      f"{point['validation_accuracy_last']:.3f} at the last step (best {point['validation_accuracy_best']:.3f}) "
                      f"of {point['validation_clips']} clips, {point['step_s_median']:.1f} s a step")
     speed = summary.get("speed")
@@ -511,7 +517,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.report_only:
         for seed in args.seeds:
             for arm in args.arms:
-                if has_row(read_rows(), "run", args.form, arm, seed, args.steps):
+                adapter = run_dir(work, args.form, arm, seed, args.steps) / "adapter" / "adapter_config.json"
+                needs_adapter = not args.validation_only and not has_row(read_rows(), "eval", args.form, arm, seed, args.steps)
+                if has_row(read_rows(), "run", args.form, arm, seed, args.steps) and (adapter.is_file() or not needs_adapter):
                     print(f"{args.form} {arm} seed {seed}: trained (in {RUNS_FILE.name})", flush=True)
                 else:
                     print(f"{args.form} {arm} seed {seed}: training {args.steps} steps ...", flush=True)

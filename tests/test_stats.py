@@ -9,6 +9,7 @@ import pytest
 from scipy.stats import binomtest
 
 from affectgym.eval.stats import (
+    Estimate,
     Observation,
     hierarchical_bootstrap,
     mcnemar_counts,
@@ -190,3 +191,12 @@ def test_a_one_episode_reward_prints_as_n_1_in_the_summary_and_the_report():
 
     assert format_mean_ci95({"mean": 0.25, "ci95": 0.0, "n": 1}) == "0.250 (n=1)"
     assert format_mean_ci95({"mean": 0.25, "ci95": 0.125, "n": 4}) == "0.250 ± 0.125"
+
+
+def test_groups_of_one_right_and_one_wrong_clip_print_every_group_alike_not_no_interval():
+    # one answer for both deliveries of every line: each line scores 0.5, so no resample moves the mean
+    data = [Observation(0, f"q{i}", f"line{i // 2}", float(i % 2)) for i in range(46)]
+    estimate = hierarchical_bootstrap(data)
+    assert estimate.groups_alike and not estimate.constant and estimate.low == estimate.high == 0.5
+    assert estimate.format(groups="line groups") == "0.500 (every line group 0.500; 1 seed × 23 line groups)"
+    assert Estimate.from_dict(estimate.to_dict()) == estimate

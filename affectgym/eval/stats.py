@@ -69,8 +69,11 @@ class Estimate:
 
     ``low`` and ``high`` are ``nan`` when nothing can be resampled (one seed and one group
     whose values differ); ``constant`` says every value (every paired difference) is the same,
-    where ``low == high == mean``. ``n_reference_seeds`` is set for a difference paired by
-    item: the seeds of arm A, ``n_seeds`` being arm B's.
+    where ``low == high == mean``; ``groups_alike`` says the values differ but every group
+    (and seed) has the same mean, so no resample moves it (a line said both ways, answered
+    one way: one clip right and one wrong on every line), also with ``low == high == mean``.
+    ``n_reference_seeds`` is set for a difference paired by item: the seeds of arm A,
+    ``n_seeds`` being arm B's.
     """
 
     mean: float
@@ -84,6 +87,7 @@ class Estimate:
     constant: bool = False
     difference: bool = False
     n_reference_seeds: int | None = None
+    groups_alike: bool = False
 
     def format(self, digits: int = 3, groups: str = "groups", *, scope: bool = True) -> str:
         """The estimate in one line, e.g. ``0.640 (95% CI 0.560 to 0.720; 3 seeds × 27 groups)``.
@@ -100,18 +104,23 @@ class Estimate:
         '+0.500 (every pair +0.500; 1 seed × 1 group)'
         >>> Estimate(0.64, 0.56, 0.72, 3, 27, 54, "bootstrap").format(scope=False)
         '0.640 (0.560 to 0.720)'
+        >>> Estimate(0.5, 0.5, 0.5, 1, 23, 46, "bootstrap", groups_alike=True).format(groups="lines")
+        '0.500 (every line 0.500; 1 seed × 23 lines)'
         """
         sign = "+" if self.difference else ""
 
         def number(value: float) -> str:
             return f"{value:{sign}.{digits}f}"
 
+        group = groups[:-1] if groups.endswith("s") else groups
         seeds = _count(self.n_seeds, "seed")
         if self.n_reference_seeds is not None:
             seeds = f"{self.n_seeds} vs {_count(self.n_reference_seeds, 'seed')}"
-        where = f"{seeds} × {_count(self.n_groups, groups[:-1] if groups.endswith('s') else groups, groups)}"
+        where = f"{seeds} × {_count(self.n_groups, group, groups)}"
         if self.constant:
             spread = f"{'every pair' if self.difference else 'all'} {number(self.mean)}"
+        elif self.groups_alike:
+            spread = f"every {group} {number(self.mean)}"
         elif math.isnan(self.low):
             spread = "no interval"
         elif scope:
@@ -130,7 +139,8 @@ class Estimate:
         return {"mean": self.mean, "ci95_low": None if no_interval else self.low,
                 "ci95_high": None if no_interval else self.high, "seeds": self.n_seeds, "groups": self.n_groups,
                 "items": self.n_items, "reference_seeds": self.n_reference_seeds, "constant": self.constant,
-                "difference": self.difference, "confidence": self.confidence, "method": self.method}
+                "difference": self.difference, "groups_alike": self.groups_alike, "confidence": self.confidence,
+                "method": self.method}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Estimate:
@@ -139,7 +149,8 @@ class Estimate:
         return cls(mean=data["mean"], low=math.nan if low is None else low, high=math.nan if high is None else high,
                    n_seeds=data["seeds"], n_groups=data["groups"], n_items=data["items"], method=data["method"],
                    confidence=data.get("confidence", DEFAULT_CONFIDENCE), constant=data.get("constant", False),
-                   difference=data.get("difference", False), n_reference_seeds=data.get("reference_seeds"))
+                   difference=data.get("difference", False), n_reference_seeds=data.get("reference_seeds"),
+                   groups_alike=data.get("groups_alike", False))
 
 
 def hierarchical_bootstrap(
@@ -408,8 +419,10 @@ def _estimate(mean: float, replicates: np.ndarray, constant: bool, confidence: f
     if constant:
         return Estimate(mean=mean, low=mean, high=mean, confidence=confidence, constant=True, **fields)
     usable = replicates[np.isfinite(replicates)]
-    if usable.size == 0 or np.ptp(usable) == 0:
+    if usable.size == 0 or (np.ptp(usable) == 0 and fields["n_seeds"] * fields["n_groups"] == 1):
         return Estimate(mean=mean, low=math.nan, high=math.nan, confidence=confidence, **fields)
+    if np.ptp(usable) == 0:  # units to resample, all alike
+        return Estimate(mean=mean, low=mean, high=mean, confidence=confidence, groups_alike=True, **fields)
     tail = (1.0 - confidence) / 2
     low, high = np.quantile(usable, [tail, 1.0 - tail])
     return Estimate(mean=mean, low=float(low), high=float(high), confidence=confidence, **fields)
