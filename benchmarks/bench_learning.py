@@ -267,7 +267,7 @@ def measure_speed(steps: int, work: Path) -> None:
     small = dataclasses.replace(cpu, num_generations=8, batch_size=16)
     configs = (default, dataclasses.replace(small, share_prompts=False), small, cpu)
     rows = [step_breakdown(config, label) for config, label in zip(configs, SPEED_LABELS, strict=True)]
-    append_rows([{**row, "recipe_id": recipe_id()} for row in rows])
+    append_rows([{**row, "form": FORM, "recipe_id": recipe_id()} for row in rows])
 
 
 def eval_rows(rows: list[dict[str, Any]], form: str, steps: int) -> dict[str, list[dict[str, Any]]]:
