@@ -94,7 +94,7 @@ def plain_verdict(trained: dict[str, Any]) -> str:
     """One sentence on what the short run shows: the protocol, and whether the answer beats chance.
 
     >>> plain_verdict({"classification": {"accuracy": 0.45, "n": 20}, "tool_use": {"tool_use_rate": 1.0, "answered_rate": 1.0}})
-    'Plainly: the short run learned the protocol (tool use 1.00, answered 1.00), not yet the answer (accuracy 0.45, 95% CI 0.26-0.66, not above chance 0.5); the committed long run below is the full recipe.'
+    'Plainly: the short run learned the protocol (tool use 1.00, answered 1.00), not yet the answer (accuracy 0.45, 95% CI 0.26-0.66, not above chance 0.5); the committed long run above is the full recipe.'
     """
     classification, tool_use = trained["classification"], trained["tool_use"]
     n, accuracy = classification["n"], classification["accuracy"]
@@ -103,7 +103,7 @@ def plain_verdict(trained: dict[str, Any]) -> str:
     if low > 0.5:
         return f"Plainly: the short run learned the protocol ({protocol}) and the answer beats chance (accuracy {accuracy:.2f}, 95% CI {low:.2f}-{high:.2f})."
     return (f"Plainly: the short run learned the protocol ({protocol}), not yet the answer (accuracy {accuracy:.2f}, "
-            f"95% CI {low:.2f}-{high:.2f}, not above chance 0.5); the committed long run below is the full recipe.")
+            f"95% CI {low:.2f}-{high:.2f}, not above chance 0.5); the committed long run above is the full recipe.")
 
 
 def play_one_episode(adapter: Path, scenario_id: str | None = None, *, model: str = "smollm2-135m") -> str:
