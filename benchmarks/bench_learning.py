@@ -61,6 +61,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stages import best_single_cue, load_policy, pivot_lines_right
+
 from affectgym.eval.stats import (
     Estimate,
     Observation,
@@ -175,20 +177,11 @@ def run_arm(arm: str, seed: int, steps: int, eval_every: int, work: Path, form: 
 
 def play_eval(arm: str, seed: int | None, steps: int, work: Path, form: str) -> None:
     """Play the eval split once, greedily: the base model, or a run's saved adapter; append every reply."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from affectgym.agents.models import resolve_model
     from affectgym.train.grpo import eval_max_new_tokens
     from affectgym.train.heldout import HeldOutEvaluator
 
     config = recipe("trained", 0, steps, 0, work, form)
-    path = resolve_model(config.model)
-    model = AutoModelForCausalLM.from_pretrained(path)
-    if arm != "base":
-        from peft import PeftModel
-
-        model = PeftModel.from_pretrained(model, str(run_dir(work, form, arm, seed, steps) / "adapter")).merge_and_unload()
-    tokenizer = AutoTokenizer.from_pretrained(path)
+    model, tokenizer = load_policy(config.model, None if arm == "base" else run_dir(work, form, arm, seed, steps) / "adapter")
     evaluator = HeldOutEvaluator(ENV_ID, config.env_kwargs, tokenizer, max_new_tokens=eval_max_new_tokens(config),
                                  split="eval")
     start_s = time.perf_counter()
@@ -294,30 +287,9 @@ def observations(plays: list[dict[str, Any]], metric: str) -> list[Observation]:
             found += [Observation(seed, clip, play["groups"][clip], float(play["correct"][clip]))
                       for clip in clips if clip in play["pivots"]]
         else:  # pivot_pairs_right: a pivot line counts when both of its clips are right
-            lines: dict[str, list[bool]] = {}
-            for clip in clips:
-                if clip in play["pivots"]:
-                    lines.setdefault(play["groups"][clip], []).append(play["correct"][clip])
-            found += [Observation(seed, line, line, float(all(right))) for line, right in sorted(lines.items())
-                      if len(right) == 2]
+            found += pivot_lines_right((seed, play["groups"][clip], play["correct"][clip])
+                                       for clip in clips if clip in play["pivots"])
     return found
-
-
-def cue_rule(plays: list[dict[str, Any]]) -> tuple[dict[str, Any], list[Observation]] | None:
-    """The data report's best single-cue rung on eval (the higher of one threshold and one band word) as observations."""
-    if not DATA_REPORT.is_file() or not plays:
-        return None
-    report = json.loads(DATA_REPORT.read_text(encoding="utf-8"))
-    rungs = [r for r in report["rungs"] if r["key"] in ("threshold", "threshold_vs_speaker", "band_word")
-             and r.get("predictions")]
-    if not rungs:
-        return None
-    best = max(rungs, key=lambda r: r["accuracy"])
-    play = plays[0]
-    labels = {clip: play["labels"][clip] for clip in play["correct"]}
-    found = [Observation(0, clip, play["groups"][clip], float(best["predictions"].get(clip) == labels[clip]))
-             for clip in sorted(labels)]
-    return {"name": best["name"], "rule": best["rule"], "accuracy": best["accuracy"]}, found
 
 
 def summarise(rows: list[dict[str, Any]], steps: int, form: str = FORM) -> dict[str, Any]:
@@ -349,7 +321,8 @@ def summarise(rows: list[dict[str, Any]], steps: int, form: str = FORM) -> dict[
                 **paired_difference(theirs, mine).to_dict(),
                 "mcnemar": {"only_reference": only_theirs, "only_trained": only_mine,
                             "p": mcnemar_exact_p(only_theirs, only_mine)}}
-        rule = cue_rule(trained)
+        first = trained[0]
+        rule = best_single_cue(DATA_REPORT, {clip: (first["groups"][clip], first["labels"][clip]) for clip in first["correct"]})
         if rule:
             described, cue = rule
             cue = on_every_seed(cue, seeds)

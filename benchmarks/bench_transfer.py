@@ -55,7 +55,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from stages import append_jsonl, done, read_jsonl, rerun_options, run_missing, use_threads
+from stages import (
+    append_jsonl,
+    best_single_cue,
+    done,
+    load_policy,
+    pivot_lines_right,
+    read_jsonl,
+    rerun_options,
+    run_missing,
+    use_threads,
+)
 
 from affectgym.eval.stats import (
     Estimate,
@@ -199,19 +209,9 @@ def play(arm: str, seed: int, adapter: Path | None) -> dict[str, Any]:
 def flat_play(adapter: Path | None) -> dict[str, Any]:
     """The same weights on the eval split's chat prompts (tool results given), decoded as the agent decodes:
     the accuracy and each clip's correctness."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from affectgym.agents.models import resolve_model
     from affectgym.train.heldout import HeldOutEvaluator
 
-    path = resolve_model("smollm2-135m")
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
-    if adapter is not None:
-        from peft import PeftModel
-
-        model = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
-    tokenizer = AutoTokenizer.from_pretrained(path)
+    model, tokenizer = load_policy("smollm2-135m", adapter)
     evaluator = HeldOutEvaluator(SARCASM_ENV_ID, SARCASM_AGENT_FORM, tokenizer, max_new_tokens=AGENT_MAX_NEW_TOKENS,
                                  prompt_form="chat", split="eval")
     played = evaluator.evaluate(model)
@@ -254,20 +254,23 @@ def recipe_id() -> str:
     change of corpus, prompt or recipe never mixes with earlier results (those are kept but
     no longer read).
     """
-    from affectgym.train.flatten import make_env
-
-    env = make_env(SARCASM_ENV_ID, {**SARCASM_AGENT_FORM, "split": "eval"})
+    env = eval_env()
     fingerprint = {"sft_steps": SFT_STEPS, "grpo_steps": GRPO_STEPS, "form": SARCASM_AGENT_FORM,
                    "first_prompt": env.flat_prompt(env.scenarios[0]), "clips": [s.id for s in env.scenarios]}
     return hashlib.sha1(json.dumps(fingerprint, sort_keys=True, default=str).encode()).hexdigest()[:10]
 
 
+def eval_env() -> Any:
+    """The agent form's eval split, built once (the env cache of :func:`affectgym.train.flatten.shared_env`)."""
+    from affectgym.train.flatten import kwargs_json, shared_env
+
+    return shared_env(SARCASM_ENV_ID, kwargs_json({**SARCASM_AGENT_FORM, "split": "eval"}))
+
+
 @functools.cache
 def eval_clips() -> dict[str, dict[str, Any]]:
     """Every eval clip's split group (its line) and whether it is a pivot."""
-    from affectgym.train.flatten import make_env
-
-    env = make_env(SARCASM_ENV_ID, {**SARCASM_AGENT_FORM, "split": "eval"})
+    env = eval_env()
     return {s.id: {"group": str(env.split_group(s)), "pivot": bool(getattr(s, "pivot", False)), "label": s.label}
             for s in env.scenarios}
 
@@ -299,13 +302,8 @@ def observations(samples: list[dict[str, Any]], metric: str) -> list[Observation
     """An arm's episodes as bootstrap observations of ``metric``; ``pivot_pairs_right`` counts pivot lines both right."""
     clips = eval_clips()
     if metric == "pivot_pairs_right":
-        lines: dict[tuple[int, str], list[bool]] = {}
-        for sample in samples:
-            clip = clips[sample["scenario_id"]]
-            if clip["pivot"]:
-                lines.setdefault((sample["seed"], clip["group"]), []).append(bool(sample["correct"]))
-        return [Observation(seed, line, line, float(all(right))) for (seed, line), right in sorted(lines.items())
-                if len(right) == 2]
+        return pivot_lines_right((sample["seed"], clips[sample["scenario_id"]]["group"], sample["correct"])
+                                 for sample in samples if clips[sample["scenario_id"]]["pivot"])
     found = []
     for sample in samples:
         value = episode_value(sample, metric)
@@ -321,27 +319,12 @@ def flat_observations(rows: list[dict[str, Any]]) -> list[Observation]:
             for row in rows for clip, right in sorted(row["flat_correct"].items())]
 
 
-def best_single_cue() -> tuple[dict[str, Any], list[Observation]] | None:
-    """The data report's best single-cue rung on eval (one threshold or one band word), clip by clip."""
-    if not DATA_REPORT.is_file():
-        return None
-    rungs = [r for r in json.loads(DATA_REPORT.read_text(encoding="utf-8"))["rungs"]
-             if r["key"] in ("threshold", "threshold_vs_speaker", "band_word") and r.get("predictions")]
-    if not rungs:
-        return None
-    best = max(rungs, key=lambda r: r["accuracy"])
-    clips = eval_clips()
-    return ({"name": best["name"], "rule": best["rule"], "accuracy": best["accuracy"]},
-            [Observation(0, clip, info["group"], float(best["predictions"].get(clip) == info["label"]))
-             for clip, info in sorted(clips.items())])
-
-
 def summarise(rows: list[dict[str, Any]], samples: list[dict[str, Any]]) -> dict[str, Any]:
     """Every metric per arm by the hierarchical bootstrap, and each arm's paired differences (current recipe only)."""
     rows, samples = current(rows), current(samples)
     by_arm = {arm: [r for r in rows if r["arm"] == arm] for arm in ARMS}
     episodes = {arm: [s for s in samples if s["arm"] == arm] for arm in ARMS}
-    cue = best_single_cue()
+    cue = best_single_cue(DATA_REPORT, {clip: (info["group"], info["label"]) for clip, info in eval_clips().items()})
     arms: dict[str, Any] = {}
     for arm in ARMS:
         if not by_arm[arm]:

@@ -7,9 +7,14 @@ is there, and a training stage that was started continues from its last checkpoi
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+from affectgym.eval.stats import Observation
+
+#: The data report's rungs that read one cue: one threshold (raw or vs the speaker) or one band word.
+SINGLE_CUE_RUNGS = ("threshold", "threshold_vs_speaker", "band_word")
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -61,3 +66,55 @@ def run_missing(seeds: list[int], arms: list[str], finished: Callable[[str, int]
             start_s = time.perf_counter()
             run_arm(arm, seed)
             print(f"  ({(time.perf_counter() - start_s) / 60:.1f} min)", flush=True)
+
+
+def load_policy(model: str, adapter: Path | None = None) -> tuple[Any, Any]:
+    """A policy for held-out play: ``model`` (an alias or a folder) in float32, ``adapter`` merged into it when given, and its tokenizer."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from affectgym.agents.models import resolve_model
+
+    path = resolve_model(model)
+    policy = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    if adapter is not None:
+        from peft import PeftModel
+
+        policy = PeftModel.from_pretrained(policy, str(adapter)).merge_and_unload()
+    return policy, AutoTokenizer.from_pretrained(path)
+
+
+def best_single_cue(report_path: Path, clips: Mapping[str, tuple[str, str]]) -> tuple[dict[str, Any], list[Observation]] | None:
+    """The best single-cue rung of an ``affectgym data report`` JSON, clip by clip.
+
+    Args:
+        report_path: The report (``None`` is returned when it is missing or keeps no predictions).
+        clips: Clip id -> (split group, gold label) of the clips scored.
+
+    Returns:
+        The rung's ``name``, ``rule`` and ``accuracy``, and one observation per clip (seed 0:
+        a rule is the same on every seed), 1.0 where the rule's prediction is the label.
+    """
+    if not report_path.is_file():
+        return None
+    rungs = [r for r in json.loads(report_path.read_text(encoding="utf-8"))["rungs"]
+             if r["key"] in SINGLE_CUE_RUNGS and r.get("predictions")]
+    if not rungs:
+        return None
+    best = max(rungs, key=lambda r: r["accuracy"])
+    return ({"name": best["name"], "rule": best["rule"], "accuracy": best["accuracy"]},
+            [Observation(0, clip, group, float(best["predictions"].get(clip) == label))
+             for clip, (group, label) in sorted(clips.items())])
+
+
+def pivot_lines_right(pivot_clips: Iterable[tuple[Any, str, bool]]) -> list[Observation]:
+    """One observation per (seed, pivot line) from its clips' ``(seed, line, correct)``: 1.0 when both deliveries are right.
+
+    >>> pivot_lines_right([(0, "l1", True), (0, "l1", True), (0, "l2", True), (0, "l2", False)])
+    [Observation(seed=0, item='l1', group='l1', value=1.0), Observation(seed=0, item='l2', group='l2', value=0.0)]
+    """
+    lines: dict[tuple[Any, str], list[bool]] = {}
+    for seed, line, correct in pivot_clips:
+        lines.setdefault((seed, line), []).append(bool(correct))
+    return [Observation(seed, line, line, float(all(right))) for (seed, line), right in sorted(lines.items())
+            if len(right) == 2]
