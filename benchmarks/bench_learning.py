@@ -13,11 +13,13 @@ yes/no answer to "is the line sarcastic?" (``reward="label"`` with the format we
   answering in the right format;
 * ``trained``: the full reward.
 
-The delivery's prompt form is the lever (``--form``): ``compact`` (the one-line summary in
-band words, relative to the corpus and to the speaker, ~150 tokens) or ``full`` (every
-tool's output, numbers included, ~600 tokens). On v2 an ideal reader of the compact line's
-words scores ~0.72 (a logistic regression over them, fitted on train), of the full numbers
-0.91 (``affectgym data report``).
+The levers (``--lever``, :data:`LEVERS`) are the delivery's prompt form, ``compact`` (the
+one-line summary in band words, relative to the corpus and to the speaker, ~150 tokens) or
+``full`` (every tool's output, numbers included, ~600 tokens); the group size
+(``compact-16x16``: 16 clips a step, 16 completions each, instead of 2 x 128); and a short
+reasoning before a JSON answer (``compact-reasoning``). On v2 an ideal reader of the compact
+line's words scores ~0.72 (a logistic regression over them, fitted on train), of the full
+numbers 0.91 (``affectgym data report``).
 
 Protocol: the learning curve (greedy, every ``--eval-every`` steps) plays the **validation**
 split; settings are chosen on it (``--validation-only`` trains and stops there). The frozen
@@ -41,7 +43,7 @@ trainer and with shared prompts, all measured in one run with ``--speed-steps`` 
 each (after a warm-up step) and split into generation and the rest (``--speed-steps 0``
 skips it).
 
-Usage: ``python benchmarks/bench_learning.py [--form compact] [--seeds 0 1 2] [--steps 80]``
+Usage: ``python benchmarks/bench_learning.py [--lever compact] [--seeds 0 1 2] [--steps 80]``
 (run it under ``nohup`` and rerun to resume). On two cores, one process per core with
 ``--arms trained`` and ``--arms control`` (each pinned, ``OMP_NUM_THREADS=1``) halves the
 wall time; they append to one file.
@@ -83,31 +85,40 @@ RUNS_FILE = RESULTS / "learning_runs.jsonl"
 SUMMARY_FILE = RESULTS / "learning.json"
 DATA_REPORT = RESULTS / "data_report_sarcasm_v2.json"
 FIGURE = ROOT / "docs" / "img" / "learning_curve.png"
-#: The prompt forms of the delivery the benchmark can train on (the lever).
-FORMS = ("compact", "full")
-#: The frozen recipe's form, chosen on the validation split (docs/benchmarks.md, "Levers").
-FORM = "compact"
+#: The levers the benchmark can train with, by name: the env's task format (the delivery's
+#: prompt form, the answer) and the recipe options the lever changes (TrainConfig fields).
+LEVERS: dict[str, dict[str, Any]] = {
+    "compact": {"task_format": {"answer": "yesno", "flat_prompt": "compact"}, "options": {}},
+    "full": {"task_format": {"answer": "yesno", "flat_prompt": "full"}, "options": {}},
+    # as many completions a step, spread over 8 times the clips: 16 prompts x 16 completions
+    "compact-16x16": {"task_format": {"answer": "yesno", "flat_prompt": "compact"}, "options": {"num_generations": 16}},
+    # a short reasoning, then the JSON answer: 2 prompts x 8 completions of up to 96 tokens
+    "compact-reasoning": {"task_format": {"answer": "json", "flat_prompt": "compact"},
+                          "options": {"num_generations": 8, "batch_size": 16, "max_completion_length": 96}},
+}
+#: The frozen recipe's lever, chosen on the validation split (docs/benchmarks.md, "Levers").
+LEVER = "compact"
 ARMS = ("base", "control", "trained")
 METRICS = ("accuracy", "answered_rate", "pivot_accuracy", "pivot_pairs_right")
 GROUPS = "line groups"
 
 
-def env_kwargs(form: str) -> dict[str, Any]:
-    """Sarcasm-v0's short form with the delivery in ``form``."""
-    return {**SARCASM_SHORT_FORM, "task_format": {"answer": "yesno", "flat_prompt": form}}
+def env_kwargs(lever: str) -> dict[str, Any]:
+    """Sarcasm-v0's short form in the task format of ``lever``."""
+    return {**SARCASM_SHORT_FORM, "task_format": LEVERS[lever]["task_format"]}
 
 
-def recipe(arm: str, seed: int, steps: int, eval_every: int, output_dir: Path, form: str = FORM) -> Any:
-    """The training options of one run: the package's CPU recipe in ``form``, the control arm without correctness."""
+def recipe(arm: str, seed: int, steps: int, eval_every: int, output_dir: Path, lever: str = LEVER) -> Any:
+    """The training options of one run: the package's CPU recipe with ``lever``, the control arm without correctness."""
     from affectgym.train.recipes import sarcasm_cpu_config
 
     config = sarcasm_cpu_config(output_dir, max_steps=steps, seed=seed, control=arm == "control",
-                                eval_every_steps=eval_every, heldout_split="validation")
-    return dataclasses.replace(config, env_kwargs={**config.env_kwargs, **env_kwargs(form)})
+                                eval_every_steps=eval_every, heldout_split="validation", **LEVERS[lever]["options"])
+    return dataclasses.replace(config, env_kwargs={**config.env_kwargs, **env_kwargs(lever)})
 
 
 @functools.cache
-def recipe_id(form: str = FORM) -> str:
+def recipe_id(lever: str = LEVER) -> str:
     """A short fingerprint of the recipe: its options (seed and folders aside) and the
     prompt the env renders for the first train clip, so that a change of the env's prompt
     counts as a new recipe too.
@@ -117,7 +128,7 @@ def recipe_id(form: str = FORM) -> str:
     """
     from affectgym.train.flatten import make_env
 
-    options = dataclasses.asdict(recipe("trained", 0, 1, 0, Path("runs"), form))
+    options = dataclasses.asdict(recipe("trained", 0, 1, 0, Path("runs"), lever))
     for varying in ("seed", "max_steps", "n_train", "eval_every_steps", "output_dir"):
         options.pop(varying)
     env = make_env(ENV_ID, {**options["env_kwargs"], "split": "train"})
@@ -126,15 +137,15 @@ def recipe_id(form: str = FORM) -> str:
 
 
 def read_rows() -> list[dict[str, Any]]:
-    """Every line written so far with a current recipe (of any form)."""
+    """Every line written so far with a current recipe (of any lever)."""
     if not RUNS_FILE.is_file():
         return []
     rows = [json.loads(line) for line in RUNS_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
-    current = {recipe_id(form): form for form in FORMS}
+    current = {recipe_id(lever): lever for lever in LEVERS}
     latest: dict[tuple, dict[str, Any]] = {}  # a run trained again replaces its earlier rows
     for row in rows:
-        if row.get("recipe_id") in current and current[row["recipe_id"]] == row.get("form"):
-            key = (row["kind"], row.get("recipe"), row.get("arm"), row.get("seed"), row.get("steps"), row.get("step"))
+        if row.get("recipe_id") in current and current[row["recipe_id"]] == row.get("lever"):
+            key = (row["kind"], row["lever"], row.get("recipe"), row.get("arm"), row.get("seed"), row.get("steps"), row.get("step"))
             latest.pop(key, None)
             latest[key] = row
     return list(latest.values())
@@ -147,27 +158,27 @@ def append_rows(rows: list[dict[str, Any]]) -> None:
             handle.write(json.dumps(row) + "\n")
 
 
-def has_row(rows: list[dict[str, Any]], kind: str, form: str, arm: str, seed: int | None, steps: int) -> bool:
-    return any(r.get("kind") == kind and r["form"] == form and r["arm"] == arm and r["seed"] == seed
+def has_row(rows: list[dict[str, Any]], kind: str, lever: str, arm: str, seed: int | None, steps: int) -> bool:
+    return any(r.get("kind") == kind and r["lever"] == lever and r["arm"] == arm and r["seed"] == seed
                and r["steps"] == steps for r in rows)
 
 
-def run_dir(work: Path, form: str, arm: str, seed: int, steps: int) -> Path:
-    return work / f"{form}-{steps}steps-{arm}-seed{seed}"
+def run_dir(work: Path, lever: str, arm: str, seed: int, steps: int) -> Path:
+    return work / f"{lever}-{steps}steps-{arm}-seed{seed}"
 
 
-def run_arm(arm: str, seed: int, steps: int, eval_every: int, work: Path, form: str) -> None:
+def run_arm(arm: str, seed: int, steps: int, eval_every: int, work: Path, lever: str) -> None:
     """Train one arm on one seed; append its validation curve and its run line (its adapter stays in ``work``)."""
     from affectgym.train.grpo import train
 
-    out = run_dir(work, form, arm, seed, steps)
+    out = run_dir(work, lever, arm, seed, steps)
     shutil.rmtree(out, ignore_errors=True)
     start_s = time.perf_counter()
-    summary = train(recipe(arm, seed, steps, eval_every, out, form))
+    summary = train(recipe(arm, seed, steps, eval_every, out, lever))
     curve = [json.loads(line) for line in (out / "heldout.jsonl").read_text(encoding="utf-8").splitlines()]
     history = json.loads((out / "log_history.json").read_text(encoding="utf-8"))
     step_s = [row["step_time"] for row in history if "step_time" in row]
-    tags = {"form": form, "arm": arm, "seed": seed, "steps": steps, "recipe_id": recipe_id(form)}
+    tags = {"lever": lever, "arm": arm, "seed": seed, "steps": steps, "recipe_id": recipe_id(lever)}
     append_rows([{"kind": "curve", **tags, **point} for point in curve] + [{
         "kind": "run", **tags, "wall_s": round(time.perf_counter() - start_s, 1),
         "train_s": summary["train_s"], "step_s_median": statistics.median(step_s) if step_s else None,
@@ -175,20 +186,20 @@ def run_arm(arm: str, seed: int, steps: int, eval_every: int, work: Path, form: 
     }])
 
 
-def play_eval(arm: str, seed: int | None, steps: int, work: Path, form: str) -> None:
+def play_eval(arm: str, seed: int | None, steps: int, work: Path, lever: str) -> None:
     """Play the eval split once, greedily: the base model, or a run's saved adapter; append every reply."""
     from affectgym.train.grpo import eval_max_new_tokens
     from affectgym.train.heldout import HeldOutEvaluator
 
-    config = recipe("trained", 0, steps, 0, work, form)
-    model, tokenizer = load_policy(config.model, None if arm == "base" else run_dir(work, form, arm, seed, steps) / "adapter")
+    config = recipe("trained", 0, steps, 0, work, lever)
+    model, tokenizer = load_policy(config.model, None if arm == "base" else run_dir(work, lever, arm, seed, steps) / "adapter")
     evaluator = HeldOutEvaluator(ENV_ID, config.env_kwargs, tokenizer, max_new_tokens=eval_max_new_tokens(config),
                                  split="eval")
     start_s = time.perf_counter()
     played = evaluator.evaluate(model)
     pivots = {s.id for s in evaluator.scenarios if getattr(s, "pivot", False)}
-    append_rows([{"kind": "eval", "form": form, "arm": arm, "seed": seed, "steps": steps, "recipe_id": recipe_id(form),
-                  "frozen": form == FORM, "eval_s": round(time.perf_counter() - start_s, 1), "pivots": sorted(pivots), **played}])
+    append_rows([{"kind": "eval", "lever": lever, "arm": arm, "seed": seed, "steps": steps, "recipe_id": recipe_id(lever),
+                  "frozen": lever == LEVER, "eval_s": round(time.perf_counter() - start_s, 1), "pivots": sorted(pivots), **played}])
 
 
 def step_breakdown(config: Any, label: str) -> dict[str, Any]:
@@ -256,18 +267,18 @@ def measure_speed(steps: int, work: Path) -> None:
         max_completion_length=8, eval_episodes=0, output_dir=str(work / "speed-default"),
         env_kwargs={"rubric": "single"}, share_prompts=False,
     )
-    cpu = recipe("trained", 0, steps + 1, 0, work / "speed-recipe", FORM)
+    cpu = recipe("trained", 0, steps + 1, 0, work / "speed-recipe", LEVER)
     small = dataclasses.replace(cpu, num_generations=8, batch_size=16)
     configs = (default, dataclasses.replace(small, share_prompts=False), small, cpu)
     rows = [step_breakdown(config, label) for config, label in zip(configs, SPEED_LABELS, strict=True)]
-    append_rows([{**row, "form": FORM, "recipe_id": recipe_id()} for row in rows])
+    append_rows([{**row, "lever": LEVER, "recipe_id": recipe_id()} for row in rows])
 
 
-def eval_rows(rows: list[dict[str, Any]], form: str, steps: int) -> dict[str, list[dict[str, Any]]]:
-    """The eval plays of ``form`` by arm (base: its one play)."""
+def eval_rows(rows: list[dict[str, Any]], lever: str, steps: int) -> dict[str, list[dict[str, Any]]]:
+    """The eval plays of ``lever`` by arm (base: its one play)."""
     played: dict[str, list[dict[str, Any]]] = {arm: [] for arm in ARMS}
     for row in rows:
-        if row.get("kind") == "eval" and row["form"] == form and row["steps"] == steps:
+        if row.get("kind") == "eval" and row["lever"] == lever and row["steps"] == steps:
             played[row["arm"]].append(row)
     return played
 
@@ -292,11 +303,11 @@ def observations(plays: list[dict[str, Any]], metric: str) -> list[Observation]:
     return found
 
 
-def summarise(rows: list[dict[str, Any]], steps: int, form: str = FORM) -> dict[str, Any]:
+def summarise(rows: list[dict[str, Any]], steps: int, lever: str = LEVER) -> dict[str, Any]:
     """The learning.json content: the eval plays' estimates per arm, the paired differences, the validation levers."""
-    played = eval_rows(rows, form, steps)
-    summary: dict[str, Any] = {"env_id": ENV_ID, "env_kwargs": env_kwargs(form), "form": form, "steps": steps,
-                               "split": "eval", "recipe_id": recipe_id(form), "frozen": form == FORM,
+    played = eval_rows(rows, lever, steps)
+    summary: dict[str, Any] = {"env_id": ENV_ID, "env_kwargs": env_kwargs(lever), "lever": lever, "steps": steps,
+                               "split": "eval", "recipe_id": recipe_id(lever), "frozen": lever == LEVER,
                                "intervals": method_text(GROUPS, mcnemar=True)}
     for arm in ARMS:
         plays = played[arm]
@@ -347,16 +358,16 @@ def lever_points(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for row in rows:
         if row.get("kind") != "run":
             continue
-        curve = [r for r in rows if r.get("kind") == "curve" and all(r[k] == row[k] for k in ("form", "arm", "seed", "steps"))]
+        curve = [r for r in rows if r.get("kind") == "curve" and all(r[k] == row[k] for k in ("lever", "arm", "seed", "steps"))]
         if not curve:
             continue
         last = max(curve, key=lambda r: r["step"])
-        points.append({"form": row["form"], "steps": row["steps"], "arm": row["arm"], "seed": row["seed"],
+        points.append({"lever": row["lever"], "steps": row["steps"], "arm": row["arm"], "seed": row["seed"],
                        "validation_clips": last["episodes"], "validation_accuracy_last": last["accuracy"],
                        "validation_accuracy_best": max(r["accuracy"] for r in curve),
                        "validation_pivot_accuracy_last": last.get("pivot_accuracy"),
                        "step_s_median": row["step_s_median"]})
-    return sorted(points, key=lambda p: (p["form"], p["steps"], p["arm"], p["seed"]))
+    return sorted(points, key=lambda p: (p["lever"], p["steps"], p["arm"], p["seed"]))
 
 
 def _cell(entry: dict[str, Any], metric: str) -> str:
@@ -366,7 +377,7 @@ def _cell(entry: dict[str, Any], metric: str) -> str:
 def table(summary: dict[str, Any]) -> str:
     """The side-by-side table of the arms on eval, the differences and the levers on validation."""
     lines = [f"eval split of {ENV_ID} ({summary.get('trained', {}).get('episodes', '?')} clips, line-grouped), "
-             f"form {summary['form']}, {summary['steps']} GRPO steps; {summary['intervals']}",
+             f"lever {summary['lever']}, {summary['steps']} GRPO steps; {summary['intervals']}",
              f"{'arm':9s} {'seeds':>5s}  " + "  ".join(f"{m:>24s}" for m in METRICS)]
     for arm in ARMS:
         entry = summary.get(arm, {})
@@ -374,7 +385,7 @@ def table(summary: dict[str, Any]) -> str:
                      + "  ".join(f"{_cell(entry, m):>24s}" for m in METRICS))
     lines += difference_lines(summary)
     for point in summary.get("levers", []):
-        lines.append(f"validation, form {point['form']}, {point['steps']} steps, {point['arm']} seed {point['seed']}: accuracy "
+        lines.append(f"validation, lever {point['lever']}, {point['steps']} steps, {point['arm']} seed {point['seed']}: accuracy "
                      f"{point['validation_accuracy_last']:.3f} at the last step (best {point['validation_accuracy_best']:.3f}) "
                      f"of {point['validation_clips']} clips, {point['step_s_median']:.1f} s a step")
     speed = summary.get("speed")
@@ -398,7 +409,7 @@ def difference_lines(summary: dict[str, Any]) -> list[str]:
     """The paired differences of the trained arm, one sentence each (after a warning when the recipe is not the frozen one)."""
     lines = []
     if not summary["frozen"]:
-        lines.append(f"Not the frozen recipe (form {FORM}): an exploratory play of eval, not a result.")
+        lines.append(f"Not the frozen recipe (lever {LEVER}): an exploratory play of eval, not a result.")
     for reference in ("control", "base"):
         found = summary.get(f"trained_vs_{reference}")
         if found:
@@ -424,13 +435,13 @@ def markdown_table(summary: dict[str, Any]) -> str:
         entry = summary.get(arm, {})
         seeds = len(entry.get("seeds", [])) or (1 if entry.get("episodes") else 0)
         lines.append(f"| {names[arm]} | {seeds} | " + " | ".join(_cell(entry, m) for m in METRICS) + " |")
-    lines += ["", f"{summary.get('trained', {}).get('episodes', '?')} eval clips, form `{summary['form']}`, "
+    lines += ["", f"{summary.get('trained', {}).get('episodes', '?')} eval clips, lever `{summary['lever']}`, "
               f"{summary['steps']} GRPO steps; {summary['intervals']}."]
     lines += ["", *difference_lines(summary)] if difference_lines(summary) else []
     return "\n".join(lines)
 
 
-def plot(rows: list[dict[str, Any]], steps: int, path: Path, form: str = FORM) -> None:
+def plot(rows: list[dict[str, Any]], steps: int, path: Path, lever: str = LEVER) -> None:
     """Validation accuracy vs step: trained and control (mean and min-max band over seeds), base, chance."""
     import matplotlib
 
@@ -440,7 +451,7 @@ def plot(rows: list[dict[str, Any]], steps: int, path: Path, form: str = FORM) -
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
     colours = {"trained": "tab:blue", "control": "tab:orange"}
     labels = {"trained": "trained (full reward)", "control": "control (format-only reward)"}
-    curve = [r for r in rows if r.get("kind") == "curve" and r["form"] == form and r["steps"] == steps]
+    curve = [r for r in rows if r.get("kind") == "curve" and r["lever"] == lever and r["steps"] == steps]
     base = [r["accuracy"] for r in curve if r["step"] == 0 and r["arm"] == "trained"]
     for arm in ("trained", "control"):
         by_step: dict[int, list[float]] = {}
@@ -457,12 +468,12 @@ def plot(rows: list[dict[str, Any]], steps: int, path: Path, form: str = FORM) -
     if base:
         ax.axhline(statistics.fmean(base), color="tab:gray", lw=1.5, label="base model (untrained)")
     ax.axhline(0.5, color="black", lw=1, ls=":", label="chance (and any text-only reader)")
-    completions = recipe("trained", 0, steps, 0, Path("runs"), form).batch_size
+    completions = recipe("trained", 0, steps, 0, Path("runs"), lever).batch_size
     clips = curve[0]["episodes"] if curve else "?"
     ax.set_xlabel(f"GRPO step ({completions} completions per step)")
     ax.set_ylabel(f"validation accuracy ({clips} clips; unanswered = wrong)")
     ax.set_ylim(0, 1.02)
-    ax.set_title(f"Sarcasm-v0 (corpus v2), SmolLM2-135M, {form} prompt: validation accuracy during training",
+    ax.set_title(f"Sarcasm-v0 (corpus v2), SmolLM2-135M, {lever}: validation accuracy during training",
                  fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right", title="bands: min-max over seeds", title_fontsize=8)
@@ -474,7 +485,7 @@ def plot(rows: list[dict[str, Any]], steps: int, path: Path, form: str = FORM) -
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--form", choices=FORMS, default=FORM, help=f"the delivery's prompt form (default: {FORM})")
+    parser.add_argument("--lever", choices=tuple(LEVERS), default=LEVER, help=f"the recipe's lever (default: {LEVER})")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--arms", nargs="+", choices=("trained", "control"), default=["trained", "control"],
                         help="which arms to train (e.g. one per process, to run two on two cores)")
@@ -490,26 +501,26 @@ def main(argv: list[str] | None = None) -> int:
     if not args.report_only:
         for seed in args.seeds:
             for arm in args.arms:
-                adapter = run_dir(work, args.form, arm, seed, args.steps) / "adapter" / "adapter_config.json"
-                needs_adapter = not args.validation_only and not has_row(read_rows(), "eval", args.form, arm, seed, args.steps)
-                if has_row(read_rows(), "run", args.form, arm, seed, args.steps) and (adapter.is_file() or not needs_adapter):
-                    print(f"{args.form} {arm} seed {seed}: trained (in {RUNS_FILE.name})", flush=True)
+                adapter = run_dir(work, args.lever, arm, seed, args.steps) / "adapter" / "adapter_config.json"
+                needs_adapter = not args.validation_only and not has_row(read_rows(), "eval", args.lever, arm, seed, args.steps)
+                if has_row(read_rows(), "run", args.lever, arm, seed, args.steps) and (adapter.is_file() or not needs_adapter):
+                    print(f"{args.lever} {arm} seed {seed}: trained (in {RUNS_FILE.name})", flush=True)
                 else:
-                    print(f"{args.form} {arm} seed {seed}: training {args.steps} steps ...", flush=True)
-                    run_arm(arm, seed, args.steps, args.eval_every, work, args.form)
-                if not args.validation_only and not has_row(read_rows(), "eval", args.form, arm, seed, args.steps):
-                    print(f"{args.form} {arm} seed {seed}: playing the eval split ...", flush=True)
-                    play_eval(arm, seed, args.steps, work, args.form)
-        if not args.validation_only and not has_row(read_rows(), "eval", args.form, "base", None, args.steps):
+                    print(f"{args.lever} {arm} seed {seed}: training {args.steps} steps ...", flush=True)
+                    run_arm(arm, seed, args.steps, args.eval_every, work, args.lever)
+                if not args.validation_only and not has_row(read_rows(), "eval", args.lever, arm, seed, args.steps):
+                    print(f"{args.lever} {arm} seed {seed}: playing the eval split ...", flush=True)
+                    play_eval(arm, seed, args.steps, work, args.lever)
+        if not args.validation_only and not has_row(read_rows(), "eval", args.lever, "base", None, args.steps):
             print("base: playing the eval split ...", flush=True)
-            play_eval("base", None, args.steps, work, args.form)
+            play_eval("base", None, args.steps, work, args.lever)
         if args.speed_steps and not any(r.get("kind") == "speed" for r in read_rows()):
             print(f"timing {args.speed_steps} steps of the default flat recipe and of the CPU recipe ...", flush=True)
             measure_speed(args.speed_steps, work)
     rows = read_rows()
-    summary = summarise(rows, args.steps, args.form)
+    summary = summarise(rows, args.steps, args.lever)
     SUMMARY_FILE.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    plot(rows, args.steps, FIGURE, args.form)
+    plot(rows, args.steps, FIGURE, args.lever)
     print(table(summary))
     print("\nREADME table (between its learning-table markers):\n" + markdown_table(summary))
     print(f"results: {RUNS_FILE.relative_to(ROOT)}, {SUMMARY_FILE.relative_to(ROOT)}; figure: {FIGURE.relative_to(ROOT)}")
