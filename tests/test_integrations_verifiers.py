@@ -10,7 +10,9 @@ rewards and metrics must be affectgym's.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -122,6 +124,28 @@ def test_load_environment_names_the_env_once_and_knows_its_ids():
         load_environment("affectgym/Nope-v0")
     with pytest.raises(ValueError, match="affectgym/EmotionState-v0 is a numeric env"):
         load_environment("affectgym/EmotionState-v0")
+
+
+def test_loading_the_env_leaves_the_processs_sigterm_and_sigint_handlers_as_they_were():
+    # verifiers' classic Environment installs its own (teardown, then exit(143)) when built.
+    received: list[int] = []
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    signal.signal(signal.SIGTERM, lambda sig, frame: received.append(sig))
+    try:
+        load_environment(SARCASM, max_turns=5)
+        assert signal.getsignal(signal.SIGINT) is previous[signal.SIGINT]
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert received == [signal.SIGTERM]
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def test_load_environment_logs_which_split_each_dataset_serves(caplog):
+    with caplog.at_level(logging.INFO, logger="verifiers"):
+        vf_env = load_environment(SARCASM, max_turns=5)
+    line = f"{SARCASM}: dataset is split 'train' ({len(vf_env.get_dataset())} scenarios), eval_dataset is split 'eval'"
+    assert line in caplog.messages
 
 
 def scripted_in_text(request: dict[str, Any]) -> str:

@@ -38,8 +38,10 @@ from __future__ import annotations
 
 import functools
 import math
+import signal
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from affectgym.agents.openai_agent import action_from_message
@@ -245,7 +247,9 @@ def load_environment(
 
     Returns:
         A ``vf.MultiTurnEnv``: ``dataset`` and ``eval_dataset`` of scenarios, the env's tools,
-        the env's rubric.
+        the env's rubric. Its logger (verifiers' own, shown by ``vf-eval``) says which split
+        each dataset is, and the process's SIGINT and SIGTERM handlers are as they were
+        (:func:`process_signal_handlers_kept`).
 
     Raises:
         ValueError: Both ``env_id`` and ``env``, an unknown env id, or an env that is not a text env.
@@ -290,13 +294,42 @@ def load_environment(
             pools[eval_split].give_back(shown)
 
     classes = _classes()
-    return classes["AffectGymEnv"](
-        pools,
-        dataset=datasets.Dataset.from_dict(rows),
-        eval_dataset=eval_rows,
-        rubric=classes["AffectRubric"](components, pools),
-        tool_defs=tools or None,
+    with process_signal_handlers_kept():
+        vf_env = classes["AffectGymEnv"](
+            pools,
+            dataset=datasets.Dataset.from_dict(rows),
+            eval_dataset=eval_rows,
+            rubric=classes["AffectRubric"](components, pools),
+            tool_defs=tools or None,
+        )
+    vf_env.logger.info(
+        "%s: dataset is split %r (%d scenarios), eval_dataset is split %r", env_id, split, len(rows["prompt"]), eval_split
     )
+    return vf_env
+
+
+@contextmanager
+def process_signal_handlers_kept() -> Iterator[None]:
+    """Put back the SIGINT and SIGTERM handlers that the block replaced.
+
+    verifiers' classic ``Environment`` installs process-wide handlers when it is built (its
+    teardown, then ``exit(143)`` on SIGTERM): in a test run or a trainer that loads the env,
+    a SIGTERM would then end as that env's exit instead of the host's own handling. Its
+    teardown still runs at exit (``atexit``). Outside the main thread no handler can change,
+    and nothing is put back.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    kept: dict[signal.Signals, Callable[..., Any] | int | None] = {
+        sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        yield
+    finally:
+        for sig, handler in kept.items():
+            # None: a handler installed outside Python, which getsignal cannot hand back
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
 
 
 def __getattr__(name: str) -> Any:
