@@ -8,9 +8,10 @@ calls the factory on the event loop), so sessions share nothing.
 
 * ``reset(seed=, episode_id=, options=)``: ``options`` as ``AffectEnv.reset`` takes them,
   e.g. ``{"scenario_id": "..."}``; returns the first :class:`~affectgym.integrations.openenv.models.AffectObservation`;
-* ``step(AffectAction(message=...))``: one ``env.step``; before any reset (and on OpenEnv's
-  stateless ``POST /step``, which makes a fresh env per request) it answers, without
-  raising, that the episode needs a reset over the WebSocket session;
+* ``step(AffectAction(message=...))``: one ``env.step``; before any reset, after a reset
+  that failed (an unknown scenario id), and on OpenEnv's stateless ``POST /step``, which
+  makes a fresh env per request, it answers, without raising, that the episode needs a
+  reset over the WebSocket session;
 * ``state``: an :class:`~affectgym.integrations.openenv.models.AffectState`.
 """
 
@@ -67,9 +68,11 @@ def _environment_class() -> type:
 
                 with _MAKING:
                     self._env = affectgym.make(self.env_id, **self.env_kwargs)
-            self._state = AffectState(env_id=self.env_id, episode_id=episode_id or uuid.uuid4().hex, done=True)
+            # No episode until this reset succeeds: a failed one leaves the session as a fresh one is.
+            self._state = AffectState(env_id=self.env_id)
             text, info = self._env.reset(seed=seed, options=options)
-            self._state = self._state.model_copy(update={"scenario_id": info.get("scenario_id"), "done": False})
+            self._state = AffectState(env_id=self.env_id, episode_id=episode_id or uuid.uuid4().hex,
+                                      scenario_id=info.get("scenario_id"), done=False)
             return AffectObservation(**observation_fields(text, None, False, False, info))
 
         def step(self, action: Any, timeout_s: float | None = None, **kwargs: Any) -> Any:
