@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import affectgym
+from affectgym.data.speech_splits import ClipSplit, mustard_fold
 from affectgym.features import cache as cache_module
 
 MUSTARD = Path(__file__).resolve().parents[2] / "shared" / "data" / "mustard"
@@ -77,10 +78,11 @@ def main() -> int:
     from sklearn.metrics import f1_score
 
     from affectgym.agents.label_baselines import ProbeAgent
+    from affectgym.envs.sarcasm import SPEAKER_INDEPENDENT
 
     kwargs = {"dataset": "mustard", "data_dir": str(MUSTARD)}
 
-    def weighted_f1(train_split: str, test_split: str) -> float:
+    def weighted_f1(train_split: ClipSplit, test_split: ClipSplit) -> float:
         agent = ProbeAgent(features="text", env_kwargs=kwargs, train_split=train_split)
         test_env = affectgym.make("affectgym/Sarcasm-v0", split=test_split, **kwargs)
         gold, predicted = [], []
@@ -94,14 +96,14 @@ def main() -> int:
             predicted.append(info["outcome"]["prediction"])
         return 100 * f1_score(gold, predicted, average="weighted")
 
-    folds = [weighted_f1(f"fold-{k}/train", f"fold-{k}") for k in range(1, 6)]
+    folds = [weighted_f1(mustard_fold(k, part="train"), mustard_fold(k)) for k in range(1, 6)]
     mean = statistics.mean(folds)
     print(
         f"MUStARD text probe, 5 speaker-dependent folds: weighted F1 {mean:.1f} "
         f"(folds {', '.join(f'{f:.1f}' for f in folds)}) vs published text SVM {PUBLISHED_TEXT_SVM_F1} "
         f"(difference {mean - PUBLISHED_TEXT_SVM_F1:+.1f}; target within 5)"
     )
-    independent = weighted_f1("speaker-independent/train", "speaker-independent")
+    independent = weighted_f1(SPEAKER_INDEPENDENT.with_part("train"), SPEAKER_INDEPENDENT)
     print(f"MUStARD text probe, speaker-independent (test FRIENDS): weighted F1 {independent:.1f}")
     return 0
 

@@ -10,7 +10,6 @@ from toy_env import NOTES, ToyMoodEnv
 
 from affectgym.envs.checker import BAD_ACTIONS, EnvCheckError, check_env
 from affectgym.envs.core import AffectEnv, tool
-from affectgym.rewards.rubric import Criterion, Rubric
 
 READ = '<tool_call>{"name": "read_note", "arguments": {}}</tool_call>'
 
@@ -215,17 +214,10 @@ def test_the_base_calls_no_method_of_a_subclass_while_it_is_built():
     assert {"system_prompt", "first_observation", "tool_call_instruction"} <= set(calls)
 
 
-def test_an_env_built_from_the_former_hooks_still_works_with_a_warning_naming_the_new_form():
+def test_an_env_that_hands_over_no_scenarios_or_rubric_is_refused_naming_both():
     class HookedMood(ToyMoodEnv):
         def __init__(self):
             AffectEnv.__init__(self, split="all", max_turns=4)
 
-        def load_scenarios(self):
-            return NOTES[:2]
-
-        def build_rubric(self):
-            return Rubric([Criterion("correct", lambda scenario, reply, trace: float(reply.answer == scenario.label))])
-
-    with pytest.warns(FutureWarning, match="pass scenarios= and rubric= to AffectEnv.__init__"):
-        env = HookedMood()
-    assert env.scenario_ids == [note.id for note in NOTES[:2]] and env.rubric.criteria[0].name == "correct"
+    with pytest.raises(TypeError, match="'scenarios' and 'rubric'"):
+        HookedMood()

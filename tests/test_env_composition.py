@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 
 import affectgym
@@ -49,27 +47,15 @@ def test_a_rubric_of_ones_own_criteria_scores_the_env():
     assert result.components["short"] == 1.0 and result.total == pytest.approx(0.70 + 0.30 + 0.5)
 
 
-def test_the_former_arguments_still_work_with_a_warning_that_names_the_new_form():
-    with pytest.warns(FutureWarning, match=r"pass task_format=\{'answer': 'yesno', 'flat_prompt': 'compact'\}, rubric='label'"):
-        old = affectgym.make(SARCASM, answer="yesno", flat_prompt="compact", reward="label").unwrapped
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        new = affectgym.make(SARCASM, **SARCASM_SHORT_FORM).unwrapped
-    assert old.task_format == new.task_format == SHORT_YESNO and totals(old) == totals(new)
-
-
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"task_format": "tiny"}, "unknown task_format 'tiny'; named formats: json, word, yesno, short-yesno"),
     ({"task_format": {"answer": "yesno", "prompt": "compact"}}, r"unknown task_format fields \['prompt'\]"),
     ({"task_format": 3}, "task_format must be a LabelFormat"),
     ({"rubric": "dense"}, "rubric must be a Rubric or one of multi, single, label, got 'dense'"),
-    ({"answer": "yesno", "task_format": "json"}, r"pass \['answer'\] inside task_format, not beside it"),
 ])
 def test_a_bad_task_format_or_rubric_is_refused_naming_what_is_accepted(kwargs, message):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        with pytest.raises(ValueError, match=message):
-            affectgym.make(SARCASM, **kwargs)
+    with pytest.raises(ValueError, match=message):
+        affectgym.make(SARCASM, **kwargs)
 
 
 STYLE = ("affectgym/EmotionStyle-v0", {"classifier": "nade"})

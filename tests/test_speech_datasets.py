@@ -693,12 +693,11 @@ def test_a_manifests_own_partitions_are_partition_objects_whose_sides_check_env_
     assert train.clip_split.with_part("eval") == env.clip_split  # the train side's other side is the eval partition
 
 
-def test_mustard_fold_strings_still_work_with_a_warning_naming_the_split_object(tmp_path):
+def test_a_mustard_fold_is_a_split_object_and_a_fold_string_is_refused_naming_the_objects(tmp_path):
     root = _mustard(tmp_path)
-    with pytest.warns(FutureWarning, match=r"split='fold-1/train' is deprecated; pass split=mustard_fold\(1\)"
-                                           r"\.with_part\(\"train\"\)"):
-        old = SarcasmEnv(dataset="mustard", data_dir=str(root), split="fold-1/train")
-    new = SarcasmEnv(dataset="mustard", data_dir=str(root), split=mustard_fold(1, part="train"))
-    assert old.scenario_ids == new.scenario_ids == ["1_0", "1_1"] and old.split == "fold-1/train"
+    env = SarcasmEnv(dataset="mustard", data_dir=str(root), split=mustard_fold(1, part="train"))
+    assert env.scenario_ids == ["1_0", "1_1"] and env.split == "fold-1/train"
+    with pytest.raises(ValueError, match=r"unknown split 'fold-1/train'; .*mustard_fold"):
+        SarcasmEnv(dataset="mustard", data_dir=str(root), split="fold-1/train")
     with pytest.raises(ValueError, match=r"split 'fold-2': fold must be 1..1, got 2"):
         SarcasmEnv(dataset="mustard", data_dir=str(root), split=mustard_fold(2))

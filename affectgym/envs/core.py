@@ -80,7 +80,6 @@ import dataclasses
 import functools
 import json
 import math
-import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
@@ -136,6 +135,8 @@ class AffectEnv(gym.Env[str, str]):
     """Base class of affectgym's text environments (see the module docstring).
 
     Args:
+        scenarios: The scenarios of the split, each with a unique ``str`` ``id``.
+        rubric: Scores an episode's final answer and trace.
         split: Which scenarios to serve, e.g. ``"train"``, ``"eval"`` or ``"all"``.
         max_turns: Agent messages allowed before the episode is truncated.
         max_tool_calls: Successful tool calls allowed per episode (``None``: no budget);
@@ -164,8 +165,8 @@ class AffectEnv(gym.Env[str, str]):
     def __init__(
         self,
         *,
-        scenarios: Sequence[Any] | None = None,
-        rubric: Rubric | None = None,
+        scenarios: Sequence[Any],
+        rubric: Rubric,
         split: str = "train",
         max_turns: int = 8,
         max_tool_calls: int | None = None,
@@ -193,13 +194,6 @@ class AffectEnv(gym.Env[str, str]):
         self.render_mode = render_mode
         self.observation_space = TextSpace(max_length=max_observation_chars)
         self.action_space = TextSpace(max_length=max_action_chars)
-        if scenarios is None or rubric is None:
-            warnings.warn(
-                f"{type(self).__name__}: pass scenarios= and rubric= to AffectEnv.__init__; its calls of "
-                "load_scenarios() and build_rubric() for an env that does not are deprecated and will be removed "
-                "in the next release", FutureWarning, stacklevel=2)
-            scenarios = self.load_scenarios() if scenarios is None else scenarios
-            rubric = self.build_rubric() if rubric is None else rubric
         self.scenarios: list[Any] = list(scenarios)
         if not self.scenarios:
             raise ValueError(f"{type(self).__name__}: split {split!r} has no scenarios")
@@ -217,10 +211,6 @@ class AffectEnv(gym.Env[str, str]):
         self._messages_printed = 0  # render_mode="human": messages already on stdout
 
     # ----------------------------------------------------------------- subclass API
-    def load_scenarios(self) -> Sequence[Any]:
-        """Deprecated: pass ``scenarios=`` to ``AffectEnv.__init__`` (called there, with a warning, when it is not)."""
-        raise NotImplementedError
-
     def system_prompt(self, scenario: Any) -> str:
         """The system message: the task, the answer format and the tools (never the label)."""
         raise NotImplementedError
@@ -244,10 +234,6 @@ class AffectEnv(gym.Env[str, str]):
         penalty (a step that pays nothing pays 0) to the highest total."""
         low, high = self.score_bounds()
         return (min(low, 0.0) - self.invalid_action_penalty, high)
-
-    def build_rubric(self) -> Rubric:
-        """Deprecated: pass ``rubric=`` to ``AffectEnv.__init__`` (called there, with a warning, when it is not)."""
-        raise NotImplementedError
 
     def on_answer(self, reply: Reply) -> Continue | None:
         """What a valid answer does: ``None`` ends the episode, a :class:`Continue` goes on.

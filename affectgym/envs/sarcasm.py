@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from affectgym.data.speech_splits import ClipSplit, LeaveOneGroupOut, mustard_fold
+from affectgym.data.speech_splits import LeaveOneGroupOut
 from affectgym.envs.speech_emotion import SpeechEmotionEnv
 
 SPEAKER_INDEPENDENT_TEST_SHOW = "FRIENDS"  # MUStARD's speaker-independent setup tests on FRIENDS
@@ -64,9 +63,7 @@ class SarcasmEnv(SpeechEmotionEnv):
     ``mustard_fold(k)`` or ``mustard_fold(k, part="train")`` (MUStARD's speaker-dependent
     fold k = 1..5, its test part by default; needs ``DIR/split_indices.json``),
     ``SPEAKER_INDEPENDENT`` or ``SPEAKER_INDEPENDENT.with_part("train")`` (test on FRIENDS,
-    train on the other shows), or any split object of :mod:`affectgym.data.speech_splits`
-    (the strings ``"fold-k"`` and ``"speaker-independent"``, with ``/train``, still work with
-    a FutureWarning naming the object).
+    train on the other shows), or any split object of :mod:`affectgym.data.speech_splits`.
     Plus every argument of ``SpeechEmotionEnv`` (``task_format``, ``rubric``, ``reward_weights``,
     ``max_tool_calls``, ``prosody_backend``, ``norms``, ``on_bad_clip``, ``max_turns``, ...).
 
@@ -88,27 +85,6 @@ class SarcasmEnv(SpeechEmotionEnv):
     task = "Decide whether the spoken line is sarcastic or sincere; the delivery can flip the literal words."
     #: ``dataset="embedded"`` is the shipped sarcasm corpus, ``"hub"`` MUStARD from the hub.
     dataset_aliases: ClassVar[Mapping[str, str]] = {"embedded": "embedded-sarcasm", "hub": "mustard-hub"}
-
-    def __init__(self, *, split: str | ClipSplit = "train", **kwargs: Any):
-        super().__init__(split=_split_object(split), **kwargs)
-
-
-def _split_object(split: str | ClipSplit) -> str | ClipSplit:
-    """``split``, with the former MUStARD names (``fold-k``, ``speaker-independent``, ``.../train``) as objects."""
-    if not isinstance(split, str):
-        return split
-    name, _, part = split.partition("/")
-    if name == "speaker-independent":
-        new, replacement = "SPEAKER_INDEPENDENT", SPEAKER_INDEPENDENT
-    elif name.startswith("fold-") and name[5:].isdigit():
-        new, replacement = f"mustard_fold({name[5:]})", mustard_fold(int(name[5:]))
-    else:
-        return split
-    if part:
-        new, replacement = f'{new}.with_part("{part}")', replacement.with_part(part)
-    warnings.warn(f"split={split!r} is deprecated; pass split={new} (affectgym.envs.sarcasm / "
-                  "affectgym.data.speech_splits)", FutureWarning, stacklevel=3)
-    return replacement
 
 
 __all__ = ["SPEAKER_INDEPENDENT", "SarcasmEnv"]

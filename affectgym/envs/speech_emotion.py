@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -116,9 +115,7 @@ class SpeechEmotionEnv(AffectEnv):
     the answer "json" | "word" | "yesno", yes or no to "is it <first label>?", two labels
     only; the flat prompt "full": every tool output, or "compact": the transcript and the
     one-line delivery summary, a ~130-token prompt for CPU training), ``rubric`` (a
-    ``Rubric`` or a name of ``SPEECH_RUBRICS``: "multi" | "single" | "label"; the former
-    ``reward``, ``answer`` and ``flat_prompt`` arguments still work, with a FutureWarning
-    naming the new form), ``reward_weights`` (overrides by component name), ``max_tool_calls`` (6),
+    ``Rubric`` or a name of ``SPEECH_RUBRICS``: "multi" | "single" | "label"), ``reward_weights`` (overrides by component name), ``max_tool_calls`` (6),
     ``prosody_backend`` ("praat" | "librosa"), ``norms`` ("corpus" | "speaker": every clip must
     name its speaker | "default"),
     ``on_bad_clip`` ("skip" | "error": what to do, when the env is made, with a clip of
@@ -161,9 +158,7 @@ class SpeechEmotionEnv(AffectEnv):
         max_turns: int = 8,
         invalid_action_penalty: float = 0.05,
         render_mode: str | None = None,
-        **deprecated: Any,
     ):
-        task_format, rubric = _read_deprecated(deprecated, task_format, rubric)
         self.task_format = LabelFormat.coerce(task_format)
         self.speech_rubric = speech_rubric(rubric)
         if group_by is not None and not isinstance(group_by, str):
@@ -573,41 +568,6 @@ class SpeechEmotionEnv(AffectEnv):
             f'<final>{{"label": "{label}", "confidence": 0.6}}</final>',
             f'I think so. {{"label": "{label}", "confidence": 0.3}}',
         ]
-
-
-def _read_deprecated(
-    deprecated: Mapping[str, Any], task_format: Any, rubric: Any
-) -> tuple[LabelFormat | str | Mapping[str, Any] | None, Rubric | str]:
-    """The task format and rubric the former ``answer``, ``flat_prompt`` and ``reward`` arguments name, with a warning.
-
-    Raises:
-        TypeError: An argument the env does not take.
-        ValueError: A former argument beside the new one it is part of.
-    """
-    unknown = sorted(set(deprecated) - {"answer", "flat_prompt", "reward"})
-    if unknown:
-        raise TypeError(f"SpeechEmotionEnv got unexpected keyword arguments {unknown}")
-    if not deprecated:
-        return task_format, rubric
-    fields = {name: deprecated[name] for name in ("answer", "flat_prompt") if name in deprecated}
-    if fields and task_format is not None:
-        raise ValueError(f"pass {sorted(fields)} inside task_format, not beside it")
-    if "reward" in deprecated and rubric != "multi":
-        raise ValueError("pass the rubric as rubric=, not also reward=")
-    new_form = []
-    if fields:
-        task_format = LabelFormat.coerce(fields)
-        new_form.append(f"task_format={task_format.as_dict()}")
-    if "reward" in deprecated:
-        rubric = deprecated["reward"]
-        new_form.append(f"rubric={rubric!r}")
-    warnings.warn(
-        f"SpeechEmotionEnv({', '.join(f'{k}={v!r}' for k, v in deprecated.items())}) is deprecated and will be "
-        f"removed in the next release; pass {', '.join(new_form)}",
-        FutureWarning,
-        stacklevel=3,
-    )
-    return task_format, rubric
 
 
 __all__ = [
