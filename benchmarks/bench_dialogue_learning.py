@@ -337,6 +337,12 @@ def versus_sft(rows: dict[str, list[dict[str, Any]]], turns: dict[str, list[dict
     return delta
 
 
+#: How the settings were chosen: on the eval split itself, before the envs had a validation split,
+#: so the recipe was never frozen before eval was played. Tables and summaries say so.
+SELECTION = ("not a frozen recipe: its settings were chosen on these eval turns (the env had no validation "
+             "split then), so read it as exploratory")
+
+
 def summarise(rows: list[dict[str, Any]], turns: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """Every metric of every arm over the turns of all its seeds, and ``sft+dpo``'s paired difference to ``sft``.
 
@@ -373,6 +379,7 @@ def summarise(rows: list[dict[str, Any]], turns: Sequence[dict[str, Any]] = ()) 
         "sft_steps": max((r["sft_steps"] for r in rows), default=0),
         "dpo_rounds": max((r["dpo_rounds"] for r in rows), default=0),
         "dpo_steps_per_round": max((r["dpo_steps_per_round"] for r in rows), default=0),
+        "frozen": False, "selection": SELECTION,
         "intervals": method_text(GROUPS, mcnemar=True), "arms": arms,
     }
 
@@ -406,6 +413,8 @@ def markdown_table(summary: dict[str, Any]) -> str:
     if "valid_both" in delta:
         lines += ["", _gain_sentences(delta)]
     lines += ["", f"Cells: mean (95% CI). {summary['intervals']}."]
+    if not summary.get("frozen", True):
+        lines += ["", f"{summary['selection'][0].upper()}{summary['selection'][1:]}."]
     return "\n".join(lines)
 
 

@@ -230,6 +230,12 @@ def observations(samples: list[dict[str, Any]], metric: str) -> list[Observation
             for sample, values in found if metric in values]
 
 
+#: How the settings were chosen: on the eval split itself, before the envs had a validation split,
+#: so the recipe was never frozen before eval was played. Tables and summaries say so.
+SELECTION = ("not a frozen recipe: its settings were chosen on these eval replies (the env had no validation "
+             "split then), so read it as exploratory")
+
+
 def summarise(rows: list[dict[str, Any]], samples: list[dict[str, Any]]) -> dict[str, Any]:
     """Every metric of every arm, and the paired differences of :data:`DIFFERENCES`, over the replies of every seed.
 
@@ -275,6 +281,7 @@ def summarise(rows: list[dict[str, Any]], samples: list[dict[str, Any]]) -> dict
     return {"env_id": EMOTION_STYLE_ENV_ID, "env_kwargs": EVAL_ENV_KWARGS, "split": "eval",
             "decoding": {"greedy": True, "max_new_tokens": STYLE_MAX_NEW_TOKENS},
             "grpo_steps": max((r["grpo_steps"] for r in rows if "grpo_steps" in r), default=0),
+            "frozen": False, "selection": SELECTION,
             "intervals": method_text(GROUPS, mcnemar=True), "arms": arms,
             **differences, **({"speed": speed[-1]} if speed else {})}
 
@@ -315,6 +322,8 @@ def markdown_table(summary: dict[str, Any]) -> str:
                     f"target, {mcnemar['only_arm']} only {arm})") if mcnemar else ""
             lines.append(f"\n{ARM_TITLES[arm]} - {name} target accuracy: {delta}{test}.")
     lines.append(f"\nCells: mean (95% CI). {summary['intervals']}.")
+    if not summary.get("frozen", True):
+        lines.append(f"\n{summary['selection'][0].upper()}{summary['selection'][1:]}.")
     return "\n".join(lines)
 
 
