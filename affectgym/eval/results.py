@@ -13,7 +13,7 @@ the judge follows too) and the record says how many were replaced
 (``"replaced_lone_surrogates"``).
 
 One process writes a run folder at a time: :func:`lock_run_folder` holds an exclusive OS
-lock (``fcntl.flock`` on ``.lock`` in the folder; the kernel releases it when the process
+lock (``filelock`` on ``.lock`` in the folder; the kernel releases it when the process
 ends, crashes included) and a second writer fails at once with :class:`RunFolderLocked`,
 naming the holder's pid.
 
@@ -46,6 +46,9 @@ LOCK_FILE = ".lock"
 #: Record key: how many lone surrogates of the record's text were written as U+FFFD.
 REPLACED_SURROGATES_KEY = "replaced_lone_surrogates"
 
+#: What a refused ``affectgym eval`` writer is told to do.
+EVAL_LOCK_ADVICE = ("two writers would duplicate or lose episodes: wait for it to finish (or stop it), "
+                    "then --resume, or write to another --out")
 #: How long a refused writer waits for the holder to write its pid (it does so right after locking).
 _HOLDER_WAIT_S = 1.0
 
@@ -273,17 +276,19 @@ class RunFolderLocked(RuntimeError):
 
 
 @contextmanager
-def lock_run_folder(folder: Path | str) -> Iterator[Path]:
+def lock_run_folder(folder: Path | str, *, advice: str = EVAL_LOCK_ADVICE) -> Iterator[Path]:
     """Hold ``folder`` for this process alone until the block ends.
 
-    The folder is created if missing. The lock is ``fcntl.flock`` on ``folder/.lock``,
+    The folder is created if missing. The lock is ``filelock``'s OS lock on ``folder/.lock``,
     which holds the holder's pid, host, start time and command; the kernel releases it
     when the process exits or crashes, so a killed run never leaves the folder locked.
     On release the lock file is removed, and so is the folder when this call created it
-    and nothing else was written to it.
+    and nothing else was written to it. ``affectgym eval`` holds its ``--out`` folder and
+    ``affectgym train`` its ``--output-dir`` this way.
 
     Args:
         folder: The run folder.
+        advice: What the refused writer should do, after the holder is named.
 
     Yields:
         The lock file's path.
@@ -300,25 +305,31 @@ def lock_run_folder(folder: Path | str) -> Iterator[Path]:
     ...         print(f"pid {os.getpid()}" in str(refused))
     True
     """
+    from filelock import FileLock, Timeout
+
     folder = Path(folder)
     created = not folder.is_dir()
+    folder.mkdir(parents=True, exist_ok=True)
     path = folder / LOCK_FILE
-    descriptor = _acquire(folder, path)
+    lock = FileLock(path, timeout=0, thread_local=False, on_acquired=_write_holder)
     try:
-        holder = {
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "command": " ".join(sys.argv),
-        }
-        os.ftruncate(descriptor, 0)
-        os.pwrite(descriptor, replace_lone_surrogates(json.dumps(holder, ensure_ascii=False)).encode(), 0)
+        lock.acquire()
+    except Timeout:
+        holder = _read_holder(path)
+        pid = holder.get("pid", "unknown")
+        where = f" on {holder['host']}" if holder.get("host") else ""
+        since = f" since {holder['started_at']}" if holder.get("started_at") else ""
+        command = f": {holder['command']}" if holder.get("command") else ""
+        raise RunFolderLocked(
+            f"{folder} is being written by another process (pid {pid}{where}{since}{command}); {advice}"
+        ) from None
+    try:
         yield path
     finally:
-        # Removed while still held: a process that opened this file meanwhile finds it gone
-        # after the release and locks a fresh one (see _acquire), so two never both hold one.
+        # Removed while still held: a process that opened this file meanwhile finds its inode
+        # unlinked once it locks it, and filelock does not count that as holding the folder.
         path.unlink(missing_ok=True)
-        os.close(descriptor)
+        lock.release()
         if created:
             try:
                 folder.rmdir()  # only succeeds when the run wrote nothing
@@ -326,47 +337,25 @@ def lock_run_folder(folder: Path | str) -> Iterator[Path]:
                 pass
 
 
-def _acquire(folder: Path, path: Path) -> int:
-    """An open descriptor of ``path`` holding its exclusive flock (see :func:`lock_run_folder`)."""
-    import fcntl
-
-    while True:
-        folder.mkdir(parents=True, exist_ok=True)
-        try:
-            descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except FileNotFoundError:  # the folder was removed by a run that just gave it up
-            continue
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _read_holder(descriptor)
-            os.close(descriptor)
-            pid = holder.get("pid", "unknown")
-            where = f" on {holder['host']}" if holder.get("host") else ""
-            since = f" since {holder['started_at']}" if holder.get("started_at") else ""
-            command = f": {holder['command']}" if holder.get("command") else ""
-            raise RunFolderLocked(
-                f"{folder} is being written by another process (pid {pid}{where}{since}{command}); "
-                "two writers would duplicate or lose episodes: wait for it to finish (or stop it), "
-                "then --resume, or write to another --out"
-            ) from None
-        try:
-            current = os.stat(path).st_ino == os.fstat(descriptor).st_ino
-        except FileNotFoundError:
-            current = False
-        if current:
-            return descriptor
-        os.close(descriptor)  # we locked a file its last holder had already removed: take the new one
+def _write_holder(descriptor: int) -> None:
+    """Write who holds the lock into the lock file (``filelock`` calls this right after locking)."""
+    holder = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join(sys.argv),
+    }
+    os.ftruncate(descriptor, 0)
+    os.pwrite(descriptor, replace_lone_surrogates(json.dumps(holder, ensure_ascii=False)).encode(), 0)
 
 
-def _read_holder(descriptor: int) -> dict[str, Any]:
+def _read_holder(path: Path) -> dict[str, Any]:
     """The lock file's holder record; ``{}`` when the holder has not written it in time."""
     deadline = time.monotonic() + _HOLDER_WAIT_S
     while True:
-        data = os.pread(descriptor, 65536, 0)
         try:
-            holder = json.loads(data)
-        except ValueError:
+            holder = json.loads(path.read_bytes())
+        except (OSError, ValueError):
             holder = None
         if isinstance(holder, dict):
             return holder

@@ -187,7 +187,18 @@ def train_dpo(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
         A summary: the pairs of every round, paths, ``train_s`` (wall seconds of sampling and
         training the rounds; a finished run resumed with more rounds adds theirs to its
         recorded seconds), first and last loss, and the held-out evaluation when ``eval_episodes > 0``.
+
+    Raises:
+        affectgym.eval.results.RunFolderLocked: Another process trains into ``config.output_dir``.
     """
+    from affectgym.train.run_dir import hold_output_dir
+
+    with hold_output_dir(config.output_dir):
+        return _train_dpo(config, gpu=gpu, progress=progress, overwrite=overwrite, resume=resume)
+
+
+def _train_dpo(config: TrainConfig, *, gpu: bool | None, progress: bool, overwrite: bool, resume: bool) -> dict[str, Any]:
+    """:func:`train_dpo` in its held output folder."""
     from transformers import set_seed
 
     from affectgym.train.grpo import check_policy, finish_run, has_gpu

@@ -401,17 +401,34 @@ def train(config: TrainConfig, *, gpu: bool | None = None, progress: bool = Fals
         A summary: output paths, wall time, first and last mean reward, and the held-out
         evaluation (when ``eval_episodes > 0``). Under ``accelerate launch`` every process
         returns it; only the main process's has the evaluation.
+
+    Raises:
+        affectgym.eval.results.RunFolderLocked: Another process trains into ``config.output_dir``.
     """
-    import torch
+    from contextlib import nullcontext
+
     from accelerate import PartialState
+
+    from affectgym.train.run_dir import hold_output_dir
+
+    if not config.env_id:
+        raise ValueError("no environment id given; e.g. affectgym train affectgym/Sarcasm-v0 --model smollm2-135m")
+    main_process = PartialState().is_main_process
+    # the main process holds the folder for the whole run; the others write only their rollouts there
+    with hold_output_dir(config.output_dir) if main_process else nullcontext():
+        return _train(config, gpu=gpu, progress=progress, overwrite=overwrite, resume=resume, callbacks=callbacks,
+                      main_process=main_process)
+
+
+def _train(config: TrainConfig, *, gpu: bool | None, progress: bool, overwrite: bool, resume: bool,
+           callbacks: list[Any] | None, main_process: bool) -> dict[str, Any]:
+    """:func:`train` in its held output folder."""
+    import torch
     from transformers import set_seed
 
     from affectgym.train.run_dir import claim_output_dir, resume_checkpoint
 
-    if not config.env_id:
-        raise ValueError("no environment id given; e.g. affectgym train affectgym/Sarcasm-v0 --model smollm2-135m")
     output_dir = Path(config.output_dir)
-    main_process = PartialState().is_main_process
     if main_process:
         claim_output_dir(output_dir, overwrite=overwrite, resume_config=config_to_yaml(config) if resume else None)
     check_policy(config)

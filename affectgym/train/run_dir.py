@@ -7,6 +7,12 @@ refuses such a folder, naming it and what is in it, unless the caller asks to ov
 the same run: then its ``config.yaml`` must be the one the caller would write, and
 :func:`resume_checkpoint` finds the last checkpoint to continue from (``transformers``'
 own, in ``trainer/``), dropping the lines that the interrupted run logged after it.
+
+Two trainers writing one folder at once would mix their files (one's ``config.yaml``,
+another's adapter): :func:`hold_output_dir` holds the folder for one process while it
+trains, with the OS lock ``affectgym eval`` holds its ``--out`` folder with
+(:func:`~affectgym.eval.results.lock_run_folder`), and a second trainer is refused at once,
+naming the first one's pid.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ from __future__ import annotations
 import difflib
 import json
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 #: What a GRPO, SFT or PPO/SAC run writes in its output folder (files and folders).
@@ -23,8 +31,29 @@ RUN_OUTPUTS = (
 )
 
 
+#: What a trainer refused a busy ``--output-dir`` is told to do, after the holder is named.
+BUSY_OUTPUT_DIR_ADVICE = (
+    "two trainers in one --output-dir would mix their files (one's config.yaml, the other's adapter): wait for it "
+    "to finish (or stop it) and --resume, or choose another --output-dir"
+)
+
+
 class OutputDirInUseError(FileExistsError):
     """The output folder holds another run's files."""
+
+
+@contextmanager
+def hold_output_dir(output_dir: str | Path) -> Iterator[Path]:
+    """Hold ``output_dir`` for this process's training run until the block ends (created when missing).
+
+    Raises:
+        affectgym.eval.results.RunFolderLocked: Another process trains (or evaluates) into
+            the folder; the message names its pid.
+    """
+    from affectgym.eval.results import lock_run_folder
+
+    with lock_run_folder(output_dir, advice=BUSY_OUTPUT_DIR_ADVICE):
+        yield Path(output_dir)
 
 
 def claim_output_dir(output_dir: str | Path, *, overwrite: bool = False, resume_config: str | None = None) -> Path:
@@ -114,4 +143,4 @@ def _step_of(line: str) -> int:
         return 1 << 62  # an unreadable (half-written) line goes
 
 
-__all__ = ["RUN_OUTPUTS", "OutputDirInUseError", "claim_output_dir", "resume_checkpoint"]
+__all__ = ["BUSY_OUTPUT_DIR_ADVICE", "RUN_OUTPUTS", "OutputDirInUseError", "claim_output_dir", "hold_output_dir", "resume_checkpoint"]

@@ -369,20 +369,21 @@ def train_from_config(config: TrainConfig, *, overwrite: bool = False) -> SB3Res
         raise ValueError(f"train_from_config trains --algo {' or '.join(ALGOS)}, got algo={config.algo!r}; GRPO runs through affectgym.train.grpo.train")
     if importlib.util.find_spec("stable_baselines3") is None:
         raise ImportError(f"--algo {config.algo} needs Stable-Baselines3, which is not installed: pip install 'affectgym[train]'")
-    from affectgym.train.run_dir import claim_output_dir
+    from affectgym.train.run_dir import claim_output_dir, hold_output_dir
 
-    out = claim_output_dir(config.output_dir, overwrite=overwrite)
-    (out / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")
-    return train_sb3(
-        env_id=config.env_id,
-        algo=config.algo,
-        timesteps=config.timesteps,
-        seed=config.seed,
-        output_dir=out,
-        n_envs=config.n_envs,
-        eval_episodes=config.eval_episodes,
-        env_kwargs=config.env_kwargs,
-    )
+    with hold_output_dir(config.output_dir):
+        out = claim_output_dir(config.output_dir, overwrite=overwrite)
+        (out / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")
+        return train_sb3(
+            env_id=config.env_id,
+            algo=config.algo,
+            timesteps=config.timesteps,
+            seed=config.seed,
+            output_dir=out,
+            n_envs=config.n_envs,
+            eval_episodes=config.eval_episodes,
+            env_kwargs=config.env_kwargs,
+        )
 
 
 __all__ = [

@@ -283,7 +283,19 @@ def train_sft(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
     Returns:
         A summary: demonstration counts, paths, wall time, first and last loss, and the
         held-out evaluation when ``eval_episodes > 0``.
+
+    Raises:
+        affectgym.eval.results.RunFolderLocked: Another process trains into ``config.output_dir``.
     """
+    from affectgym.train.run_dir import hold_output_dir
+
+    with hold_output_dir(config.output_dir):
+        return _train_sft(config, gpu=gpu, progress=progress, overwrite=overwrite, resume=resume, callbacks=callbacks)
+
+
+def _train_sft(config: TrainConfig, *, gpu: bool | None, progress: bool, overwrite: bool, resume: bool,
+               callbacks: list[Any] | None) -> dict[str, Any]:
+    """:func:`train_sft` in its held output folder."""
     import datasets
     from transformers import set_seed
     from trl import SFTTrainer
