@@ -147,6 +147,10 @@ def run_eval_command(args: argparse.Namespace) -> int:
         console = Console()
     result = run_eval(config, console=console)
     print(f"wrote {result.out / 'results.jsonl'}, summary.json and metadata.json")
+    failed = result.summary["errors"]["count"]
+    if failed:  # kept as they are by a resume: say how to play them again
+        print(f"{failed} of the {result.summary['episodes']} episodes failed (their errors are in results.jsonl); "
+              "once the cause is fixed, rerun with --resume --retry-errors to play them again")
     if args.push_to_hub is not None:
         from affectgym.eval.push import push_results_to_hub
 

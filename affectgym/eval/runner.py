@@ -311,7 +311,8 @@ def run_eval(
             seed; the env lists an unknown outcome summary; ``user_simulator`` with ``env_factory``;
             the env served at ``env_url`` has another id or split.
         ConnectionError: Nothing serves an env at ``env_url``.
-        RunAborted: Too many episodes failed; what was done is on disk.
+        RunAborted: Too many episodes failed; what was done is on disk. A resumed run that keeps
+            its failed episodes (no ``retry_errors``) fails before playing when they already do.
     """
     out = Path(config.out)
     with ExitStack() as cleanup:  # a bad env id or agent spec fails here, before anything is written
@@ -331,6 +332,14 @@ def run_eval(
         planned = _planned_episodes(config, envs.probe)
         done = {(r["scenario_id"], r["rollout"]) for r in kept}
         todo = [key for key in planned if key not in done]
+        limit = _FailureLimit(config.max_fail_fraction, len(planned), len(todo), sum(1 for r in kept if r.get("error")))
+        if limit.exceeded(0, 0):  # --resume alone keeps the failed episodes: the first one played would stop the run
+            raise RunAborted(
+                f"the run in {out} stopped on errors: {limit.earlier_failures} of its {len(planned)} episodes failed, "
+                f"more than max_fail_fraction {config.max_fail_fraction} allows (first error: {_first_error(kept)}); "
+                "--resume alone keeps them, so it would stop again at its first episode: once the cause is fixed, "
+                "rerun with --resume --retry-errors to play them again (or raise --max-fail-fraction to keep them)"
+            )
         metadata = run_metadata(config, agent, previous_metadata, outcome_summaries, len(planned), len(kept),
                              scorers=getattr(envs.probe.unwrapped, "scorers", None), reward_weights=reward_weights,
                              env_kwargs=env_kwargs)
@@ -339,9 +348,7 @@ def run_eval(
         writer = ResultsWriter(out / RESULTS_FILE, fsync=fsync)
         progress = EvalProgress(config.progress, console, total=len(planned), done=len(kept),
                              rewards=[r["reward"] for r in kept if r.get("reward") is not None])
-        session = _Session(
-            limit=_FailureLimit(config.max_fail_fraction, len(planned), len(todo), sum(1 for r in kept if r.get("error")))
-        )
+        session = _Session(limit=limit)
         try:
             with progress:
                 _play_all(todo, _episode_player(envs, agent, writer, config.seed), config.concurrency, session, progress)
