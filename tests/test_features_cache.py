@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sqlite3
+from pathlib import Path
 
+import diskcache
 import pytest
 import soundfile
 from synthetic_audio import synthetic_voice, tone
 
 from affectgym import _version
+from affectgym.cache_root import DATABASE_FILES
 from affectgym.features.cache import ProsodyCache, cached_prosody, default_cache_dir, extract_many
 from affectgym.features.prosody import ProsodyParams, extract_prosody
 
@@ -30,7 +34,7 @@ def test_default_dir_follows_environment(monkeypatch, tmp_path):
 def test_second_extraction_comes_from_disk_and_equals_the_first(tmp_path, clip):
     store = ProsodyCache(tmp_path / "cache")
     first = cached_prosody(clip, cache=store)
-    assert len(store.entries()) == 1
+    assert len(store.keys()) == 1
     store.clear_memo()
     again = cached_prosody(clip, cache=store)
     assert again == first == extract_prosody(clip)
@@ -48,27 +52,29 @@ def test_key_changes_with_backend_params_and_version(tmp_path, monkeypatch):
 def test_corrupted_entry_is_detected_and_recomputed(tmp_path, clip):
     store = ProsodyCache(tmp_path / "cache")
     first = cached_prosody(clip, cache=store)
-    (entry,) = store.entries()
-    entry.write_bytes(entry.read_bytes()[:-40] + b"garbage")
+    (key,) = store.keys()
+    with diskcache.Cache(str(tmp_path / "cache")) as raw:
+        raw[key] = raw[key][:-40] + b"garbage"
     store.clear_memo()
-    assert store.get(entry.stem) is None and not entry.exists()
+    assert store.get(key) is None and store.keys() == []
     assert cached_prosody(clip, cache=store) == first
     store.clear_memo()
-    assert store.get(entry.stem) == first
+    assert store.get(key) == first
 
 
-def test_size_bound_evicts_oldest_first(tmp_path):
+def test_size_bound_evicts_the_least_recently_used_first(tmp_path):
     store = ProsodyCache(tmp_path, max_bytes=10**9)
     prosody = extract_prosody(_tone_audio())
-    for i in range(5):
-        store.put(f"{i:064x}", prosody)
-    entries = sorted(store.entries(), key=lambda p: p.stem)
-    for age, path in enumerate(entries):
-        os.utime(path, ns=(10**18 + age * 10**9, 10**18 + age * 10**9))
-    store.max_bytes = 3 * entries[0].stat().st_size
-    assert store.evict() >= 2
-    kept = {p.stem for p in store.entries()}
-    assert f"{4:064x}" in kept and f"{0:064x}" not in kept
+    keys = [f"{i:064x}" for i in range(100)]
+    for key in keys:
+        store.put(key, prosody)
+    store.clear_memo()
+    for key in keys[:5]:  # read again: now the most recently used
+        assert store.get(key) == prosody
+    bounded = ProsodyCache(tmp_path, max_bytes=store.volume_bytes() * 6 // 10)
+    assert bounded.evict() >= 30 and bounded.volume_bytes() <= bounded.max_bytes
+    kept = set(bounded.keys())
+    assert set(keys[:5]) <= kept and keys[-1] in kept and keys[5] not in kept
 
 
 def _tone_audio():
@@ -94,8 +100,7 @@ def test_concurrent_writers_leave_one_intact_entry(tmp_path):
     for worker in workers:
         worker.join(60)
     assert all(worker.exitcode == 0 for worker in workers)
-    assert [p.name for p in ProsodyCache(tmp_path).entries()] == ["ab" * 32 + ".json"]
-    assert not list(tmp_path.rglob("*.tmp"))
+    assert ProsodyCache(tmp_path).keys() == ["ab" * 32]
 
 
 def test_extract_many_keeps_order_in_parallel(tmp_path, clip):
@@ -108,7 +113,7 @@ def test_extract_many_keeps_order_in_parallel(tmp_path, clip):
     assert [round(r.f0_median_hz) for r in results] == [120, 200, 260]
     serial = extract_many(paths, n_jobs=1, cache=False, progress=False)
     assert serial == results
-    assert len(ProsodyCache(tmp_path / "cache").entries()) == 3
+    assert len(ProsodyCache(tmp_path / "cache").keys()) == 3
 
 
 def test_missing_file_is_named(tmp_path):
@@ -153,30 +158,23 @@ def test_prosody_tool_answers_and_warns_once_when_the_cache_folder_cannot_be_wri
             env.reset(options={"scenario_id": scenario_id})
             observation = env.step(call)[0]
             assert "Pitch: mean=" in observation
-    warnings = [r for r in caplog.records if "cannot be written" in r.getMessage()]
+    warnings = [r for r in caplog.records if r.name == "affectgym.features.cache" and "cannot be written" in r.getMessage()]
     assert len(warnings) == 1 and str(blocked) in warnings[0].getMessage()
     assert "AFFECTGYM_CACHE" in warnings[0].getMessage()
 
 
 def test_full_disk_during_a_cache_write_still_returns_the_computed_features(tmp_path, clip, monkeypatch, caplog):
-    import errno
-    from pathlib import Path
+    def disk_full(self, key, value, *args, **kwargs):
+        raise sqlite3.OperationalError("database or disk is full")  # what SQLite says on ENOSPC
 
-    real_write_bytes = Path.write_bytes
-
-    def disk_full(self, data):
-        if self.suffix == ".tmp":
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real_write_bytes(self, data)
-
-    monkeypatch.setattr(Path, "write_bytes", disk_full)
+    monkeypatch.setattr(diskcache.Cache, "set", disk_full)
     store = ProsodyCache(tmp_path / "cache")
     with caplog.at_level("WARNING", logger="affectgym.features.cache"):
         assert cached_prosody(clip, cache=store) == extract_prosody(clip)
         store.clear_memo()
         assert cached_prosody(clip, cache=store) == extract_prosody(clip)
-    assert sum("No space left on device" in r.getMessage() for r in caplog.records) == 1
-    assert store.entries() == [] and not list((tmp_path / "cache").rglob("*.tmp"))
+    assert sum("database or disk is full" in r.getMessage() for r in caplog.records) == 1
+    assert store.keys() == []
 
 
 def test_file_rewritten_with_same_size_and_mtime_gives_the_new_features(tmp_path):
@@ -212,64 +210,96 @@ def test_entry_copied_to_another_key_is_refused(tmp_path):
     store = ProsodyCache(tmp_path)
     prosody = extract_prosody(_tone_audio())
     store.put("aa" * 32, prosody)
-    (entry,) = store.entries()
-    copy = tmp_path / "bb" / ("bb" * 32 + ".json")
-    copy.parent.mkdir()
-    copy.write_bytes(entry.read_bytes())
+    with diskcache.Cache(str(tmp_path)) as raw:
+        raw["bb" * 32] = raw["aa" * 32]
     store.clear_memo()
-    assert store.get("bb" * 32) is None and not copy.exists()
+    assert store.get("bb" * 32) is None and store.keys() == ["aa" * 32]
     assert store.get("aa" * 32) == prosody
 
 
-def test_entry_replaced_by_a_folder_is_recomputed(tmp_path, clip):
-    store = ProsodyCache(tmp_path / "cache")
-    first = cached_prosody(clip, cache=store)
-    (entry,) = store.entries()
-    entry.unlink()
-    entry.mkdir()
-    (entry / "inside").write_text("x")
-    store.clear_memo()
-    assert cached_prosody(clip, cache=store) == first
-    assert store.entries() == [] and store.evict() == 0
+def test_a_database_file_turned_into_a_folder_is_rebuilt_and_every_later_write_lands(tmp_path, clip, caplog):
+    first = cached_prosody(clip, cache=ProsodyCache(tmp_path / "cache"))
+    for name in DATABASE_FILES:
+        (tmp_path / "cache" / name).unlink(missing_ok=True)
+    (tmp_path / "cache" / "cache.db").mkdir()
+    (tmp_path / "cache" / "cache.db" / "inside").write_text("x")
+    store = ProsodyCache(tmp_path / "cache")  # another run of the program
+    with caplog.at_level("WARNING", logger="affectgym.features.cache"):
+        assert cached_prosody(clip, cache=store) == first
+    assert "cache.db is not a regular file" in caplog.text
+    for i in range(3):
+        assert store.put(f"{i:064x}", first)
+    assert len(store.keys()) == 4 and (tmp_path / "cache" / "cache.db").is_file()
 
 
-def test_eviction_removes_temporary_files_of_killed_writers_only(tmp_path):
+def _prosody_through(root: str, clip: str, out: str) -> None:
+    import json
+
+    Path(out).write_text(json.dumps(cached_prosody(clip, cache=ProsodyCache(root)).f0_median_hz))
+
+
+def test_a_cache_file_replaced_by_a_fifo_is_never_read_and_the_cache_is_rebuilt(tmp_path, clip):
+    root = tmp_path / "cache"
+    first = cached_prosody(clip, cache=ProsodyCache(root))
+    assert set(os.listdir(root)) <= set(DATABASE_FILES), "entries live in the database, not in files of their own"
+    for name in DATABASE_FILES:
+        (root / name).unlink(missing_ok=True)
+        os.mkfifo(root / name)
+    out = tmp_path / "f0.json"
+    reader = multiprocessing.get_context("spawn").Process(target=_prosody_through, args=(str(root), str(clip), str(out)))
+    reader.start()
+    reader.join(120)  # a read of a FIFO with no writer would block here for ever
+    hung = reader.is_alive()
+    if hung:
+        reader.kill()
+    assert not hung and reader.exitcode == 0 and float(out.read_text()) == first.f0_median_hz
+    assert all((root / name).is_file() for name in DATABASE_FILES if (root / name).exists())
+    assert len(ProsodyCache(root).keys()) == 1
+
+
+def _write_for_ever(root: str) -> None:
+    store = ProsodyCache(root)
+    prosody = extract_prosody(_tone_audio())
+    for i in range(10**6):
+        store.put(f"{i:064x}", prosody)
+
+
+def test_a_writer_killed_mid_write_leaves_only_whole_entries(tmp_path):
+    import signal
     import time
 
-    from affectgym.features.cache import ORPHAN_TMP_AGE_S
-
+    writer = multiprocessing.get_context("spawn").Process(target=_write_for_ever, args=(str(tmp_path),))
+    writer.start()
     store = ProsodyCache(tmp_path)
-    store.put("cd" * 32, extract_prosody(_tone_audio()))
-    shard = tmp_path / "cd"
-    orphan = shard / f".{'cd' * 32}.4242.dead.tmp"
-    live = shard / f".{'cd' * 32}.4243.live.tmp"
-    for path in (orphan, live):
-        path.write_bytes(b"half an entry")
-    old_ns = time.time_ns() - int((ORPHAN_TMP_AGE_S + 60) * 1e9)
-    os.utime(orphan, ns=(old_ns, old_ns))
-    store.evict()
-    assert not orphan.exists() and live.exists()
-    assert len(store.entries()) == 1
-
-
-def test_filling_a_cache_scans_its_folder_far_fewer_times_than_once_every_32_writes(tmp_path, monkeypatch):
-    store = ProsodyCache(tmp_path, max_bytes=10**9)
+    while len(store.keys()) < 50 and writer.is_alive():
+        time.sleep(0.05)
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.join()
+    keys = store.keys()
+    assert len(keys) >= 50
     prosody = extract_prosody(_tone_audio())
-    scans = []
-    scan = store.entries
-    monkeypatch.setattr(store, "entries", lambda: scans.append(1) or scan())
-    for i in range(2_000):
-        store.put(f"{i:064x}", prosody)
-    # a scan every 32 writes would be 63 scans of up to 2,000 entries; a quarter of the entries apart: ~17
-    assert len(scans) <= 20 and len(scan()) == 2_000
+    assert all(store.get(key) == prosody for key in keys)
+    assert store.put("ef" * 32, prosody) and store.get("ef" * 32) == prosody
 
 
-def test_the_size_bound_holds_while_a_cache_fills_between_scans(tmp_path):
+def test_the_size_bound_holds_while_a_cache_fills(tmp_path):
     prosody = extract_prosody(_tone_audio())
-    probe = ProsodyCache(tmp_path / "probe")
-    probe.put("0" * 64, prosody)
-    entry_bytes = probe.entries()[0].stat().st_size
-    store = ProsodyCache(tmp_path / "bounded", max_bytes=50 * entry_bytes)
+    store = ProsodyCache(tmp_path, max_bytes=200_000)
     for i in range(300):
         store.put(f"{i:064x}", prosody)
-    assert sum(p.stat().st_size for p in store.entries()) <= 51 * entry_bytes
+    assert store.volume_bytes() <= store.max_bytes * 1.1 and len(store.keys()) < 300
+
+
+@pytest.mark.parametrize("damage", ["not json", '{"name": "corpus"}', b"\x80\xff", 42])
+def test_a_damaged_corpus_norms_entry_is_computed_again_and_replaced(tmp_path, caplog, damage):
+    from affectgym.features.norms_cache import cached_norms
+    from affectgym.features.render import ProsodyNorms
+
+    norms = ProsodyNorms(name="corpus of 2 utterances", stats={"f0_median_hz": (150.0, 20.0)})
+    with diskcache.Cache(str(tmp_path)) as raw:
+        raw["k" * 64] = damage
+    computed = []
+    with caplog.at_level("WARNING", logger="affectgym.features.norms_cache"):
+        assert cached_norms("k" * 64, lambda: computed.append(1) or norms, root=tmp_path) == norms
+    assert computed == [1] and "unreadable" in caplog.text
+    assert cached_norms("k" * 64, lambda: pytest.fail("the replaced entry is read"), root=tmp_path) == norms

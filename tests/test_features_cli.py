@@ -120,7 +120,7 @@ def test_precompute_measures_a_whole_dataset_and_its_norms_so_a_new_envs_first_t
     said = capsys.readouterr().out
     # three takes a label: one each to eval, validation and train, so the norms are the 2 train takes
     assert "6 of 6 clips measured and cached" in said and "corpus norms over the clips of corpus (train split), 2 clips" in said
-    assert len(list((tmp_path / "cache" / "norms").glob("*.json"))) == 1
+    assert len(norms_cache.norms_store(tmp_path / "cache" / "norms").keys()) == 1
 
     measured, computed = [], []
     monkeypatch.setattr(cache, "extract_prosody", lambda *a, **k: measured.append(a) or None)

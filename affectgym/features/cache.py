@@ -3,17 +3,18 @@
 An entry's key hashes the audio content (the file's bytes, or the samples and rate),
 the backend, the analysis parameters, the target sample rate and
 the package version; change any of them and the entry is simply not found.
-Entries live under ``$AFFECTGYM_CACHE`` (default ``~/.cache/affectgym``) ``/prosody``.
+Entries live under ``$AFFECTGYM_CACHE`` (default ``~/.cache/affectgym``) ``/prosody``, in a
+:class:`~affectgym.cache_root.DiskStore` (diskcache).
 
-Safe under concurrency: every write goes to a unique temporary file in the same
-directory and is moved into place with ``os.replace`` (atomic on POSIX), so readers see
-either nothing or a whole entry. Each entry starts with a hash of its payload and
-records its own key; a mismatch (a corrupted entry, or one copied or renamed to
-another key), unparsable JSON or something other than a file at the entry's path
-counts as a miss, and the entry is recomputed and rewritten. The cache is bounded in
-bytes: past the bound the least recently used entries (oldest modification time; a hit
-refreshes it) are deleted first, and eviction also removes the temporary files of
-writers that died before moving them into place.
+Safe under concurrency: the store is one SQLite database that threads and processes
+write at once, each entry in one transaction, so readers see either nothing or a whole
+entry. Each entry starts with a hash of its payload and records its own key; a mismatch
+(a corrupted entry, or one copied to another key) or an unparsable entry counts as a
+miss, and the entry is recomputed and rewritten. A database file replaced by something
+that is not a regular file (a folder, a FIFO), or a database SQLite cannot read, is
+rebuilt empty; nothing but regular files is read. The cache is bounded in bytes: past
+the bound the least recently used entries (a hit refreshes an entry) are evicted as new
+ones are written.
 
 The cache is an accelerator, never a requirement: when an entry cannot be written
 (a read-only cache folder, a full disk) the computed prosody is returned all the same
@@ -34,8 +35,8 @@ import json
 import logging
 import os
 import stat
+import threading
 import time
-import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,18 +47,14 @@ import xxhash
 from cachetools import LRUCache
 
 from affectgym import _version
-from affectgym.cache_root import cache_root
+from affectgym.cache_root import DiskStore, cache_root
 from affectgym.features.audio import DEFAULT_SAMPLE_RATE_HZ, Audio, load_audio
 from affectgym.features.prosody import Prosody, ProsodyParams, extract_prosody
 
-CACHE_FORMAT = 3  # bump when the entry layout changes
+CACHE_FORMAT = 4  # bump when the entry layout changes
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024  # 512 MiB of entries, ~10 KB-100 KB each
-#: Fewest writes between two scans of the cache folder (the size bound and orphaned files).
-SCAN_EVERY_WRITES = 32
 _MEMO_ENTRIES = 1024  # in-process results kept in front of the disk
-# A writer moves its temporary file into place within milliseconds; one this old (in
-# seconds) belongs to a writer that was killed, and eviction removes it.
-ORPHAN_TMP_AGE_S = 600.0
+_FILE_DIGEST_ENTRIES = 4096  # files whose digest is remembered in process
 _RACY_WINDOW_NS = 2_000_000_000  # files changed this recently are not memoised (ns)
 
 log = logging.getLogger(__name__)
@@ -73,23 +70,22 @@ def default_cache_dir() -> Path:
 
 
 class ProsodyCache:
-    """A directory of prosody entries, addressed by content.
+    """A folder of prosody entries, addressed by content.
 
     Args:
         root: Cache directory; :func:`default_cache_dir` if ``None``.
-        max_bytes: Size bound; the oldest entries are evicted beyond it.
+        max_bytes: Size bound; the least recently used entries are evicted beyond it.
     """
 
     def __init__(self, root: str | Path | None = None, max_bytes: int = DEFAULT_MAX_BYTES):
         self.root = Path(root) if root is not None else default_cache_dir()
         self.max_bytes = int(max_bytes)
-        # Scanning the folder costs a stat per entry, so it runs when this process's estimate of
-        # the size passes the bound, or after a number of writes that grows with the entries.
-        self._writes_since_scan = 0
-        self._writes_between_scans = 0  # 0: scan at the next write (the first one measures)
-        self._estimated_bytes = 0
+        self._store = DiskStore(
+            self.root, max_bytes=self.max_bytes, what="prosody cache", log=log,
+            consequence="features are computed and used but not stored. Set AFFECTGYM_CACHE to a writable "
+                        "folder to keep them between runs.",
+        )
         self._memo: LRUCache[str, Prosody] = LRUCache(maxsize=_MEMO_ENTRIES)
-        self._write_failure_logged = False
 
     def key(self, audio_digest: str, backend: str, params: ProsodyParams, sr: int | None) -> str:
         """The entry key for one analysis of one piece of audio.
@@ -113,9 +109,6 @@ class ProsodyCache:
         }
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
-    def _path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
-
     def get(self, key: str) -> Prosody | None:
         """The cached prosody for ``key``, or ``None`` (missing or corrupted entry).
 
@@ -127,30 +120,22 @@ class ProsodyCache:
         """
         if key in self._memo:
             return self._memo[key]
-        path = self._path(key)
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
+        raw = self._store.get(key)
+        if raw is None:
             return None
-        except OSError:  # a folder or another non-file at the entry's path: recompute
-            return None
-        prosody = _decode_entry(raw, key)
+        prosody = _decode_entry(raw, key) if isinstance(raw, bytes) else None
         if prosody is None:
-            _remove_quietly(path)
+            self._store.delete(key)
             return None
-        try:
-            os.utime(path)  # mark as recently used for eviction
-        except OSError:  # gone meanwhile, or a read-only cache: the hit stands
-            pass
-        self._remember(key, prosody)
+        self._memo[key] = prosody
         return prosody
 
     def put(self, key: str, prosody: Prosody) -> bool:
-        """Store an entry atomically, then evict if the cache is over its bound.
+        """Store an entry (evicting the least recently used past the bound).
 
-        An entry that cannot be written (read-only folder, full disk, a folder in its
-        place) is kept in the in-process memo only; the first such failure of this cache
-        logs one warning naming the folder and the reason.
+        An entry that cannot be written (read-only folder, full disk) is kept in the
+        in-process memo only; the first such failure of this cache logs one warning
+        naming the folder and the reason.
 
         Args:
             key: From :meth:`key`.
@@ -159,106 +144,28 @@ class ProsodyCache:
         Returns:
             Whether the entry reached the disk.
         """
-        self._remember(key, prosody)
-        path = self._path(key)
-        temporary = path.parent / f".{key}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            encoded = _encode_entry(prosody, key)
-            temporary.write_bytes(encoded)
-            os.replace(temporary, path)
-        except OSError as err:
-            self._log_write_failure(err)
-            return False
-        finally:
-            _remove_quietly(temporary)
-        self._writes_since_scan += 1
-        self._estimated_bytes += len(encoded)
-        if self._writes_since_scan > self._writes_between_scans or self._estimated_bytes > self.max_bytes:
-            self.evict()
-        return True
-
-    def _log_write_failure(self, err: OSError) -> None:
-        if self._write_failure_logged:
-            return
-        self._write_failure_logged = True
-        log.warning(
-            "prosody cache %s cannot be written (%s: %s); features are computed and used but not "
-            "stored. Set AFFECTGYM_CACHE to a writable folder to keep them between runs.",
-            self.root,
-            type(err).__name__,
-            err.strerror or err,
-        )
-
-    def _remember(self, key: str, prosody: Prosody) -> None:
         self._memo[key] = prosody
+        return self._store.set(key, _encode_entry(prosody, key))
 
     def clear_memo(self) -> None:
         """Forget the in-process memo (the disk entries stay)."""
         self._memo.clear()
 
-    def _shards(self) -> list[Path]:
-        try:
-            return [shard for shard in self.root.iterdir() if shard.is_dir()]
-        except OSError:  # no cache folder yet (or an unreadable one): nothing stored
-            return []
+    def keys(self) -> list[str]:
+        """Keys of the entries on disk, least recently stored first."""
+        return self._store.keys()
 
-    def entries(self) -> list[Path]:
-        """Paths of all stored entries (files only)."""
-        return [p for shard in self._shards() for p in shard.glob("*.json") if p.is_file()]
+    def volume_bytes(self) -> int:
+        """Bytes the entries take on disk, as the size bound counts them."""
+        return self._store.volume_bytes()
 
     def evict(self) -> int:
-        """Delete orphaned temporary files, then the least recently used entries until the
-        cache is within its bound.
-
-        A temporary file older than :data:`ORPHAN_TMP_AGE_S` belongs to a writer that died
-        before moving it into place; it is removed whatever the cache's size.
+        """Evict the least recently used entries until the cache is within ``max_bytes`` (writes do it as they go).
 
         Returns:
-            Number of entries deleted (orphaned temporary files not counted).
+            Number of entries evicted.
         """
-        self._writes_since_scan = 0
-        oldest_live_ns = time.time_ns() - int(ORPHAN_TMP_AGE_S * 1e9)
-        for shard in self._shards():
-            for temporary in shard.glob(".*.tmp"):
-                try:
-                    if temporary.stat().st_mtime_ns < oldest_live_ns:
-                        temporary.unlink()
-                except OSError:  # taken by its writer meanwhile, or not ours to remove
-                    continue
-        sized = []
-        for path in self.entries():
-            try:
-                stat_result = path.stat()
-            except OSError:
-                continue
-            sized.append((stat_result.st_mtime_ns, stat_result.st_size, path))
-        total = sum(size for _, size, _ in sized)
-        # the next scan after a quarter as many writes again as there are entries (at least 32):
-        # filling a cache of n entries then costs O(n) stats in all, not O(n^2 / 32)
-        self._writes_between_scans = max(SCAN_EVERY_WRITES, len(sized) // 4)
-        self._estimated_bytes = total
-        if total <= self.max_bytes:
-            return 0
-        deleted = 0
-        target = int(self.max_bytes * 0.9)  # leave headroom so eviction is not every write
-        for _, size, path in sorted(sized, key=lambda item: (item[0], str(item[2]))):
-            if total <= target:
-                break
-            if _remove_quietly(path):
-                deleted += 1
-            total -= size
-        self._estimated_bytes = total
-        return deleted
-
-
-def _remove_quietly(path: Path) -> bool:
-    """Unlink ``path`` if it is there and ours to remove; whether it was removed."""
-    try:
-        path.unlink()
-    except OSError:
-        return False
-    return True
+        return self._store.cull()
 
 
 _CONTOUR_FIELDS = ("contour_times_s", "contour_f0_hz")
@@ -295,7 +202,8 @@ def _decode_entry(raw: bytes, key: str) -> Prosody | None:
         return None
 
 
-_FILE_DIGESTS: dict[tuple[str, int, int, int, int, int], str] = {}
+_FILE_DIGESTS: LRUCache[tuple[str, int, int, int, int, int], str] = LRUCache(maxsize=_FILE_DIGEST_ENTRIES)
+_FILE_DIGESTS_LOCK = threading.Lock()  # an LRUCache reorders itself on every read
 
 
 def _file_digest(path: Path) -> str:
@@ -313,17 +221,17 @@ def _file_digest(path: Path) -> str:
         status.st_mtime_ns,
         status.st_ctime_ns,
     )
-    digest = _FILE_DIGESTS.get(memo_key)
+    with _FILE_DIGESTS_LOCK:
+        digest = _FILE_DIGESTS.get(memo_key)
     if digest is None:
         hasher = xxhash.xxh3_128()
         with open(path, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 hasher.update(block)
         digest = "file-xxh3:" + hasher.hexdigest()
-        if len(_FILE_DIGESTS) > 4096:
-            _FILE_DIGESTS.clear()
         if stat.S_ISREG(status.st_mode) and time.time_ns() - status.st_ctime_ns > _RACY_WINDOW_NS:
-            _FILE_DIGESTS[memo_key] = digest
+            with _FILE_DIGESTS_LOCK:
+                _FILE_DIGESTS[memo_key] = digest
     return digest
 
 
