@@ -6,14 +6,23 @@ subprocess) over real sockets, with timeouts set short by the server's own optio
 
 from __future__ import annotations
 
+import itertools
 import json
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
 
-from served_env import ServedEnv
+from served_env import ServedEnv, serve_process
 from websockets.sync.client import connect
 
+from affectgym.agents.base import tool_call_text
+from affectgym.integrations.openenv.client import RemoteEnv
 from affectgym.integrations.openenv.environment import NO_EPISODE
 
 SARCASM = "affectgym/Sarcasm-v0"
+PROSODY_CALL = tool_call_text("get_prosody_features", {})
 
 
 def exchange(socket, message: dict) -> dict:
@@ -31,3 +40,104 @@ def test_a_step_after_a_failed_reset_says_no_episode_is_running_as_in_a_fresh_se
         state = exchange(socket, {"type": "state"})
     assert after == fresh and after["data"]["observation"]["text"] == NO_EPISODE
     assert state["data"]["episode_id"] is None and state["data"]["done"]
+
+
+# --------------------------------------------------------------------------- clients that hold connections
+def half_open_connection(port: int) -> socket.socket:
+    """A connection whose request's headers never end (a slow or hostile HTTP client)."""
+    connection = socket.create_connection(("127.0.0.1", port))
+    connection.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+    return connection
+
+
+def closed_by_the_server(connection: socket.socket, timeout_s: float = 30.0) -> bool:
+    """Whether the server closes ``connection`` (read to its end) within ``timeout_s``."""
+    connection.settimeout(timeout_s)
+    try:
+        while connection.recv(65536):
+            pass
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+    return True
+
+
+def health_when_answered(url: str, timeout_s: float = 30.0) -> int:
+    """``GET /health``'s status, asked again while the server answers 503, for at most ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=timeout_s) as response:
+                return response.status
+        except urllib.error.HTTPError as refused:
+            if refused.code != 503 or time.monotonic() > deadline:
+                return refused.code
+            time.sleep(0.2)
+
+
+def test_half_open_requests_beyond_max_connections_are_dropped_after_the_header_timeout_and_health_answers(tmp_path):
+    options = ("--max-connections", "4", "--header-timeout-s", "1")
+    with serve_process(SARCASM, "--split", "eval", *options, log=tmp_path / "serve.log") as url:
+        port = int(url.rsplit(":", 1)[1])
+        half_open = [half_open_connection(port) for _ in range(12)]
+        try:
+            assert health_when_answered(url) == 200
+            assert all(closed_by_the_server(connection) for connection in half_open)
+        finally:
+            for connection in half_open:
+                connection.close()
+
+
+class NeverReadingSession(threading.Thread):
+    """A WebSocket session that pipelines steps as fast as the server takes them, and never reads their answers.
+
+    It sends until the server closes the connection; :attr:`closed_by_server` then says so.
+    """
+
+    def __init__(self, port: int):
+        super().__init__(daemon=True)
+        from websockets.client import ClientProtocol
+        from websockets.http11 import Response
+        from websockets.uri import parse_uri
+
+        self.client = ClientProtocol(parse_uri(f"ws://127.0.0.1:{port}/ws"))
+        self.connection = socket.socket()
+        for buffer in (socket.SO_RCVBUF, socket.SO_SNDBUF):  # small: the server's answers back up soon
+            self.connection.setsockopt(socket.SOL_SOCKET, buffer, 4096)
+        self.connection.connect(("127.0.0.1", port))
+        self.client.send_request(self.client.connect())
+        self.connection.sendall(b"".join(self.client.data_to_send()))
+        while not any(isinstance(event, Response) for event in self.client.events_received()):
+            self.client.receive_data(self.connection.recv(4096))  # the handshake's answer: the last thing it reads
+        self.closed_by_server = False
+
+    def run(self) -> None:
+        step = {"type": "step", "data": {"message": "Let me think about the delivery of this line. " * 40}}
+        for turn in itertools.count():
+            self.client.send_text(json.dumps({"type": "reset", "data": {"seed": turn}} if turn % 8 == 0 else step).encode())
+            try:
+                self.connection.sendall(b"".join(self.client.data_to_send()))
+            except OSError:  # reset or broken pipe: the server dropped the connection
+                self.closed_by_server = True
+                return
+
+
+def test_clients_that_pipeline_steps_and_never_read_lose_their_sessions_after_the_idle_timeout(tmp_path):
+    options = ("--max-sessions", "2", "--idle-timeout-s", "1", "--header-timeout-s", "0.5")
+    with serve_process(SARCASM, "--split", "eval", *options, log=tmp_path / "serve.log") as url:
+        hogs = [NeverReadingSession(int(url.rsplit(":", 1)[1])) for _ in range(2)]
+        try:
+            for hog in hogs:
+                hog.start()
+            third = RemoteEnv(url.replace("http://", "ws://"), capacity_wait_s=30.0)
+            assert third.reset(seed=0)[0]
+            time.sleep(0.75)  # longer than the header timeout: a WebSocket session is not a late request
+            assert not third.step(PROSODY_CALL)[2]
+            third.close()
+            for hog in hogs:
+                hog.join(timeout=30)
+            assert all(hog.closed_by_server for hog in hogs)
+        finally:
+            for hog in hogs:
+                hog.connection.close()

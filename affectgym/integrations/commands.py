@@ -42,7 +42,8 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--idle-timeout-s", type=float, default=defaults.idle_timeout_s, metavar="S",
-        help=f"close a session after S seconds without a message (default {defaults.idle_timeout_s:g})",
+        help=f"close a session after S seconds without a message from its client, or with the server's messages "
+             f"unread (default {defaults.idle_timeout_s:g})",
     )
     parser.add_argument(
         "--workers", type=int, default=defaults.workers, metavar="W",
@@ -51,6 +52,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--max-connections", type=int, default=defaults.max_connections, metavar="N",
         help=f"connections a worker takes at a time; more are answered 503 (default {defaults.max_connections})",
+    )
+    parser.add_argument(
+        "--header-timeout-s", type=float, default=defaults.header_timeout_s, metavar="S",
+        help=f"close a connection that has not sent a request's headers S seconds after opening or after its "
+             f"previous response (default {defaults.header_timeout_s:g})",
     )
     parser.add_argument(
         "--max-body-bytes", type=int, default=defaults.max_body_bytes, metavar="B",
@@ -73,7 +79,7 @@ def run_serve(args: argparse.Namespace) -> int:
     config = ServeConfig(
         env_id=args.env_id, env_kwargs={**args.env_kwargs, "split": args.split}, host=args.host, port=args.port,
         max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout_s, workers=args.workers,
-        max_connections=args.max_connections, max_body_bytes=args.max_body_bytes, log_level=args.log_level,
+        max_connections=args.max_connections, header_timeout_s=args.header_timeout_s, max_body_bytes=args.max_body_bytes, log_level=args.log_level,
     )
     serve(config)
     return 0

@@ -19,7 +19,10 @@ them drive it unchanged:
   of the text, for the agents that check an env accepts their answer format).
 
 :func:`serve` runs it under uvicorn with ``workers`` processes; each worker builds its own
-app from the settings in the environment variable :data:`CONFIG_VARIABLE`.
+app from the settings in the environment variable :data:`CONFIG_VARIABLE`. Its connections
+time out what uvicorn does not (:mod:`affectgym.integrations.openenv.protocols`): request
+headers that take over ``header_timeout_s``, and a WebSocket client that leaves the server's
+messages unread for ``idle_timeout_s``.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import json
 import os
 from typing import Any
 
-from affectgym.integrations.openenv.limits import MAX_HTTP_BODY_BYTES
+from affectgym.integrations.openenv.limits import HEADER_TIMEOUT_S, MAX_HTTP_BODY_BYTES
 
 #: Environment variable that carries the :class:`ServeConfig` (JSON) to each uvicorn worker.
 CONFIG_VARIABLE = "AFFECTGYM_SERVE_CONFIG"
@@ -50,11 +53,15 @@ class ServeConfig:
             address lets every host that reaches it play the env and read its scenarios.
         port: TCP port.
         max_sessions: WebSocket sessions (env instances) at a time, per worker process.
-        idle_timeout_s: A session with no message for this long is closed (``None``: never).
+        idle_timeout_s: A session whose client sends no message, or leaves the server's
+            messages unread, for this long is closed (``None``: never).
         workers: uvicorn worker processes; each has its own sessions.
         max_connections: Connections (and requests in flight) a worker takes at a time;
             more are answered ``503`` (uvicorn's ``limit_concurrency``), so that half-open
             requests from one client cannot use up the process's file descriptors.
+        header_timeout_s: A connection that has not sent a whole request's headers this many
+            seconds after opening (or after its previous response) is closed, so that half-open
+            requests do not hold the ``max_connections`` for long.
         max_body_bytes: Largest HTTP request body; a larger one is answered ``413``.
         log_level: uvicorn's log level.
     """
@@ -67,6 +74,7 @@ class ServeConfig:
     idle_timeout_s: float | None = 600.0
     workers: int = 1
     max_connections: int = 256
+    header_timeout_s: float = HEADER_TIMEOUT_S
     max_body_bytes: int = MAX_HTTP_BODY_BYTES
     log_level: str = "info"
 
@@ -78,6 +86,9 @@ class ServeConfig:
         for name in ("max_connections", "max_body_bytes"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        if isinstance(self.header_timeout_s, bool) or not isinstance(self.header_timeout_s, (int, float)) \
+                or not 0 < self.header_timeout_s < float("inf"):
+            raise ValueError(f"header_timeout_s must be a positive number of seconds, got {self.header_timeout_s!r}")
         if self.idle_timeout_s is not None and not self.idle_timeout_s > 0:
             raise ValueError(f"idle_timeout_s must be a positive number of seconds or None, got {self.idle_timeout_s!r}")
         if not 0 <= self.port <= 65535:
@@ -216,12 +227,15 @@ def serve(config: ServeConfig) -> None:
     require("uvicorn", "serve")
     import uvicorn
 
+    from affectgym.integrations.openenv.protocols import protocol_options
+
     create_env_app(config.env_id, config.env_kwargs, max_sessions=config.max_sessions, idle_timeout_s=config.idle_timeout_s,
                    max_body_bytes=config.max_body_bytes)
     os.environ[CONFIG_VARIABLE] = json.dumps(dataclasses.asdict(config))
     uvicorn.run(
         f"{__name__}:app_from_environment", factory=True, host=config.host, port=config.port,
         workers=config.workers, limit_concurrency=config.max_connections, log_level=config.log_level,
+        **protocol_options(config.header_timeout_s, config.idle_timeout_s),
     )
 
 

@@ -18,6 +18,9 @@ from typing import Any
 
 #: Largest HTTP request body accepted (an action is at most ~32 K characters).
 MAX_HTTP_BODY_BYTES = 1 << 20
+#: Seconds a connection has to send a request's headers, from its opening or its previous
+#: response (:mod:`affectgym.integrations.openenv.protocols`); later, it is closed.
+HEADER_TIMEOUT_S = 10.0
 #: The stateless HTTP forms that build an env per request.
 ENV_BUILDING_PATHS = ("/reset", "/step")
 
@@ -87,4 +90,4 @@ async def _refuse(send: Any, status: int, detail: str, retry_after_s: int | None
     await send({"type": "http.response.body", "body": payload})
 
 
-__all__ = ["ENV_BUILDING_PATHS", "MAX_HTTP_BODY_BYTES", "RequestLimits"]
+__all__ = ["ENV_BUILDING_PATHS", "HEADER_TIMEOUT_S", "MAX_HTTP_BODY_BYTES", "RequestLimits"]

@@ -8,6 +8,9 @@
   socket is closed with code :data:`IDLE_CLOSE_CODE` and a reason that says why, and the
   handler is told the client left, so it frees the session (and closes its env) as on any
   disconnect. The clock runs only while the server waits for the client, never during a step;
+  under ``affectgym serve``, a client that stops reading (the server blocked sending to it)
+  is dropped after as long by its connection's protocol
+  (:class:`~affectgym.integrations.openenv.protocols.UnreadTimeoutWebSocketProtocol`);
 * a refusal the client can read: OpenEnv answers a connection over ``max_sessions`` with
   an error frame and closes at once, often before the client has read the frame; the
   close then carries the frame's message, with code :data:`FULL_CLOSE_CODE` (try again later);

@@ -1,0 +1,128 @@
+"""uvicorn's connection protocols with the two clocks ``affectgym serve`` needs, which uvicorn lacks.
+
+uvicorn times out neither a request whose headers never end (its keep-alive timer runs only
+between requests) nor a WebSocket client that stops reading (a send waits for the write
+buffer to drain, and the session's idle clock, :mod:`~affectgym.integrations.openenv.sockets`,
+runs only while the server waits to receive). Either holds its connection, and a session,
+for as long as the client likes. :func:`protocol_options` gives ``uvicorn.run`` (its ``http``
+and ``ws`` arguments, which take protocol classes) the two protocols that end them:
+
+* :class:`HeaderTimeoutH11Protocol`, uvicorn's h11 protocol that closes a connection whose
+  request headers have not all arrived ``header_timeout_s`` seconds after it opened (or after
+  the previous response on it), so half-open requests cannot hold the server's connection
+  slots (``--max-connections``) or file descriptors;
+* :class:`UnreadTimeoutWebSocketProtocol`, uvicorn's WebSocket protocol that aborts a
+  connection whose write buffer has stayed full (the client takes nothing) for
+  ``unread_timeout_s`` seconds; its handler then sees the client leave and frees the session.
+
+This module imports uvicorn: import it only to serve.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.websockets.auto import AutoWebSocketsProtocol
+
+from affectgym.integrations.openenv.limits import HEADER_TIMEOUT_S
+
+
+class HeaderTimeoutH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol, closing a connection whose request headers are late (see the module docstring).
+
+    Args:
+        header_timeout_s: Seconds a connection has to send a request's headers, counted from
+            its opening and again from each response it gets.
+        **kwargs: uvicorn's arguments of ``H11Protocol``.
+    """
+
+    def __init__(self, *args: Any, header_timeout_s: float = HEADER_TIMEOUT_S, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.header_timeout_s = header_timeout_s
+        self.header_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._start_header_clock()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.conn.their_state is not h11.IDLE:  # a request's headers are in (or it became a WebSocket)
+            self._stop_header_clock()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():  # waiting for the next request
+            self._start_header_clock()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_header_clock()
+        super().connection_lost(exc)
+
+    def _start_header_clock(self) -> None:
+        self._stop_header_clock()
+        self.header_timer = self.loop.call_later(self.header_timeout_s, self._headers_late)
+
+    def _stop_header_clock(self) -> None:
+        if self.header_timer is not None:
+            self.header_timer.cancel()
+            self.header_timer = None
+
+    def _headers_late(self) -> None:
+        self.header_timer = None
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self.transport.close()
+
+
+class UnreadTimeoutWebSocketProtocol(AutoWebSocketsProtocol):  # type: ignore[misc, valid-type]
+    """uvicorn's WebSocket protocol, aborting a connection whose client stops reading (see the module docstring).
+
+    Args:
+        unread_timeout_s: Seconds the write buffer may stay full (the transport paused
+            writing) before the connection is aborted; ``None`` waits for ever.
+        **kwargs: uvicorn's arguments of its WebSocket protocol.
+    """
+
+    def __init__(self, *args: Any, unread_timeout_s: float | None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.unread_timeout_s = unread_timeout_s
+        self.unread_timer: asyncio.TimerHandle | None = None
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self.unread_timeout_s is not None and self.unread_timer is None:
+            self.unread_timer = asyncio.get_running_loop().call_later(self.unread_timeout_s, self.transport.abort)
+
+    def resume_writing(self) -> None:
+        self._stop_unread_clock()
+        super().resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_unread_clock()
+        super().connection_lost(exc)
+
+    def _stop_unread_clock(self) -> None:
+        if self.unread_timer is not None:
+            self.unread_timer.cancel()
+            self.unread_timer = None
+
+
+def protocol_options(header_timeout_s: float, unread_timeout_s: float | None) -> dict[str, Any]:
+    """``uvicorn.run``'s ``http`` and ``ws`` arguments: the two protocols above with these timeouts.
+
+    Args:
+        header_timeout_s: Seconds a connection has to send a request's headers.
+        unread_timeout_s: Seconds a WebSocket client may leave the server's messages unread
+            (``None``: for ever).
+    """
+    return {
+        "http": functools.partial(HeaderTimeoutH11Protocol, header_timeout_s=header_timeout_s),
+        "ws": functools.partial(UnreadTimeoutWebSocketProtocol, unread_timeout_s=unread_timeout_s),
+    }
+
+
+__all__ = ["HeaderTimeoutH11Protocol", "UnreadTimeoutWebSocketProtocol", "protocol_options"]
