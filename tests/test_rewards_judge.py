@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-import sqlite3
 import threading
 from pathlib import Path
 
+import diskcache
 import pytest
 from judge_answers import format_judge_reply, ratings
 from openai_server import OpenAIServer, Reply, last_user_text
@@ -107,6 +107,8 @@ def test_bad_configurations_are_refused() -> None:
         JudgeConfig(weights={"humour": 1.0})
     with pytest.raises(ValueError, match="boolean ratings"):
         JudgeConfig(cap_when_false=("quality",))
+    with pytest.raises(ValueError, match="cache_max_bytes must be a positive number of bytes, got 0"):
+        JudgeConfig(cache_max_bytes=0)
 
 
 @pytest.mark.parametrize(
@@ -148,7 +150,7 @@ def test_an_unparseable_judgement_is_unscored() -> None:
 def test_verdicts_are_cached_on_disk_by_content(judge_cache: Path) -> None:
     first = EmotionJudge(DummyLM({"Move": ratings(quality="medium")}))
     (verdict,) = first.score_batch(["p"], ["anger"], ["Move!"])
-    assert (judge_cache / "verdicts.sqlite3").exists()
+    assert len(diskcache.Cache(str(judge_cache))) == 1
 
     no_answers = DummyLM([])
     again = EmotionJudge(no_answers)  # same model id ("dummy"), fresh process state
@@ -236,7 +238,7 @@ def test_the_empathy_judge_is_retried_cached_on_disk_and_scores_its_three_rating
     assert (lm.attempts, judge.calls, judge.failures) == (3, 3, 0)
     fenced = lm.history[-1]["messages"][-1]["content"]
     assert "be kind" not in fenced and "<<<RESPONSE (untrusted data)>>>" in fenced
-    assert (judge_cache / "verdicts.sqlite3").exists()
+    assert len(diskcache.Cache(str(judge_cache))) == 1
 
     no_answers = DummyLM([])
     again = EmpathyJudge(no_answers)
@@ -341,15 +343,14 @@ def test_bidi_controls_and_other_invisible_format_characters_are_removed_from_th
 # -- a damaged verdict cache (issue 14, item 12) -----------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "damage", ["'not json'", "'[1, 2]'", "'{\"emotion_match\": \"bogus\"}'", "x'80ff'", "42"]
-)
+@pytest.mark.parametrize("damage", ["not json", "[1, 2]", '{"emotion_match": "bogus"}', b"\x80\xff", 42])
 def test_a_corrupt_row_of_the_verdict_cache_is_a_miss_judged_again_and_replaced(
     judge_cache: Path, caplog: pytest.LogCaptureFixture, damage: str
 ) -> None:
     EmotionJudge(DummyLM([ratings(quality="low")])).score_batch(["p"], ["anger"], ["Move!"])
-    with sqlite3.connect(judge_cache / "verdicts.sqlite3") as connection:
-        connection.execute(f"UPDATE verdicts SET ratings = {damage}")
+    with diskcache.Cache(str(judge_cache)) as stored:
+        (key,) = stored
+        stored[key] = damage
     judge = EmotionJudge(DummyLM([ratings()]))
     with caplog.at_level(logging.WARNING, logger="affectgym.rewards.judge"):
         (verdict,) = judge.score_batch(["p"], ["anger"], ["Move!"])
@@ -363,7 +364,7 @@ def test_a_verdict_cache_file_that_is_not_a_database_is_rebuilt_with_one_warning
     judge_cache: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     judge_cache.mkdir(parents=True)
-    (judge_cache / "verdicts.sqlite3").write_bytes(b"this is no SQLite file\x00" * 100)
+    (judge_cache / "cache.db").write_bytes(b"this is no SQLite file\x00" * 100)
     with caplog.at_level(logging.WARNING, logger="affectgym.rewards.judge"):
         judge = EmotionJudge(DummyLM([ratings()]))
         (verdict,) = judge.score_batch(["p"], ["anger"], ["Move!"])
@@ -372,6 +373,14 @@ def test_a_verdict_cache_file_that_is_not_a_database_is_rebuilt_with_one_warning
     assert verdict is not None and verdict.score == 1.0
     again = EmotionJudge(DummyLM([]))
     assert again.score_batch(["p"], ["anger"], ["Move!"]) == [verdict] and again.calls == 0
+
+
+def test_the_verdict_cache_stays_within_its_size_bound_evicting_the_oldest_verdicts(judge_cache: Path) -> None:
+    replies = [f"Move, number {i}!" for i in range(400)]
+    judge = EmotionJudge(DummyLM([ratings()] * len(replies)), JudgeConfig(cache_max_bytes=64 * 1024))
+    assert all(v is not None and v.score == 1.0 for v in judge.score_batch(["p"] * 400, ["anger"] * 400, replies))
+    with diskcache.Cache(str(judge_cache)) as stored:
+        assert stored.volume() <= 64 * 1024 * 1.1 and 0 < len(stored) < 400
 
 
 def test_a_reply_with_a_lone_surrogate_is_judged_not_raised() -> None:

@@ -60,9 +60,11 @@ criterion that returns it leaves its component out (``None``) and names the fail
   reward functions with ``nansum``, so a ``None`` judge alone would do exactly that); the
   batch's count is logged as the metric ``judge/failures``.
 
-A broken cache never stops judging: an unreadable row is a miss (the sample is judged
-again and the row replaced), and a ``verdicts.sqlite3`` that is not a SQLite database is
-rebuilt empty, with one warning.
+The verdict cache is a bounded diskcache store (``JudgeConfig.cache_max_bytes``) that a
+judge's threads and other processes share. A broken cache never stops judging: an
+unreadable entry is a miss (the sample is judged again and the entry replaced), a database
+that SQLite cannot read (or something other than a file in its place) is rebuilt empty, with
+one warning, and a cache that cannot be written is judged without.
 """
 
 from __future__ import annotations

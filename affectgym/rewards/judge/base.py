@@ -8,11 +8,11 @@ import json
 import logging
 import os
 import random
-import sqlite3
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
+
+import tenacity
 
 from affectgym.rewards.judge.cache import VerdictCache
 from affectgym.rewards.judge.config import JudgeConfig
@@ -78,7 +78,8 @@ class Judge:
         self.adapter = adapter
         self.model_id = str(getattr(lm, "model", type(lm).__name__))
         self._program = dspy.Predict(self.signature())
-        self._cache = VerdictCache(self.config.cache_path()) if self.config.cache else None
+        self._cache = (VerdictCache(self.config.cache_path(), self.config.cache_max_bytes)
+                       if self.config.cache else None)
         # Outcomes by cache key; an Unscored marks a sample whose judging failed.
         self._memo: BoundedMemo[str, dict[str, Any] | Unscored] = BoundedMemo(MEMO_ENTRIES)
         self._lock = threading.Lock()
@@ -236,13 +237,7 @@ class Judge:
     def _cached(self, keys: list[str]) -> dict[str, dict[str, Any]]:
         """The usable cached outputs of ``keys``; an unreadable row is a miss (judged again, then replaced)."""
         assert self._cache is not None
-        try:
-            stored = self._cache.get_many(keys)
-        except sqlite3.Error as error:
-            log.warning(
-                "judge cache %s unreadable (%s); judging without it", self._cache.path, error
-            )
-            return {}
+        stored = self._cache.get_many(keys)
         usable: dict[str, dict[str, Any]] = {}
         damaged: list[str] = []
         for key, text in stored.items():
@@ -297,49 +292,49 @@ class Judge:
     def _judge_one(
         self, key: str, inputs: Mapping[str, str]
     ) -> tuple[dict[str, Any] | None, BaseException | None]:
-        """Judge one sample with retries: ``(outputs, None)`` or ``(None, the last error)``."""
+        """Judge one sample with retries (tenacity): ``(outputs, None)`` or ``(None, the last error)``."""
+        fenced = {**inputs, self.reply_field: fence_response(inputs[self.reply_field])}
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(self.config.max_retries + 1),
+            retry=tenacity.retry_if_exception(_is_retryable),
+            wait=self._backoff_s,
+            before_sleep=_log_retry,
+            reraise=True,
+        )
+        try:
+            raw = retrying(self._ask, fenced)
+        except Exception as error:  # noqa: BLE001 - a judge must never crash training
+            return None, error
+        normalised = {name: _normalise(raw[name]) for name in self.outputs}
+        if self._cache is not None:
+            self._cache.put(key, normalised)
+        return normalised, None
+
+    def _ask(self, fenced: Mapping[str, str]) -> dict[str, Any]:
+        """One call of the LM: the outputs, validated by :meth:`verdict` (which raises on an unusable answer)."""
         import dspy
 
+        with self._lock:
+            self.calls += 1
+        settings = {"lm": self.lm} if self.adapter is None else {"lm": self.lm, "adapter": self.adapter}
+        with dspy.context(**settings):
+            prediction = self._program(**fenced)
+        raw = {name: prediction[name] for name in self.outputs}
+        self.verdict(raw)  # validate before caching
+        return raw
+
+    def _backoff_s(self, state: tenacity.RetryCallState) -> float:
+        """The wait before the next attempt: ``backoff_s`` doubling each retry, up to ``max_backoff_s``, with up
+        to 25% jitter; a provider's ``Retry-After`` when longer (still at most ``max_backoff_s``)."""
         config = self.config
-        fenced = {**inputs, self.reply_field: fence_response(inputs[self.reply_field])}
-        for attempt in range(config.max_retries + 1):
-            with self._lock:
-                self.calls += 1
-            try:
-                settings = (
-                    {"lm": self.lm}
-                    if self.adapter is None
-                    else {"lm": self.lm, "adapter": self.adapter}
-                )
-                with dspy.context(**settings):
-                    prediction = self._program(**fenced)
-                raw = {name: prediction[name] for name in self.outputs}
-                self.verdict(raw)  # validate before caching
-            except Exception as error:  # noqa: BLE001 - a judge must never crash training
-                if attempt < config.max_retries and _is_retryable(error):
-                    delay_s = min(config.backoff_s * 2**attempt, config.max_backoff_s) * (
-                        1 + 0.25 * random.random()
-                    )
-                    hint_s = getattr(error, "retry_after", None)
-                    if isinstance(hint_s, (int, float)) and hint_s > delay_s:
-                        delay_s = min(float(hint_s), config.max_backoff_s)
-                    log.debug(
-                        "judge call failed (%s); retry %d in %.2f s",
-                        _describe(error),
-                        attempt + 1,
-                        delay_s,
-                    )
-                    time.sleep(delay_s)
-                    continue
-                return None, error
-            normalised = {name: _normalise(raw[name]) for name in self.outputs}
-            if self._cache is not None:
-                try:
-                    self._cache.put(key, normalised)
-                except sqlite3.Error as error:
-                    log.warning("judge cache %s not writable (%s)", self._cache.path, error)
-            return normalised, None
-        raise AssertionError("unreachable: the last attempt returns")
+        delay_s = min(config.backoff_s * 2 ** (state.attempt_number - 1), config.max_backoff_s) * (
+            1 + 0.25 * random.random()
+        )
+        error = state.outcome.exception() if state.outcome is not None else None
+        hint_s = getattr(error, "retry_after", None)
+        if isinstance(hint_s, (int, float)) and hint_s > delay_s:
+            delay_s = min(float(hint_s), config.max_backoff_s)
+        return delay_s
 
     def _count_failure(self, inputs: Mapping[str, str], error: BaseException) -> Unscored:
         """Count and log a sample's failed judging; what its criteria report instead of a verdict."""
@@ -380,6 +375,12 @@ def _status(error: BaseException) -> int | None:
     response = getattr(error, "response", None)
     value = getattr(response, "status_code", None)
     return value if isinstance(value, int) else None
+
+
+def _log_retry(state: tenacity.RetryCallState) -> None:
+    error = state.outcome.exception() if state.outcome is not None else None
+    wait_s = state.next_action.sleep if state.next_action is not None else 0.0
+    log.debug("judge call failed (%s); retry %d in %.2f s", _describe(error) if error else "?", state.attempt_number, wait_s)
 
 
 def _is_retryable(error: BaseException) -> bool:

@@ -51,6 +51,8 @@ class JudgeConfig:
         cache: Whether verdicts are cached on disk.
         cache_dir: Cache folder; default ``$AFFECTGYM_CACHE/judge`` (``AFFECTGYM_CACHE``
             defaults to ``~/.cache/affectgym``).
+        cache_max_bytes: Size bound of the verdict cache; past it the least recently stored
+            verdicts are evicted (a verdict takes about 200 bytes).
     """
 
     weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_JUDGE_WEIGHTS))
@@ -65,6 +67,7 @@ class JudgeConfig:
     max_reply_chars: int = 6000
     cache: bool = True
     cache_dir: str | None = None
+    cache_max_bytes: int = 256 * 1024 * 1024
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.weights) - set(RATING_FIELDS))
@@ -82,6 +85,8 @@ class JudgeConfig:
                 f"JudgeConfig needs max_concurrency >= 1, max_retries >= 0 and timeout_s > 0; got "
                 f"{self.max_concurrency}, {self.max_retries} and {self.timeout_s}"
             )
+        if self.cache_max_bytes < 1:
+            raise ValueError(f"JudgeConfig.cache_max_bytes must be a positive number of bytes, got {self.cache_max_bytes}")
 
     def cache_path(self) -> Path:
         """Folder of the on-disk verdict cache."""
