@@ -69,3 +69,38 @@ def test_second_trainer_into_a_busy_output_dir_is_refused_naming_the_first_pid(t
         first.wait()
     config = run / "config.yaml"
     assert not config.exists() or "seed: 1" not in config.read_text(), "the refused trainer wrote nothing"
+
+
+def dpo_config(model: Path, run: Path, **overrides):
+    from length_toy import LENGTH_ID
+
+    from affectgym.train.config import TrainConfig
+
+    options = dict(env_id=LENGTH_ID, algo="dpo", model=str(model), max_steps=2, batch_size=2, samples_per_prompt=4,
+                   max_completion_length=8, eval_max_new_tokens=8, lora_r=4, eval_episodes=0, pair_margin=0.0,
+                   temperature=1.5, output_dir=str(run))
+    return TrainConfig(**{**options, **overrides})
+
+
+def test_a_dpo_run_resumed_with_more_rounds_plays_its_trained_side_again(tiny_model, tmp_path):
+    from affectgym.train.dpo import train_dpo
+    from affectgym.train.grpo import adapter_digest
+
+    run = tmp_path / "run"
+    shorter = train_dpo(dpo_config(tiny_model, run, rounds=1, eval_episodes=2))
+    played_first = (run / "eval" / "trained" / "results.jsonl").stat().st_mtime_ns
+
+    longer = train_dpo(dpo_config(tiny_model, run, rounds=2, eval_episodes=2), resume=True)
+
+    assert adapter_digest(run / "adapter") != adapter_digest(run / "rounds" / "0" / "adapter"), "round 1 trained"
+    assert (run / "eval" / "trained" / "results.jsonl").stat().st_mtime_ns != played_first, "the new adapter was played"
+    comparison = json.loads((run / "eval" / "comparison.json").read_text())
+    assert comparison["trained"]["adapter_sha256"] == adapter_digest(run / "adapter")
+    assert shorter["eval"]["trained"]["adapter_sha256"] != longer["eval"]["trained"]["adapter_sha256"]
+    assert json.loads((run / "summary.json").read_text())["eval"]["trained"] == comparison["trained"]
+    assert longer["eval"]["trained"]["episodes"] == 2
+
+    played_second = (run / "eval" / "trained" / "results.jsonl").stat().st_mtime_ns
+    again = train_dpo(dpo_config(tiny_model, run, rounds=2, eval_episodes=2), resume=True)  # the same adapter: kept
+    assert (run / "eval" / "trained" / "results.jsonl").stat().st_mtime_ns == played_second
+    assert again["eval"]["trained"] == longer["eval"]["trained"]

@@ -32,6 +32,7 @@ import dataclasses
 import json
 import logging
 import os
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -549,6 +550,10 @@ def evaluate_base_and_trained(
     records as ``command``. Writes ``out_dir/base/``, ``out_dir/trained/`` (the runner's
     ``results.jsonl``, ``metadata.json``, ``summary.json``), ``out_dir/comparison.json`` and
     ``out_dir/comparison.png``.
+    What the trained side played is recorded in ``out_dir/trained_adapter.json`` (the folder
+    and its :func:`adapter_digest`): a resumed run whose adapter changed since (a DPO run
+    resumed with more rounds) plays its trained side again instead of reporting the earlier
+    adapter's episodes as its own.
 
     Args:
         config: The run's options (model, env, eval_episodes, seed).
@@ -570,6 +575,12 @@ def evaluate_base_and_trained(
     env_kwargs = heldout_env_kwargs(config)
     max_new_tokens = eval_max_new_tokens(config)
     trained_spec, trained_adapter = trained_agent(config, adapter_dir)
+    digest = adapter_digest(adapter_dir)
+    played = out_dir / "trained_adapter.json"
+    if (out_dir / "trained").exists() and not (resume and _played_digest(played) == digest):
+        shutil.rmtree(out_dir / "trained")  # another adapter's episodes
+    out_dir.mkdir(parents=True, exist_ok=True)
+    played.write_text(json.dumps({"adapter": str(adapter_dir), "sha256": digest}, indent=2), encoding="utf-8")
     sides: dict[str, Any] = {}
     for side, spec, adapter in (("base", f"hf:{resolve_model(config.model)}", None),
                                 ("trained", trained_spec, trained_adapter)):
@@ -593,6 +604,7 @@ def evaluate_base_and_trained(
             "tool_use": summary["tool_use"],
             "folder": str(out_dir / side),
         }
+    sides["trained"]["adapter_sha256"] = digest
     command = (
         f"affectgym eval {config.env_id} --agent {trained_spec} "
         + (f"--adapter {trained_adapter} " if trained_adapter is not None else "")
@@ -608,6 +620,35 @@ def evaluate_base_and_trained(
     title = f"{config.env_id}, {config.model} ({config.algo}), {sides['base']['episodes']} multi-step episodes each"
     comparison["figure"] = str(plot_eval_comparison(sides["base"], sides["trained"], out_dir / "comparison.png", title=title))
     return comparison
+
+
+def adapter_digest(adapter_dir: str | Path) -> str:
+    """The SHA-256 of a trained adapter (or model) folder: every file's name and bytes, in name order.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     _ = (Path(folder) / "adapter_config.json").write_text("{}")
+    ...     adapter_digest(folder)[:12]
+    '403471bc4f16'
+    """
+    import hashlib
+
+    folder = Path(adapter_dir)
+    digest = hashlib.sha256()
+    for path in sorted(item for item in folder.rglob("*") if item.is_file()):
+        digest.update(path.relative_to(folder).as_posix().encode("utf-8") + b"\0")
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _played_digest(record: Path) -> str | None:
+    """The adapter digest a held-out evaluation's trained side recorded; ``None`` when unknown."""
+    try:
+        return json.loads(record.read_text(encoding="utf-8")).get("sha256")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def trained_agent(config: TrainConfig, adapter_dir: str | Path) -> tuple[str, str | None]:
@@ -645,6 +686,7 @@ __all__ = [
     "chat_text_prompts",
     "check_policy",
     "activation_checkpointing_option",
+    "adapter_digest",
     "checkpoint_saving_options",
     "finish_run",
     "finished_training",
