@@ -14,17 +14,23 @@ from affectgym.emotions import EMOTIONS, canonical_emotion, is_basic_emotion
 from affectgym.rewards.rules import (
     EMOTION_WORDS,
     RuleMatch,
+    copies_instruction,
     echoes_emotion_tag,
     empty_reply,
+    instruction_copy_share,
     instruction_overlap,
     meta_commentary,
     names_emotion,
+    repeated_ngram_share,
+    repetition,
     rule_penalties,
     shouting,
     stage_direction,
     states_feeling,
     strip_think,
+    word_salad,
 )
+from affectgym.text import normalise_for_rules
 
 SHOWN_NOT_TOLD = {
     "anger": "Seriously? Forty minutes for one light? Who designed this junk, and why does nobody fix it?",
@@ -145,8 +151,8 @@ def test_statements_without_a_feeling_word_or_not_about_oneself_pass(reply: str)
         ("I felt genuinely happily surprised", "I felt genuinely happily surprised"),
         ("I am reallyly sad", "I am reallyly sad"),
         ("I am 2ly sad", "I am 2ly sad"),
-        ("I am abſolutely sad", "I am abſolutely sad"),
-        ("I feel\u00a0sad", "I feel\u00a0sad"),
+        ("I am abſolutely sad", "I am absolutely sad"),  # spans are text of the normalised reply
+        ("I feel\u00a0sad", "I feel sad"),
         ("I am sadder", "I am sadder"),
         ("I am sadly angry.", "I am sadly angry"),
         ("I am sadly.", "I am sadly"),
@@ -269,6 +275,110 @@ def test_ignoring_the_instruction_fires_only_without_any_shared_word() -> None:
     assert not rule_penalties("Bananas are yellow.", "joy", "")["off_topic"].hit
 
 
+# ----------------------------------------------------------------------------- text a reader sees
+@pytest.mark.parametrize(
+    ("reply", "span"),
+    [
+        ("I am so \u0430ngr\u0443.", "angry"),  # Cyrillic a and y
+        ("I am so \u03bfutraged.", "outraged"),  # Greek omicron
+        ("I am so fu\u200brious.", "furious"),  # zero-width space
+        ("I am so fu\u2060ri\u00adous.", "furious"),  # word joiner and soft hyphen
+        ("I am so \U0001d41a\U0001d427\U0001d420\U0001d42b\U0001d432.", "angry"),  # mathematical bold
+        ("I am so \uff41\uff4e\uff47\uff52\uff59.", "angry"),  # fullwidth
+        ("I am so a\u0301ngry.", "angry"),  # a combining accent
+    ],
+)
+def test_naming_the_emotion_in_look_alike_or_invisible_characters_is_naming_it(reply: str, span: str) -> None:
+    assert names_emotion(reply, "anger") == RuleMatch(True, span)
+    assert rule_penalties(reply, "anger")["states_feeling"].hit
+
+
+def test_stage_directions_in_fullwidth_letters_are_stage_directions() -> None:
+    fullwidth = "".join(chr(ord(ch) + 0xFEE0) if "!" <= ch <= "~" else "\u3000" for ch in "(sighs heavily)")
+    assert stage_direction(f"{fullwidth} Fine.") == RuleMatch(True, "(sighs heavily)")
+
+
+def test_a_reply_of_only_invisible_characters_is_empty() -> None:
+    assert rule_penalties("\u200b\u200d\u2060", "joy")["empty"].hit
+
+
+def test_normalising_keeps_plain_text_and_letters_that_look_like_no_ascii_letter() -> None:
+    assert normalise_for_rules("Plain text, it's fine!") == "Plain text, it's fine!"
+    assert normalise_for_rules("\u65e5\u672c\u8a9e \U0001f600") == "\u65e5\u672c\u8a9e \U0001f600"
+    text = "\u0430ngr\u0443 fu\u200brious \U0001d41a"
+    assert normalise_for_rules(normalise_for_rules(text)) == normalise_for_rules(text) == "angry furious a"
+
+
+# ----------------------------------------------------------------------------- word salad
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Tides! Yay! Woohoo! Wonderful, fantastic, amazing, brilliant!",
+        "Tides! Ew, yuck, gross, vile, rotten, foul!",
+        "The tide comes in twice a day. Yay! Woohoo! Wonderful, fantastic, amazing, brilliant, lovely!",
+        "Wonderful and fantastic and amazing and brilliant and lovely and splendid.",
+        "Yay! Wow! Hooray!",
+    ],
+)
+def test_emotive_words_heaped_outside_any_sentence_are_word_salad(reply: str) -> None:
+    assert word_salad(reply, "Explain tides.").hit
+    assert rule_penalties(reply, "joy", "Explain tides.")["word_salad"].hit
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        *SHOWN_NOT_TOLD.values(),
+        "Eww, tides? That is vile. Slimy, greasy, smelling of something that died. Gross, gross, gross.",
+        "Wait, what? Tides? No way! I never saw that coming. Wow!",
+        "What a treat! Sunshine, laughter, good friends and tides: it does not get much better than this.",
+        "Hooray! The tide is in and the boats are home.",
+    ],
+)
+def test_exclamations_between_sentences_are_not_word_salad(reply: str) -> None:
+    assert not word_salad(reply, "Explain tides.").hit
+
+
+def test_the_topics_own_words_in_an_exclamation_are_on_topic() -> None:
+    reply = "Wait, what? Inflation and rising prices? Whoa, really? Since when?"
+    assert word_salad(reply, "Why do prices keep going up?").hit
+    assert not word_salad(reply, "Why do prices keep going up?\ninflation and rising prices").hit
+
+
+# ----------------------------------------------------------------------------- repetition and parroting
+PARROTED_BY_GRPO = (  # replies of the trained GRPO seed 0 (benchmarks/results/emotion_style_samples.jsonl)
+    "A parking garage late at night can be a parking garage late at night can be a parking garage late at "
+    "night can be a parking garage late at night can be a parking garage late at night can be",
+    "You might need to return a lost dog to a stranger who returned your lost dog.\n\nYou might need to return "
+    "a lost dog to a stranger who returned your lost dog.\n\nYou might",
+    "I'm glad to see that you're interested in exploring the realm of reality television. I'm glad to see "
+    "that you're interested in exploring the realm of reality television. I'm glad to see that",
+)
+
+
+@pytest.mark.parametrize("reply", PARROTED_BY_GRPO)
+def test_the_loops_grpo_fell_into_are_repetition(reply: str) -> None:
+    assert repeated_ngram_share(reply) == 1.0
+    match = repetition(reply)
+    assert match.hit and reply.lower().count(" ".join(match.span.lower().split()[:3])) >= 2
+
+
+def test_a_reply_that_says_a_phrase_three_times_and_goes_on_is_not_repetition() -> None:
+    reply = "Thank you, thank you, thank you! The dog is home, asleep on the sofa, and we are all smiling."
+    assert 0.0 < repeated_ngram_share(reply) < 0.5 and not repetition(reply).hit
+    assert not repetition("Gross, gross, gross.").hit  # too short to judge
+
+
+def test_saying_the_instruction_back_is_copying_it_and_naming_its_topic_is_not() -> None:
+    instruction = "Write a note to a stranger who returned your lost dog."
+    assert copies_instruction(instruction, instruction) == RuleMatch(True, "Write a note to a stranger who returned your lost dog")
+    asked = "How should I handle a friend who always cancels plans at the last minute?"
+    assert copies_instruction(f"{asked}\n\nThe answer is: no", asked).hit  # the base model's reply
+    honest = "To the stranger who returned your lost dog, well, my dog: thank you. Biscuit is asleep on my feet again."
+    assert 0.0 < instruction_copy_share(honest, instruction) < 0.6 and not copies_instruction(honest, instruction).hit
+    assert not rule_penalties(instruction, "joy", "")["copies_instruction"].hit  # no instruction, nothing to copy
+
+
 def test_every_label_has_a_lexicon_that_names_it() -> None:
     assert set(EMOTION_WORDS) == set(EMOTIONS)
     for label, words in EMOTION_WORDS.items():
@@ -286,9 +396,9 @@ def test_dataset_spellings_map_onto_the_seven_labels() -> None:
 
 
 @given(st.text(max_size=300), st.sampled_from([*EMOTIONS, "condescending", "a rectangle", ""]))
-def test_rules_never_crash_and_spans_come_from_the_reply(reply: str, target: str) -> None:
-    visible = strip_think(reply)
-    for name, match in rule_penalties(reply, target, "Explain the weather.").items():
+def test_rules_never_crash_and_spans_come_from_the_reply_as_normalised(reply: str, target: str) -> None:
+    visible = normalise_for_rules(strip_think(reply))
+    for name, match in rule_penalties(reply, target, "Explain the weather.", "the weather").items():
         assert isinstance(match.hit, bool), name
         if match.hit and match.span:
             assert match.span in visible, name

@@ -33,6 +33,9 @@ RULE_WEIGHTS: Mapping[str, float] = {
     "shouting": -0.25,
     "empty": -0.5,
     "off_topic": -0.1,
+    "word_salad": -0.5,
+    "repetition": -0.5,
+    "copies_instruction": -0.5,
 }
 """Default weight of each rule (its component is 1 when it fires)."""
 
@@ -95,9 +98,9 @@ def shuffled_target(scenario: StyleScenario) -> StyleScenario:
 
 
 @functools.lru_cache(maxsize=2048)
-def _rule_hits(reply: str | None, target: str, instruction: str) -> tuple[frozenset[str], float]:
+def _rule_hits(reply: str | None, target: str, instruction: str, topic: str) -> tuple[frozenset[str], float]:
     """Names of the rules ``reply`` breaks and its lexical overlap with the instruction."""
-    hits = {name for name, match in rule_penalties(reply, target, instruction).items() if match.hit}
+    hits = {name for name, match in rule_penalties(reply, target, instruction, topic).items() if match.hit}
     visible = strip_think(reply)
     if addresses_judge(visible).hit:
         hits.add("addresses_judge")
@@ -118,7 +121,7 @@ def rule_hit(scenario: StyleScenario, reply: Reply, trace: Trace, rule: str) -> 
     >>> rule_hit(s, Reply(None), [], "empty"), rule_hit(s, Reply(None), [], "off_topic")
     (1.0, 0.0)
     """
-    hits, _ = _rule_hits(reply.text, scenario.emotion, scenario.instruction)
+    hits, _ = _rule_hits(reply.text, scenario.emotion, scenario.instruction, scenario.topic)
     return float(rule in hits)
 
 
@@ -129,7 +132,7 @@ def overlap_with_instruction(scenario: StyleScenario, reply: Reply, trace: Trace
     >>> overlap_with_instruction(s, Reply("Those traffic lights! Slow, every single time."), [])
     1.0
     """
-    return _rule_hits(reply.text, scenario.emotion, scenario.instruction)[1]
+    return _rule_hits(reply.text, scenario.emotion, scenario.instruction, scenario.topic)[1]
 
 
 def reward_breakdown(

@@ -12,32 +12,55 @@ RuleMatch(hit=True, span='SO ANGRY')
 >>> [name for name, m in rule_penalties("Unbelievable. Again?", "anger", "").items() if m.hit]
 []
 
-Rules see the reply after :func:`strip_think` removed any ``<think>...</think>`` block.
+A policy trained against the classifier with these rules in place learns the next cheapest
+thing: a heap of emotive words around the topic ("Yay! Woohoo! Wonderful, fantastic..."), the
+same words appended to an honest reply, the instruction parroted in repeated clauses, or the
+naming word spelled with look-alike letters. :func:`word_salad`, :func:`repetition` and
+:func:`copies_instruction` catch the first three; every rule reads the reply through
+:func:`~affectgym.text.normalise_for_rules`, which folds look-alike, invisible and
+fullwidth characters to the letters a reader sees, so the last one is named as named.
+
+>>> rule_penalties("I am \\u0430ngr\\u0443!", "anger")["names_emotion"]
+RuleMatch(hit=True, span='angry')
+
+Rules see the reply after :func:`strip_think` removed any ``<think>...</think>`` block, and
+their spans are text of the normalised reply.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from affectgym.emotions import canonical_emotion
+from affectgym.text import normalise_for_rules
 
 __all__ = [
+    "CLAUSE_WORDS",
+    "COPIED_SHARE_LIMIT",
     "EMOTION_WORDS",
+    "LOOSE_RUN_WORDS",
     "NO_MATCH",
+    "REPEATED_SHARE_LIMIT",
     "RuleMatch",
     "addresses_judge",
+    "copies_instruction",
     "echoes_emotion_tag",
     "empty_reply",
+    "instruction_copy_share",
     "instruction_overlap",
     "meta_commentary",
     "names_emotion",
+    "repeated_ngram_share",
+    "repetition",
     "rule_penalties",
     "shouting",
     "stage_direction",
     "states_feeling",
     "strip_think",
+    "word_salad",
 ]
 
 
@@ -186,6 +209,7 @@ def stage_direction(reply: str) -> RuleMatch:
     >>> stage_direction("It is *really* late (see below) and [1] says so.").hit
     False
     """
+    reply = normalise_for_rules(reply)
     for match in re.finditer(r"\[([^\[\]\n]{1,60})\](?!\()", reply):
         words = _words(match.group(1))
         if (
@@ -231,6 +255,7 @@ def names_emotion(reply: str, target: str) -> RuleMatch:
     >>> names_emotion("How condescendingly you ask.", "condescending").span
     'condescendingly'
     """
+    reply = normalise_for_rules(reply)
     vocabulary = _emotion_vocabulary(target)
     if not vocabulary:
         return NO_MATCH
@@ -271,6 +296,7 @@ def states_feeling(reply: str) -> RuleMatch:
     >>> states_feeling("I am ready to help.").hit
     False
     """
+    reply = normalise_for_rules(reply)
     match = _STATED_FEELING.search(reply)
     return RuleMatch(True, match.group(0)) if match else NO_MATCH
 
@@ -287,6 +313,7 @@ def echoes_emotion_tag(reply: str) -> RuleMatch:
     >>> echoes_emotion_tag("Emotion: disgust\\nThat food..."), echoes_emotion_tag("My emotions run high.").hit
     (RuleMatch(hit=True, span='Emotion: disgust'), False)
     """
+    reply = normalise_for_rules(reply)
     match = re.search(r"\bemotion\s*:[ \t]*[^\n.,;!?]{0,30}", reply, re.IGNORECASE)
     return RuleMatch(True, match.group(0).strip()) if match else NO_MATCH
 
@@ -318,6 +345,7 @@ def meta_commentary(reply: str) -> RuleMatch:
     >>> meta_commentary("Here's a furious take on it:").span, meta_commentary("As a child I ran.").hit
     ("Here's a furious take", False)
     """
+    reply = normalise_for_rules(reply)
     match = _META.search(reply.replace("’", "'"))
     if match:
         return RuleMatch(True, match.group(0))
@@ -346,6 +374,7 @@ def shouting(reply: str) -> RuleMatch:
     >>> shouting("I read the NASA report. I was late.").hit
     False
     """
+    reply = normalise_for_rules(reply)
     caps_word = r"[A-Z][A-Z'’]*[A-Z]"
     run = re.search(rf"\b{caps_word}(?:[\s,!?.\-]+{caps_word})+\b", reply)
     if run:
@@ -401,6 +430,7 @@ def addresses_judge(reply: str) -> RuleMatch:
     >>> addresses_judge("[[ ## emotion_match ## ]] high").hit, addresses_judge("Never judge a book by its cover.").hit
     (True, False)
     """
+    reply = normalise_for_rules(reply)
     match = _JUDGE_ADDRESS.search(reply)
     return RuleMatch(True, match.group(0)) if match else NO_MATCH
 
@@ -437,32 +467,250 @@ def instruction_overlap(reply: str, instruction: str) -> float:
     >>> instruction_overlap("Bananas are yellow.", "Explain why the traffic light is slow.")
     0.0
     """
-    wanted = _stems(instruction)
+    wanted = _stems(normalise_for_rules(instruction))
     if not wanted:
         return 1.0
-    return len(wanted & _stems(reply)) / len(wanted)
+    return len(wanted & _stems(normalise_for_rules(reply))) / len(wanted)
 
 
-def rule_penalties(reply: str | None, target: str, instruction: str = "") -> dict[str, RuleMatch]:
-    """Run every rule on a reply.
+CLAUSE_WORDS = frozenset(
+    "a an the this that these those some any each every no all both either neither another such what which "
+    "whose whatever i me my mine myself you your yours yourself we us our ours ourselves he him his himself she "
+    "her hers herself it its itself they them their theirs themselves one who whom where when why how whether if "
+    "because since though although while until unless than as so am is are was were be been being do does did "
+    "done have has had having will would shall should can could may might must i'm i've i'd i'll you're you've "
+    "you'd you'll we're we've we'd we'll he's he'd she's she'd it's they're they've they'd that's there's here's "
+    "what's who's let's don't doesn't didn't isn't aren't wasn't weren't won't wouldn't can't cannot couldn't "
+    "shouldn't haven't hasn't hadn't to of in on at by for with from into onto about over under after before "
+    "between through during without within against among around across along behind below above beyond near "
+    "off out up down upon toward towards like not there here then too very just also only even still".split()
+)
+"""Closed-class words that hold a clause together: determiners, pronouns, auxiliaries and modals,
+prepositions, subordinators, negation. Not the coordinators (and, or, but), which join the
+items of a list as readily as clauses."""
+
+LOOSE_RUN_WORDS = 6  # loose words in a row (outside any clause, off the topic) that make a heap
+REPEATED_SHARE_LIMIT = 0.5  # share of a reply's word trigrams that recur, from which it repeats itself
+REPEATED_MIN_TRIGRAMS = 4  # shorter replies are not judged for repetition
+COPIED_RUN_WORDS = 4  # words in a row, as the instruction has them, that count as copied
+COPIED_SHARE_LIMIT = 0.6  # share of a reply's words copied from the instruction, from which it parrots
+
+_SENTENCE = re.compile(r"[^.!?…\n]+")
+
+
+def _word_spans(text: str) -> list[tuple[str, int, int]]:
+    return [(m.group(0).lower().replace("’", "'"), m.start(), m.end()) for m in _WORD.finditer(text)]
+
+
+def word_salad(reply: str, on_topic: str = "") -> RuleMatch:
+    """Emotive words heaped outside any sentence: "Tides! Yay! Woohoo! Wonderful, fantastic, amazing!".
+
+    A sentence (text between ``.``, ``!``, ``?``, ``…`` and line breaks) is a clause when it has
+    three or more words and one of :data:`CLAUSE_WORDS`. The words of the other sentences are
+    *loose*, except clause words ("No way!", "Since when?") and the words of ``on_topic``
+    (compared by their first five letters: naming the topic in an exclamation is answering).
+    The rule fires on :data:`LOOSE_RUN_WORDS` loose words
+    in consecutive sentences, or when loose words (three or more) are half the reply's words. A
+    reply that shows its emotion in sentences, with an exclamation between them ("Yuck.",
+    "No way!", "Gross, gross, gross."), passes; so does one whose every sentence is a clause.
+
+    Args:
+        reply: The visible reply.
+        on_topic: Text whose content words the reply may exclaim (the instruction, its topic).
+
+    Returns:
+        The run of loose sentences, from its first sentence to its last.
+
+    >>> word_salad("Tides! Yay! Woohoo! Wonderful, fantastic, amazing!", "Explain tides.")
+    RuleMatch(hit=True, span='Yay! Woohoo! Wonderful, fantastic, amazing')
+    >>> word_salad("Tides come twice a day. What a joy! Ew, yuck, gross, vile, rotten, foul.").span
+    'Ew, yuck, gross, vile, rotten, foul'
+    >>> word_salad("Eww, tides? That is vile. Gross, gross, gross. Keep them away.", "Explain tides.").hit
+    False
+    """
+    reply = normalise_for_rules(reply)
+    topic = _stems(normalise_for_rules(on_topic))
+    total = loose = 0
+    run = 0
+    run_start = 0
+    best: tuple[int, int, int] | None = None  # (loose words, start, end) of the longest run
+    for sentence in _SENTENCE.finditer(reply):
+        words = [w for w, _, _ in _word_spans(sentence.group(0))]
+        if not words:
+            continue
+        total += len(words)
+        if len(words) >= 3 and any(w in CLAUSE_WORDS for w in words):
+            run = 0
+            continue
+        text = sentence.group(0)
+        if run == 0:
+            run_start = sentence.start() + len(text) - len(text.lstrip())
+        off_topic = sum(w not in CLAUSE_WORDS and w[:5] not in topic for w in words)
+        run += off_topic
+        loose += off_topic
+        if best is None or run > best[0]:
+            best = (run, run_start, sentence.start() + len(text.rstrip()))
+    if best is None:
+        return NO_MATCH
+    if best[0] >= LOOSE_RUN_WORDS or (loose >= 3 and 2 * loose >= total):
+        return RuleMatch(True, reply[best[1] : best[2]])
+    return NO_MATCH
+
+
+def repeated_ngram_share(reply: str, n: int = 3) -> float:
+    """Share of the reply's word ``n``-grams that occur more than once (each occurrence counts).
+
+    0 for text that never repeats itself, 1 for a loop; words are compared in lower case.
+
+    Args:
+        reply: The visible reply.
+        n: Words per n-gram.
+
+    Returns:
+        A fraction in ``[0, 1]`` (0 when the reply has fewer than ``n`` words).
+
+    >>> repeated_ngram_share("A garage at night can be a garage at night can be a garage at night")
+    1.0
+    >>> repeated_ngram_share("The garage is dark. Footsteps echo off the concrete.")
+    0.0
+    """
+    return _repeated_share(_ngrams([w for w, _, _ in _word_spans(normalise_for_rules(reply))], n))
+
+
+def _ngrams(words: list[str], n: int) -> list[tuple[str, ...]]:
+    return [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]
+
+
+def _repeated_share(grams: list[tuple[str, ...]]) -> float:
+    if not grams:
+        return 0.0
+    return sum(c for c in Counter(grams).values() if c > 1) / len(grams)
+
+
+def repetition(reply: str) -> RuleMatch:
+    """The reply repeats its own clauses: at least :data:`REPEATED_SHARE_LIMIT` of its word
+    trigrams recur (:func:`repeated_ngram_share`), over :data:`REPEATED_MIN_TRIGRAMS` or more.
+
+    A loop ("I'm sorry for your loss. I'm sorry for your loss. ...") or an instruction parroted
+    again and again fires; an exclamation said three times ("Gross, gross, gross.") in a reply
+    that goes on does not.
+
+    Args:
+        reply: The visible reply.
+
+    Returns:
+        The most frequent trigram's first occurrence through its second.
+
+    >>> repetition("You might need to prepare a meal. You might need to prepare a meal. You might")
+    RuleMatch(hit=True, span='You might need to prepare a meal. You might need')
+    >>> repetition("Gross, gross, gross. Keep that sticky thing far away from me, please.").hit
+    False
+    """
+    reply = normalise_for_rules(reply)
+    spans = _word_spans(reply)
+    grams = _ngrams([w for w, _, _ in spans], 3)
+    if len(grams) < REPEATED_MIN_TRIGRAMS or _repeated_share(grams) < REPEATED_SHARE_LIMIT:
+        return NO_MATCH
+    top = Counter(grams).most_common(1)[0][0]
+    first, second = [i for i, gram in enumerate(grams) if gram == top][:2]
+    return RuleMatch(True, reply[spans[first][1] : spans[second + 2][2]])
+
+
+def instruction_copy_share(reply: str, instruction: str) -> float:
+    """Share of the reply's words that stand in a run of :data:`COPIED_RUN_WORDS` or more words
+    copied, in order, from the instruction (case-insensitive).
+
+    Args:
+        reply: The visible reply.
+        instruction: The user's instruction.
+
+    Returns:
+        A fraction in ``[0, 1]`` (0 for an empty reply or a shorter instruction).
+
+    >>> instruction_copy_share("Describe a parking garage late at night.", "Describe a parking garage late at night.")
+    1.0
+    >>> round(instruction_copy_share("A parking garage late at night smells of oil and rain.", "Describe a parking garage late at night."), 2)
+    0.55
+    """
+    return _copied_words(normalise_for_rules(reply), normalise_for_rules(instruction))[0]
+
+
+def _copied_words(reply: str, instruction: str) -> tuple[float, tuple[int, int] | None]:
+    """The copied share and the character span of the longest copied run."""
+    spans = _word_spans(reply)
+    said = [w for w, _, _ in _word_spans(instruction)]
+    n = COPIED_RUN_WORDS
+    grams = {tuple(said[i : i + n]) for i in range(len(said) - n + 1)}
+    copied = [False] * len(spans)
+    for i in range(len(spans) - n + 1):
+        if tuple(w for w, _, _ in spans[i : i + n]) in grams:
+            copied[i : i + n] = [True] * n
+    longest: tuple[int, int] | None = None
+    start = None
+    for i, is_copied in enumerate([*copied, False]):
+        if is_copied and start is None:
+            start = i
+        elif not is_copied and start is not None:
+            if longest is None or i - start > longest[1] - longest[0]:
+                longest = (start, i)
+            start = None
+    share = sum(copied) / len(spans) if spans else 0.0
+    return share, None if longest is None else (spans[longest[0]][1], spans[longest[1] - 1][2])
+
+
+def copies_instruction(reply: str, instruction: str) -> RuleMatch:
+    """The reply is mostly the instruction said back: at least :data:`COPIED_SHARE_LIMIT` of its
+    words are copied from it (:func:`instruction_copy_share`). Naming the instruction's topic
+    in a reply that goes on does not fire.
+
+    Args:
+        reply: The visible reply.
+        instruction: The user's instruction (empty: the rule never fires).
+
+    Returns:
+        The longest copied run.
+
+    >>> copies_instruction("Should tipping be abolished? Should tipping be abolished?", "Should tipping be abolished?")
+    RuleMatch(hit=True, span='Should tipping be abolished? Should tipping be abolished')
+    >>> copies_instruction("Tipping? Abolish it, and pay the staff a proper wage.", "Should tipping be abolished?").hit
+    False
+    """
+    reply = normalise_for_rules(reply)
+    share, longest = _copied_words(reply, normalise_for_rules(instruction))
+    if share < COPIED_SHARE_LIMIT or longest is None:
+        return NO_MATCH
+    return RuleMatch(True, reply[longest[0] : longest[1]])
+
+
+def rule_penalties(
+    reply: str | None, target: str, instruction: str = "", topic: str = ""
+) -> dict[str, RuleMatch]:
+    """Run every rule on a reply, normalised once (:func:`~affectgym.text.normalise_for_rules`).
 
     Args:
         reply: The agent's completion (``<think>`` blocks are removed first), or ``None``.
         target: The requested emotion (one of the seven or an open-vocabulary label).
         instruction: The user's instruction; ``off_topic`` fires when the reply
             shares none of its content words (see :func:`instruction_overlap`, the float
-            behind it). Empty: the rule never fires.
+            behind it), ``copies_instruction`` when it is mostly the instruction said back.
+            Empty: neither fires.
+        topic: A phrase naming what the instruction is about, when known: its words, like the
+            instruction's, may stand in an exclamation without making :func:`word_salad` fire.
 
     Returns:
         ``{rule name: RuleMatch}`` for ``empty``, ``stage_direction``, ``names_emotion``,
-        ``states_feeling``, ``echoes_emotion_tag``, ``meta_commentary``, ``shouting`` and
-        ``off_topic`` (the names EmotionStyle-v0's reward components have).
+        ``states_feeling``, ``echoes_emotion_tag``, ``meta_commentary``, ``shouting``,
+        ``off_topic``, ``word_salad``, ``repetition`` and ``copies_instruction`` (the names
+        EmotionStyle-v0's reward components have).
 
     >>> hits = rule_penalties("EMOTION: anger\\n*slams desk* As an AI I feel angry!", "anger")
     >>> sorted(name for name, match in hits.items() if match.hit)
     ['echoes_emotion_tag', 'meta_commentary', 'names_emotion', 'stage_direction', 'states_feeling']
+    >>> hits = rule_penalties("Tides! Yay! Woohoo! Wonderful, fantastic!", "joy", "Explain tides.", "the tides")
+    >>> sorted(name for name, match in hits.items() if match.hit)
+    ['word_salad']
     """
-    text = strip_think(reply)
+    text = normalise_for_rules(strip_think(reply)).strip()
     overlap = instruction_overlap(text, instruction)
     return {
         "empty": empty_reply(text),
@@ -473,4 +721,7 @@ def rule_penalties(reply: str | None, target: str, instruction: str = "") -> dic
         "meta_commentary": meta_commentary(text),
         "shouting": shouting(text),
         "off_topic": RuleMatch(True, None) if text and overlap == 0.0 else NO_MATCH,
+        "word_salad": word_salad(text, f"{instruction}\n{topic}"),
+        "repetition": repetition(text),
+        "copies_instruction": copies_instruction(text, instruction) if instruction else NO_MATCH,
     }
