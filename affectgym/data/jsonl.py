@@ -10,6 +10,7 @@ ValueError: rows.jsonl:2: not JSON (Expecting property name enclosed in double q
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +21,23 @@ def json_lines(text: str, source: str | Path, error: type[Exception]) -> list[tu
     Raises:
         error: The first line that is not JSON, as ``"<source>:<line>: not JSON (<reason>)"``.
     """
-    values = []
-    for number, line in enumerate(text.splitlines(), 1):
+    return list(iter_json_lines(text.splitlines(), source, error))
+
+
+def iter_json_lines(lines: Iterable[str], source: str | Path, error: type[Exception]) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` of every non-blank line, read as they come (an open file streams).
+
+    Raises:
+        error: The first line that is not JSON, as ``"<source>:<line>: not JSON (<reason>)"``.
+    """
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            values.append((number, json.loads(line)))
+            value = json.loads(line)
         except json.JSONDecodeError as exc:
             raise error(f"{source}:{number}: not JSON ({exc.msg})") from None
-    return values
+        yield number, value
 
 
-__all__ = ["json_lines"]
+__all__ = ["iter_json_lines", "json_lines"]

@@ -24,15 +24,17 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import itertools
 import json
 import logging
+import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-from affectgym.data.jsonl import json_lines
+from affectgym.data.jsonl import iter_json_lines
 
 AUDIO_EXTENSIONS = (".wav", ".flac", ".ogg", ".mp3", ".m4a", ".aac", ".mp4")
 MUSTARD_LABELS = ("sarcastic", "sincere")
@@ -46,6 +48,12 @@ BAD_CLIP_POLICIES = ("skip", "error")
 MANIFEST_COLUMNS = ("path", "label", "transcript", "speaker", "group", "split")
 #: Largest transcript file read beside a clip.
 MAX_TRANSCRIPT_BYTES = 1 << 20
+#: Longest value of one manifest column, in characters (csv's own default field limit).
+MAX_MANIFEST_FIELD_CHARS = 131072
+#: Longest manifest line read at once, in characters: a manifest is read a line at a time, never whole.
+MAX_MANIFEST_LINE_CHARS = 8 * MAX_MANIFEST_FIELD_CHARS
+#: A manifest row as JSONL writes it, for error messages.
+_EXAMPLE_ROW = '{"path": "clips/a.wav", "label": "angry"}'
 _SPACES = re.compile(r"\s+")
 _PLAIN_CLIP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # a file name stem, never a path
 
@@ -156,61 +164,161 @@ def load_manifest(path: str | Path) -> list[SpeechClip]:
     Columns (:data:`MANIFEST_COLUMNS`): ``path`` (the audio file, relative to the manifest's
     folder or absolute) and ``label`` are required; ``transcript``, ``speaker``, ``group``
     (clips of one group share a split) and ``split`` (the corpus's own partition, e.g.
-    ``train``/``eval``) are optional. The no-code path for any corpus: write one line per
-    clip, whatever its layout on disk. Clip ids are hashed from the audio bytes, as a
-    folder dataset's; bad audio files are left to :func:`screen_clips`.
+    ``train``/``eval``) are optional, each text of at most :data:`MAX_MANIFEST_FIELD_CHARS`
+    characters. The no-code path for any corpus: write one line per clip, whatever its
+    layout on disk. The file is read a line at a time (never whole, and no line longer than
+    :data:`MAX_MANIFEST_LINE_CHARS`). Clip ids are hashed from the audio bytes, as a folder
+    dataset's; two files of the same bytes and different labels load with a warning naming
+    both rows; bad audio files are left to :func:`screen_clips`.
 
     Raises:
-        DatasetError: The manifest is missing, not a regular file, not CSV/JSONL, lists no
-            clip, or has an unknown column, a row without its path or label, or a clip listed
-            twice (file and line named).
+        DatasetError: The manifest is missing, not a regular file, not CSV/JSONL or UTF-8,
+            lists no clip, or has an unknown column, a row without its path or label, a value
+            that is not text or is too long, or one audio file listed twice, however its path
+            is spelled (file, line and column named).
     """
     manifest = Path(path)
     if not manifest.is_file():
         raise DatasetError(f"manifest {str(manifest)!r} is not a file; expected a .csv or .jsonl of "
                            f"{', '.join(MANIFEST_COLUMNS)} rows")
-    rows = _manifest_rows(manifest)
-    root, clips, seen = manifest.parent, [], set()
+    root, clips = manifest.parent, []
+    rows_of_file: dict[str, tuple[int, str]] = {}  # the audio file, links and '..' resolved -> (line, path)
+    rows_of_bytes: dict[str, tuple[int, str, str]] = {}  # audio bytes' digest -> (line, path, label)
+    other_labels: list[str] = []
     copies: dict[str, int] = {}
-    for number, row in rows:
+    for number, row in _manifest_rows(manifest):
         audio = Path(row["path"]) if Path(row["path"]).is_absolute() else root / row["path"]
-        if audio in seen:
-            raise DatasetError(f"{manifest}:{number}: {row['path']!r} is listed twice")
-        seen.add(audio)
+        first = rows_of_file.setdefault(os.path.realpath(audio), (number, row["path"]))
+        if first[0] != number:
+            raise DatasetError(f"{manifest}:{number}: {row['path']!r} is the same audio file as line {first[0]} "
+                               f"({first[1]!r}); list each clip once")
+        digest = content_digest(audio, root)
+        line, first_path, first_label = rows_of_bytes.setdefault(digest, (number, row["path"], row["label"]))
+        if first_label != row["label"]:
+            other_labels.append(f"line {number} ({row['path']!r}, {row['label']!r}) has the same bytes as "
+                                f"line {line} ({first_path!r}, {first_label!r})")
         clips.append(SpeechClip(
-            id=hashed_clip_id(audio, root, copies), transcript=row.get("transcript") or "",
+            id=hashed_clip_id(audio, root, copies, digest=digest), transcript=row.get("transcript") or "",
             label=row["label"], audio_path=str(audio), speaker=row.get("speaker") or None,
             group=row.get("group") or None, split=row.get("split") or None,
         ))
     if not clips:
         raise DatasetError(f"manifest {str(manifest)!r} lists no clip")
+    if other_labels:
+        log.warning("%s: %d clip(s) are byte-identical to a clip of another label (one audio, two labels): %s",
+                    manifest, len(other_labels), "; ".join(other_labels))
     return clips
 
 
-def _manifest_rows(manifest: Path) -> list[tuple[int, dict[str, str]]]:
-    """``(line number, row)`` of a CSV or JSONL manifest, every row checked for its columns."""
-    text = manifest.read_text(encoding="utf-8-sig")
-    if manifest.suffix.lower() == ".jsonl":
-        rows = json_lines(text, manifest, DatasetError)
-        for number, row in rows:
-            if not isinstance(row, dict):
-                raise DatasetError(f"{manifest}:{number}: a row must be a JSON object of {', '.join(MANIFEST_COLUMNS)}")
-    elif manifest.suffix.lower() == ".csv":
-        reader = csv.DictReader(text.splitlines())
-        rows = [(number, dict(row)) for number, row in enumerate(reader, 2)]
-    else:
+def _manifest_rows(manifest: Path) -> Iterator[tuple[int, dict[str, str]]]:
+    """``(line number, row)`` of a CSV or JSONL manifest, read a line at a time, every row checked."""
+    suffix = manifest.suffix.lower()
+    if suffix not in (".csv", ".jsonl"):
         raise DatasetError(f"manifest {str(manifest)!r}: expected a .csv (with a header row) or .jsonl file")
-    for number, row in rows:
-        unknown = sorted(str(key) for key in row if key not in MANIFEST_COLUMNS)
-        if unknown:
-            raise DatasetError(f"{manifest}:{number}: unknown column(s) {unknown}; accepted: {', '.join(MANIFEST_COLUMNS)}")
-        for key in ("path", "label"):
-            if not isinstance(row.get(key), str) or not row[key].strip():
-                raise DatasetError(f"{manifest}:{number}: no {key}; every row needs a path and a label")
-        for key, value in row.items():
-            if value is not None and not isinstance(value, str):
-                raise DatasetError(f"{manifest}:{number}: {key} must be text, got {value!r}")
-    return [(number, {k: v.strip() for k, v in row.items() if v is not None}) for number, row in rows]
+    try:  # csv wants newline="" (quoted fields may hold line breaks); JSON Lines end at any line break
+        with manifest.open(encoding="utf-8-sig", newline="" if suffix == ".csv" else None) as handle:
+            rows = _csv_rows(manifest, handle) if suffix == ".csv" else _jsonl_rows(manifest, handle)
+            for number, row in rows:
+                yield number, _checked_row(manifest, number, row)
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"manifest {str(manifest)!r} is not UTF-8 text ({exc.reason}); save it as UTF-8") from None
+
+
+def _capped_lines(handle: TextIO) -> Iterator[str]:
+    """The lines of ``handle``; a line longer than :data:`MAX_MANIFEST_LINE_CHARS` comes in pieces of that size."""
+    while line := handle.readline(MAX_MANIFEST_LINE_CHARS + 1):
+        yield line
+
+
+def _jsonl_rows(manifest: Path, handle: TextIO) -> Iterator[tuple[int, Any]]:
+    def lines() -> Iterator[str]:
+        for number, line in enumerate(_capped_lines(handle), 1):
+            if len(line.rstrip("\r\n")) > MAX_MANIFEST_LINE_CHARS:
+                raise DatasetError(f"{manifest}:{number}: the line is longer than {MAX_MANIFEST_LINE_CHARS} characters; "
+                                   f"a row holds one clip's {', '.join(MANIFEST_COLUMNS)}")
+            yield line
+
+    for number, row in iter_json_lines(lines(), manifest, DatasetError):
+        if not isinstance(row, dict):
+            raise DatasetError(f"{manifest}:{number}: a row must be a JSON object of {', '.join(MANIFEST_COLUMNS)}")
+        yield number, row
+
+
+def _csv_rows(manifest: Path, handle: TextIO) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The rows of a CSV manifest, each with the line it starts on; csv's own errors named by file, line and column."""
+    record: list[str] = []  # the lines of the row being read
+
+    def lines() -> Iterator[str]:
+        for line in _capped_lines(handle):
+            record.append(line)
+            yield line
+
+    reader = csv.DictReader(lines())
+    start = 1
+
+    def named(exc: csv.Error, columns: Sequence[str] | None) -> DatasetError:
+        start_of_row = start + sum(1 for _ in itertools.takewhile(_is_blank, record))
+        if "field larger than field limit" not in str(exc):
+            return DatasetError(f"{manifest}:{start_of_row}: not CSV ({exc})")
+        limit = csv.field_size_limit()
+        return DatasetError(_too_long(manifest, start_of_row, _long_csv_field(record, columns, limit), limit))
+
+    try:
+        columns = reader.fieldnames
+    except csv.Error as exc:
+        raise named(exc, None) from None
+    while columns is not None:
+        start, record[:] = reader.line_num + 1, []
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise named(exc, columns) from None
+        yield start + sum(1 for _ in itertools.takewhile(_is_blank, record)), row
+
+
+def _is_blank(line: str) -> bool:
+    return line in ("\n", "\r\n", "\r")
+
+
+def _long_csv_field(record: Sequence[str], columns: Sequence[str] | None, limit: int) -> str:
+    """The column of the first field of a CSV row (its lines ``record``) longer than ``limit`` characters."""
+    index, length, quoted = 0, 0, False
+    for char in itertools.chain.from_iterable(record):
+        if char == '"':
+            quoted = not quoted
+        elif char == "," and not quoted:
+            index, length = index + 1, 0
+        else:
+            length += 1
+            if length > limit:
+                break
+    if columns is None:
+        return f"header's column {index + 1}"
+    return repr(columns[index]) if index < len(columns) else f"extra column {index + 1}"
+
+
+def _too_long(manifest: Path, number: int, column: str, limit: int) -> str:
+    return (f"{manifest}:{number}: the {column} field is longer than {limit} characters, the most a manifest "
+            "field holds; a transcript is one utterance")
+
+
+def _checked_row(manifest: Path, number: int, row: Mapping[Any, Any]) -> dict[str, str]:
+    """A manifest row whose columns are known, whose path and label are there, and whose values are short text."""
+    unknown = sorted(str(key) for key in row if key not in MANIFEST_COLUMNS)
+    if unknown:
+        raise DatasetError(f"{manifest}:{number}: unknown column(s) {unknown}; accepted: {', '.join(MANIFEST_COLUMNS)}")
+    for key, value in row.items():
+        if value is not None and not isinstance(value, str):
+            raise DatasetError(f"{manifest}:{number}: {key} is {_json_type(value)}, not text; every manifest column "
+                               f"holds a JSON string, e.g. {_EXAMPLE_ROW}")
+        if value is not None and len(value) > MAX_MANIFEST_FIELD_CHARS:
+            raise DatasetError(_too_long(manifest, number, repr(key), MAX_MANIFEST_FIELD_CHARS))
+    for key in ("path", "label"):
+        if not (row.get(key) or "").strip():
+            raise DatasetError(f"{manifest}:{number}: no {key}; every row needs a path and a label")
+    return {key: value.strip() for key, value in row.items() if value is not None}
 
 
 def _read_transcript(path: Path) -> tuple[str, str | None]:
@@ -231,10 +339,11 @@ def _read_transcript(path: Path) -> tuple[str, str | None]:
         return "", f"its transcript {path.name} cannot be read ({exc.strerror or exc})"
 
 
-def hashed_clip_id(audio: Path, root: Path, copies: dict[str, int]) -> str:
+def hashed_clip_id(audio: Path, root: Path, copies: dict[str, int], digest: str | None = None) -> str:
     """A clip's id from its audio bytes (never its name, which may encode the label); byte-identical
-    files get ``-2``, ``-3``, ... in the order they are met (``copies`` counts them)."""
-    digest = "clip-" + content_digest(audio, root)[:12]
+    files get ``-2``, ``-3``, ... in the order they are met (``copies`` counts them). ``digest`` is
+    the file's :func:`content_digest` when the caller has it already."""
+    digest = "clip-" + (digest or content_digest(audio, root))[:12]
     copies[digest] = copies.get(digest, 0) + 1
     return digest if copies[digest] == 1 else f"{digest}-{copies[digest]}"
 
@@ -605,6 +714,8 @@ __all__ = [
     "BAD_CLIP_POLICIES",
     "GROUP_KEYS",
     "MANIFEST_COLUMNS",
+    "MAX_MANIFEST_FIELD_CHARS",
+    "MAX_MANIFEST_LINE_CHARS",
     "DatasetError",
     "clip_groups",
     "SpeechClip",
