@@ -104,3 +104,23 @@ def test_a_dpo_run_resumed_with_more_rounds_plays_its_trained_side_again(tiny_mo
     again = train_dpo(dpo_config(tiny_model, run, rounds=2, eval_episodes=2), resume=True)  # the same adapter: kept
     assert (run / "eval" / "trained" / "results.jsonl").stat().st_mtime_ns == played_second
     assert again["eval"]["trained"] == longer["eval"]["trained"]
+
+
+def test_a_torn_dpo_pairs_file_is_named_and_its_pairs_sampled_again_on_resume(tiny_model, tmp_path, caplog):
+    from affectgym.train.dpo import train_dpo
+
+    run = tmp_path / "run"
+    config = dpo_config(tiny_model, run, rounds=1)
+    train_dpo(config)
+    pairs_file = run / "pairs" / "round-0.jsonl"
+    text = pairs_file.read_text(encoding="utf-8")
+    pairs_file.write_text(text[: len(text) - 40], encoding="utf-8")  # a run killed while writing its pairs
+    (run / "rounds" / "0" / "log_history.json").unlink()
+
+    with caplog.at_level("WARNING", logger="affectgym.train.dpo"):
+        resumed = train_dpo(config, resume=True)
+
+    assert f"{pairs_file}:" in caplog.text and "not JSON" in caplog.text and "sampling the round's pairs again" in caplog.text
+    rows = [json.loads(line) for line in pairs_file.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == resumed["rounds"][0]["pairs"] > 0 and pairs_file.read_text(encoding="utf-8").endswith("\n")
+    assert sorted(path.name for path in pairs_file.parent.iterdir()) == ["round-0.jsonl"], "no temporary file is left"

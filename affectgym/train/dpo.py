@@ -24,14 +24,17 @@ round's adapter and log history), ``adapter/`` (the last round's), ``log_history
 (every round's rows, with ``round``), ``figures/dpo_loss.png``, ``summary.json`` and, with
 ``eval_episodes``, ``eval/`` (base vs trained, played multi-step through the eval runner).
 ``resume`` skips the rounds whose adapter is saved and trains a round whose pairs are
-written without sampling them again; resumed with more ``rounds`` (all else the same), a
-run keeps the rounds it has and adds the rest, as a longer run's first rounds are the same.
+written without sampling them again (a pairs file is written whole, through a temporary
+file; one that cannot be read back is named in a warning and its pairs are sampled again);
+resumed with more ``rounds`` (all else the same), a run keeps the rounds it has and adds the
+rest, as a longer run's first rounds are the same.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
 import os
 import time
@@ -41,6 +44,8 @@ from typing import Any
 
 from affectgym.data.jsonl import json_lines
 from affectgym.train.config import TrainConfig, config_to_yaml, load_config
+
+logger = logging.getLogger(__name__)
 
 #: Prompts sampled at once (each with ``samples_per_prompt`` replies).
 SAMPLE_BATCH_PROMPTS = 8
@@ -282,7 +287,10 @@ def _round_pairs(config: TrainConfig, model: Any, tokenizer: Any, pairs_file: Pa
     from transformers import set_seed
 
     if pairs_file.is_file():
-        return [json.loads(line) for line in pairs_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+        try:
+            return written_pairs(pairs_file)
+        except PairsError as error:
+            logger.warning("%s; sampling the round's pairs again", error)
     env, scenarios, prompts = train_prompts(config)
     set_seed(seed)
     replies = sample_replies(model, tokenizer, prompts, samples=config.samples_per_prompt,
@@ -294,7 +302,27 @@ def _round_pairs(config: TrainConfig, model: Any, tokenizer: Any, pairs_file: Pa
             f"at least {config.pair_margin} apart; raise --samples-per-prompt or --temperature, or lower --pair-margin"
         )
     pairs_file.parent.mkdir(parents=True, exist_ok=True)
-    pairs_file.write_text("".join(json.dumps(pair, ensure_ascii=False) + "\n" for pair in pairs), encoding="utf-8")
+    # written whole or not at all: a run killed mid-write leaves the temporary file, never a torn pairs file
+    partial = pairs_file.with_name(pairs_file.name + ".partial")
+    partial.write_text("".join(json.dumps(pair, ensure_ascii=False) + "\n" for pair in pairs), encoding="utf-8")
+    os.replace(partial, pairs_file)
+    return pairs
+
+
+def written_pairs(pairs_file: Path) -> list[dict[str, Any]]:
+    """The pairs a round wrote (``pairs/round-<r>.jsonl``), read back to train on when the run resumes.
+
+    Raises:
+        PairsError: A line is not JSON (the file is torn) or not a pair; the file and line are named.
+    """
+    pairs = []
+    for number, row in json_lines(pairs_file.read_text(encoding="utf-8"), pairs_file, PairsError):
+        problem = _pair_problem(row) or (None if isinstance(row["prompt"], list) else "prompt must be a list of messages")
+        if problem:
+            raise PairsError(f"{pairs_file}:{number}: {problem}")
+        pairs.append(row)
+    if not pairs:
+        raise PairsError(f"{pairs_file}: no pair in the file")
     return pairs
 
 
@@ -362,4 +390,5 @@ __all__ = [
     "scored_replies",
     "train_dpo",
     "train_prompts",
+    "written_pairs",
 ]
