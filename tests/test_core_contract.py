@@ -221,3 +221,24 @@ def test_an_env_that_hands_over_no_scenarios_or_rubric_is_refused_naming_both():
 
     with pytest.raises(TypeError, match="'scenarios' and 'rubric'"):
         HookedMood()
+
+
+def test_a_steps_info_shares_the_episodes_messages_and_tool_data_so_it_copies_only_what_the_step_adds():
+    import affectgym
+
+    env = affectgym.make("affectgym/Sarcasm-v0", max_turns=12, max_tool_calls=12).unwrapped
+    calls = ["get_prosody_features", "get_transcript", "get_pitch_contour", "get_prosody_features"]
+    actions = [*(f'<tool_call>{{"name": "{name}", "arguments": {{}}}}</tool_call>' for name in calls), "junk"] * 2
+    infos = [env.reset(seed=0)[1]]
+    for action in actions:
+        infos.append(env.step(action)[-1])
+    for before, after in zip(infos, infos[1:], strict=False):
+        shared = sum(new is old for new, old in zip(after["messages"], before["messages"], strict=False))
+        assert shared == len(before["messages"]), "every message of the chat so far is the same dict, not a copy"
+        assert after["tools"] is infos[0]["tools"]
+        for name, data in before["tool_data"].items():
+            assert after["tool_data"][name] is data or name == after["messages"][-1].get("name")
+    assert len(infos[-1]["messages"]) == 2 + 2 * len(actions)
+    with_data = [entry for entry in env.trace if "data" in entry]
+    assert with_data and all(infos[-1]["tool_data"][entry["name"]] is not entry["data"] for entry in with_data), (
+        "info's tool data is a copy of the trace's, made once when the tool ran")

@@ -202,7 +202,11 @@ class AffectEnv(gym.Env[str, str]):
             raise ValueError(f"{type(self).__name__}: scenario ids must be unique")
         self.rubric = self._with_invalid_penalty(rubric)
         self.scenario: Any = None
+        # The episode's chat: each message is built once and never changed, so every step's
+        # info shares the dicts instead of copying the whole chat (quadratic in the turns).
         self._messages: list[dict[str, Any]] = []
+        self._tools_info: list[dict[str, Any]] = []  # info["tools"]: parsed once an episode
+        self._tool_data: dict[str, Any] = {}  # info["tool_data"]: each tool's last data, copied once from the trace
         self._trace: Trace = []
         self._turn = 0
         self._paid = 0.0
@@ -470,7 +474,9 @@ class AffectEnv(gym.Env[str, str]):
 
         Returns:
             The first observation and ``info`` with ``messages``, ``tools``, ``scenario_id``,
-            ``split``, ``reward_components`` (empty) and ``judge_failures`` (0).
+            ``split``, ``reward_components`` (empty) and ``judge_failures`` (0). Every step's
+            ``info`` of the episode shares its message dicts, tool schemas and tool data (built
+            once, never changed by the env): read them, and copy one before changing it.
 
         Raises:
             ValueError: ``options`` is not a dict, has other keys, or holds a value of the
@@ -484,6 +490,8 @@ class AffectEnv(gym.Env[str, str]):
         scenario = self.start_episode(self._reset_options(options))
         self.scenario = scenario
         self._trace = []
+        self._tool_data = {}
+        self._tools_info = json.loads(self._tools_json)
         self._turn = 0
         self._paid = 0.0
         self._judge_failures = 0
@@ -560,15 +568,15 @@ class AffectEnv(gym.Env[str, str]):
         self, components: Mapping[str, float | None], scored: RubricResult | None = None, **extra: Any
     ) -> dict[str, Any]:
         return {
-            "messages": [_copy_message(m) for m in self._messages],
-            "tools": json.loads(self._tools_json),
+            "messages": list(self._messages),
+            "tools": self._tools_info,
             "tool_call_instruction": self._tool_call_text,
             "scenario_id": self.scenario.id,
             "split": self.split,
             "turn": self._turn,
             "max_turns": self.max_turns,
             "reward_components": dict(components),
-            "tool_data": copy.deepcopy({e["name"]: e["data"] for e in self._trace if e.get("type") == "tool_call" and "data" in e}),
+            "tool_data": dict(self._tool_data),
             "unscored": dict(scored.unscored) if scored is not None else {},
             "judge_failures": _judge_failed(scored),
             **self.episode_info(self.scenario),
@@ -609,6 +617,7 @@ class AffectEnv(gym.Env[str, str]):
             data = self.tool_data(call.name, call.arguments) if ok else None
             if data is not None:
                 entry["data"] = data
+                self._tool_data[call.name] = copy.deepcopy(data)
             self._trace.append(entry)
             self._messages.append({"role": "tool", "tool_call_id": call.call_id, "name": call.name, "content": output})
             outputs.append(f"[{call.name}]\n{output}" if len(calls) > 1 else output)
