@@ -26,6 +26,7 @@ from affectgym.envs.dialogue_criteria import (
     earlier_turns,
     length_credit,
     open_question,
+    relevance,
     render_history,
     reply_length,
     reply_turn,
@@ -54,13 +55,16 @@ log = logging.getLogger(__name__)
 
 EMOTION_CACHE_SIZE = 100_000  # classified sentences remembered per env
 
+EMOTION_SLOT_FLOOR = 0.3  # P(tag) / max P below which a sentence in an emotion slot reads as neutral (or as another emotion)
+
 DEFAULT_REWARD_WEIGHTS: Mapping[str, float] = {
-    "structure": 0.15,
-    "tags": 0.20,
+    "structure": 0.10,
+    "tags": 0.10,
     "expressed_emotion": 0.30,
     "shows_not_tells": 0.05,
-    "length": 0.10,
+    "length": 0.05,
     "open_question": 0.20,
+    "relevance": 0.20,
 }
 """Weights of the per-turn rubric (they sum to 1); the judge's ``empathy`` is added on top."""
 
@@ -76,6 +80,7 @@ _SHOWN: Mapping[str, str] = {
     "SURPRISE": "Wait, really, no way, I never saw that coming!",
     "NEUTRAL": "The report lists the meeting times for next week.",
 }
+_GENERIC_QUESTION = "What happened after that?"
 _OFF_EMOTION_QUESTION = "Why on earth would anyone be so stupid and careless?"
 _NAMED: Mapping[str, str] = {
     "ANGER": "angry",
@@ -86,6 +91,31 @@ _NAMED: Mapping[str, str] = {
     "SURPRISE": "surprised",
     "NEUTRAL": "neutral",
 }
+
+
+def slot_emotion_credit(sentence: str, tag: str, distribution: Mapping[str, float]) -> float:
+    """The expressed-emotion credit of one tagged sentence, from the classifier's reading of it alone.
+
+    ``P(tag) / max P``; 0 when the sentence names its emotion instead of showing it; in an
+    emotion slot (any tag but NEUTRAL) also 0 for a question and for a sentence whose credit
+    is below ``EMOTION_SLOT_FLOOR`` (it reads as neutral, or as another emotion).
+
+    >>> reading = {"neutral": 0.5, "fear": 0.09, "surprise": 0.25, "joy": 0.16}
+    >>> slot_emotion_credit("Hearing footsteps in the attic at night is a common noise.", "FEAR", reading)
+    0.0
+    >>> slot_emotion_credit("The attic is a quiet place.", "NEUTRAL", reading)
+    1.0
+    >>> slot_emotion_credit("Did you hear footsteps up there?", "FEAR", {"fear": 0.6, "neutral": 0.4})
+    0.0
+    >>> round(slot_emotion_credit("Footsteps overhead chill the bone.", "FEAR", {"fear": 0.3, "neutral": 0.5, "joy": 0.2}), 3)
+    0.6
+    """
+    if tells_emotion(sentence, tag):
+        return 0.0
+    credit = distribution.get(EMOTION_OF_LABEL[tag], 0.0) / max(distribution.values())
+    if tag != "NEUTRAL" and (question_kind(sentence) != "not_a_question" or credit < EMOTION_SLOT_FLOOR):
+        return 0.0
+    return credit
 
 
 # ----------------------------------------------------------------------------- the env
@@ -108,6 +138,24 @@ def user_simulator_messages(history: Sequence[tuple[str, str]], emotion: str) ->
         f"sentences that sound {emotion.lower()}, continuing the conversation naturally.\n\n{render_history(history)}"
     )
     return [{"role": "user", "content": prompt}]
+
+
+def not_listening_replies(turn: DialogueTurn) -> dict[str, str]:
+    """Replies that ignore the user: the content-free template and the same template opened by an echo.
+
+    The template is the env's stock sentence for each required tag, then "What happened
+    after that?"; before the relevance term it beat the dataset's reply on 24 of the 27 eval
+    turns.
+
+    >>> turn = DialogueTurn("d/t0", "d", 0, 1, "SADNESS", "My novel got rejected.", "NEUTRAL")
+    >>> not_listening_replies(turn)["echoes_the_user"]
+    '(SADNESS) My novel got rejected. (NEUTRAL) The report lists the meeting times for next week. (NEUTRAL) What happened after that?'
+    """
+    user_tag, target, neutral = turn.required_tags
+    return {
+        "content_free_template": f"({user_tag}) {_SHOWN[user_tag]} ({target}) {_SHOWN[target]} ({neutral}) {_GENERIC_QUESTION}",
+        "echoes_the_user": f"({user_tag}) {turn.user_text} ({target}) {_SHOWN[target]} ({neutral}) {_GENERIC_QUESTION}",
+    }
 
 
 class DialogueEnv(AffectEnv):
@@ -138,12 +186,14 @@ class DialogueEnv(AffectEnv):
 
     ## Rewards
     Every chatbot turn is scored by one per-turn rubric, ``score(turn, reply, [])``:
-    0.15 structure (three tagged non-empty sentences; else 0.5 × share of valid ones)
-    + 0.20 tags (share of slots with the required tag) + 0.30 expressed emotion (each
-    sentence scored by the emotion classifier against its slot's required tag as
-    ``P(tag) / max P``, 0 for a sentence that names its emotion instead of showing it)
-    + 0.05 shows-not-tells + 0.10 length (1 at 20-25 words, linear to 0 at 15 words
-    outside) + 0.20 open question (1 open, 0.3 yes/no, 0 none), capped at 0.5 when the
+    0.10 structure (three tagged non-empty sentences; else 0.5 × share of valid ones)
+    + 0.10 tags (share of slots with the required tag) + 0.30 expressed emotion (each
+    sentence classified alone against its slot's required tag as ``P(tag) / max P``; 0 for a
+    sentence that names its emotion instead of showing it, and in an emotion slot 0 for a
+    question or a sentence that reads as neutral, see :func:`slot_emotion_credit`)
+    + 0.05 shows-not-tells + 0.05 length (1 at 20-25 words, linear to 0 at 15 words
+    outside) + 0.20 open question (1 open, 0.3 yes/no, 0 none) + 0.20 relevance (the
+    user's words taken up, not echoed: :func:`~affectgym.envs.dialogue_criteria.relevance`), capped at 0.5 when the
     length credit is 0. With a judge, ``empathy`` (weight ``judge_weight``, 0.2) is added.
     The step reward of turn k is exactly its score; an invalid message costs
     ``invalid_action_penalty``; the last step adds ``completion_bonus`` (dialogue finished)
@@ -347,6 +397,7 @@ class DialogueEnv(AffectEnv):
             Criterion("shows_not_tells", shows_not_tells, DEFAULT_REWARD_WEIGHTS["shows_not_tells"]),
             Criterion("length", reply_length, DEFAULT_REWARD_WEIGHTS["length"]),
             Criterion("open_question", open_question, DEFAULT_REWARD_WEIGHTS["open_question"]),
+            Criterion("relevance", relevance, DEFAULT_REWARD_WEIGHTS["relevance"]),
         ]
         if self.judge is not None:
             criteria.append(Criterion("empathy", self._judged, self.judge_weight, batched=True, scorer="judge"))
@@ -364,11 +415,16 @@ class DialogueEnv(AffectEnv):
     def expressed_emotion(
         self, scenarios: Sequence[DialogueTurn], replies: Sequence[Reply], traces: Sequence[Trace]
     ) -> list[float]:
-        """Batched criterion: mean over the three sentences of ``P(required tag) / max P``.
+        """Batched criterion: mean over the three sentences of each one's credit for its slot's tag.
 
-        A sentence that names its emotion instead of showing it (:func:`tells_emotion`)
-        earns 0; a reply that does not parse earns 0. Sentences are classified once per env
-        (cached by text), the whole batch in one classifier call.
+        Each tagged sentence is classified as the sentence it is, alone, and earns
+        ``P(required tag) / max P``. In an *emotion slot* (a tag other than NEUTRAL) a question
+        earns 0, and so does a sentence that reads as neutral or as another emotion (its credit
+        below ``EMOTION_SLOT_FLOOR``, 0.3; the embedded dataset's neutral statements score under
+        0.25 for every tag but HAPPINESS in nine cases out of ten). A sentence that names its
+        emotion instead of showing it (:func:`tells_emotion`) earns 0; a reply that does not
+        parse earns 0. Sentences are classified once per env (cached by text), the whole batch
+        in one classifier call.
         """
         parsed = [reply_turn(r) for r in replies]
         found = iter(self._emotions.scores([s for p in parsed if p is not None for s in p.sentences]))
@@ -377,13 +433,10 @@ class DialogueEnv(AffectEnv):
             if turn is None:
                 values.append(0.0)
                 continue
-            credits = []
-            for sentence, tag in zip(turn.sentences, scenario.required_tags, strict=True):
-                distribution = next(found)
-                if tells_emotion(sentence, tag):
-                    credits.append(0.0)
-                    continue
-                credits.append(distribution[EMOTION_OF_LABEL[tag]] / max(distribution.values()))
+            credits = [
+                slot_emotion_credit(sentence, tag, next(found))
+                for sentence, tag in zip(turn.sentences, scenario.required_tags, strict=True)
+            ]
             values.append(sum(credits) / 3)
         return values
 
@@ -547,13 +600,16 @@ class DialogueEnv(AffectEnv):
         if scenario.reference:
             return scenario.reference, []
         user_tag, target, _ = scenario.required_tags
-        return f"({user_tag}) {_SHOWN[user_tag]} ({target}) {_SHOWN[target]} (NEUTRAL) What happened after that?", []
+        return f"({user_tag}) {_SHOWN[user_tag]} ({target}) {_SHOWN[target]} (NEUTRAL) {_GENERIC_QUESTION}", []
 
     def canaries(self, scenario: DialogueTurn) -> dict[str, tuple[str | None, Trace]]:
         """Reward hacks that must score below the reference reply of the turn.
 
         Tags with empty sentences; correct tags over sentences of far-off emotions; a yes/no
         question; a 200-word reply; naming the emotions instead of expressing them; no reply.
+        The replies that do not listen (:func:`not_listening_replies`) are not among them: the
+        offline relevance term reads words, not meaning, and on a turn whose reference shares no
+        word with the user (ed028/t1 of the eval split) they tie or beat it.
         """
         reference, _ = self.reference_answer(scenario)
         parsed = parse_chatbot_turn(reference)[0]
@@ -618,13 +674,16 @@ __all__ = [
     "count_words",
     "earlier_turns",
     "length_credit",
+    "not_listening_replies",
     "open_question",
     "parse_chatbot_turn",
     "question_kind",
     "read_chatbot_reply",
+    "relevance",
     "render_history",
     "reply_length",
     "shows_not_tells",
+    "slot_emotion_credit",
     "structure",
     "tag_correctness",
     "tells_emotion",

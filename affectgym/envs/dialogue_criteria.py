@@ -1,10 +1,13 @@
-"""The per-turn criteria of EmpatheticDialogue-v0: structure, tags, length, the open question, shown not told."""
+"""The per-turn criteria of EmpatheticDialogue-v0: structure, tags, length, the open question, shown not told, relevance."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+import functools
+import re
+from collections.abc import Callable, Sequence
 
-from affectgym.data.dialogues import DialogueTurn
+from affectgym.data.dialogues import DialogueTurn, split_tagged
 from affectgym.envs.core import Trace
 from affectgym.envs.dialogue_parsing import (
     ChatbotTurn,
@@ -20,6 +23,10 @@ LENGTH_SLACK_WORDS = 15  # length credit falls linearly to 0 this many words out
 FAR_OFF_LENGTH_CAP = 0.5  # highest turn reward while the length credit is 0 (e.g. a 200-word reply)
 YES_NO_QUESTION_CREDIT = 0.3  # open-question credit of a yes/no question (0 for no question at all)
 MALFORMED_STRUCTURE_CREDIT = 0.5  # structure credit of a reply that does not parse, times its share of valid segments
+RELEVANT_STEMS_FULL_CREDIT = 2  # content stems of the user's turn the reply must take up for full relevance credit
+ECHO_SHARE = 2 / 3  # a run of words copied from a user line that covers this share of it is an echo, not a response
+ECHO_MIN_WORDS = 4  # ... and at least this many words
+_CONTENT_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
 
 def structure(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
@@ -108,6 +115,67 @@ def shows_not_tells(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float
         return 0.0
     shown = [not tells_emotion(s, tag) for s, tag in zip(parsed.sentences, scenario.required_tags, strict=True)]
     return sum(shown) / 3
+
+
+def relevance(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
+    """Whether the reply takes up what the user said: shared content stems, echoes not counted.
+
+    What the user said is the turn's line and the user's earlier lines in the dialogue (tags
+    removed). It and the reply are cut into content words (scikit-learn's English stop words
+    left out), each reduced to its Snowball stem (NLTK), so "rejected" meets "rejection". A
+    stem the user said counts once the reply uses it outside an echo: a run of words copied
+    from one of the user's lines that covers two thirds of it (repeating the user is not
+    listening; quoting a few of their words is). Credit is the share of
+    2 such stems (of all the user's stems when there are fewer); 0 when unanswered.
+
+    >>> turn = DialogueTurn("d/t0", "d", 0, 1, "SADNESS", "My novel got rejected by the tenth publisher.", "HAPPINESS")
+    >>> relevance(turn, chatbot_reply("(SADNESS) Ten rejections would sting anyone. (HAPPINESS) Your novel is finished! (NEUTRAL) What is it about?"), [])
+    1.0
+    >>> relevance(turn, chatbot_reply("(SADNESS) Losing him leaves an empty chair. (HAPPINESS) What great news! (NEUTRAL) What happened after that?"), [])
+    0.0
+    >>> relevance(turn, chatbot_reply("(SADNESS) My novel got rejected by the tenth publisher. (HAPPINESS) Yay! (NEUTRAL) What now?"), [])
+    0.0
+    """
+    if not reply.text or reply.answer is None:
+        return 0.0
+    read = reply.answer
+    said = " ".join(read.turn.sentences if read.turn is not None else (read.lead, *(s.text for s in read.segments)))
+    user_lines = [" ".join(s.text for s in split_tagged(line)[1]) for line, _ in scenario.history] + [scenario.user_text]
+    copied = set().union(*(_copied_positions(_CONTENT_WORD.findall(line.lower()), said) for line in user_lines))
+    stem = _stemmer()
+    user_stems = {stem(w) for line in user_lines for _, w in _content_words(line)}
+    taken_up = {stem(w) for i, w in _content_words(said) if i not in copied} & user_stems
+    needed = min(RELEVANT_STEMS_FULL_CREDIT, len(user_stems))
+    return min(1.0, len(taken_up) / needed) if needed else 0.0
+
+
+def _content_words(text: str) -> list[tuple[int, str]]:
+    """``(position, word)`` of the words of ``text`` (lower case) that are not stop words."""
+    stop_words = _stop_words()
+    return [(i, w) for i, w in enumerate(_CONTENT_WORD.findall(text.lower())) if w not in stop_words and len(w) > 1]
+
+
+def _copied_positions(user_words: Sequence[str], text: str) -> set[int]:
+    """Positions of the words of ``text`` that repeat most of ``user_words`` (an echo, see :data:`ECHO_SHARE`)."""
+    words = _CONTENT_WORD.findall(text.lower())
+    run = difflib.SequenceMatcher(None, words, list(user_words), autojunk=False).find_longest_match()
+    if run.size < max(ECHO_MIN_WORDS, ECHO_SHARE * len(user_words)):
+        return set()
+    return set(range(run.a, run.a + run.size))
+
+
+@functools.cache
+def _stemmer() -> Callable[[str], str]:
+    from nltk.stem.snowball import SnowballStemmer
+
+    return SnowballStemmer("english").stem
+
+
+@functools.cache
+def _stop_words() -> frozenset[str]:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS)
 
 
 def earlier_turns(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
