@@ -124,3 +124,37 @@ def test_a_torn_dpo_pairs_file_is_named_and_its_pairs_sampled_again_on_resume(ti
     rows = [json.loads(line) for line in pairs_file.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == resumed["rounds"][0]["pairs"] > 0 and pairs_file.read_text(encoding="utf-8").endswith("\n")
     assert sorted(path.name for path in pairs_file.parent.iterdir()) == ["round-0.jsonl"], "no temporary file is left"
+
+
+SARCASM_ID = "affectgym/Sarcasm-v0"
+SARCASM_FORM = {"task_format": {"answer": "yesno", "flat_prompt": "compact"}, "rubric": "label", "max_turns": 3}
+
+
+def protocol_episodes(out: Path, split: str, n: int) -> Path:
+    from affectgym.eval.runner import EvalConfig, run_eval
+
+    run_eval(EvalConfig(env_id=SARCASM_ID, agent="protocol", out=out, split=split, n=n, env_kwargs=SARCASM_FORM,
+                        progress=False))
+    return out
+
+
+def test_demonstrations_whose_split_cannot_be_established_or_whose_scenarios_are_held_out_are_refused(tmp_path, caplog):
+    from affectgym.train.sft import DemonstrationError, episode_demonstrations
+
+    held_out = protocol_episodes(tmp_path / "eval-demos", "eval", 3)
+    (held_out / "metadata.json").unlink()
+    with pytest.raises(DemonstrationError, match="no metadata.json beside .* split its episodes played cannot be established"):
+        episode_demonstrations([held_out], SARCASM_ID)
+
+    copied = protocol_episodes(tmp_path / "train-demos", "train", 3)
+    (copied / "results.jsonl").write_bytes((held_out / "results.jsonl").read_bytes())  # eval rows under train metadata
+    with pytest.raises(DemonstrationError, match=r"3 scenario\(s\) of .*results.jsonl are not in the train split"):
+        episode_demonstrations([copied], SARCASM_ID)
+
+    torn = protocol_episodes(tmp_path / "torn-demos", "train", 3)
+    text = (torn / "results.jsonl").read_text(encoding="utf-8")
+    (torn / "results.jsonl").write_text(text[: len(text) - 30], encoding="utf-8")  # the last line cut
+    with caplog.at_level("WARNING", logger="affectgym.train.sft"):
+        rows, counts = episode_demonstrations([torn], SARCASM_ID)
+    assert counts["read"] == len(rows) == 2
+    assert "1 line(s) are no complete episode record (torn or corrupt)" in caplog.text and str(torn) in caplog.text

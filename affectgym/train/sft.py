@@ -5,8 +5,10 @@ Three sources of demonstrations:
 * episodes any agent played, read from ``affectgym eval`` results folders (``demos``;
   several allowed): the answered, error-free episodes of the env's **train** split, kept
   when their reward is at least ``min_reward`` and, with ``correct_only``, when their
-  outcome is correct (a folder of another env or split is refused: held-out scenarios never
-  reach training);
+  outcome is correct. Held-out scenarios never reach training: a folder of another env or
+  split is refused, so is one whose split cannot be established (no ``metadata.json``), and
+  every episode's scenario must be one of the train split's; torn lines are skipped with a
+  warning;
 * the env's reference replies (``references``): ``env.reference_answer(scenario)`` after
   ``env.flat_prompt(scenario)``, for every train scenario (EmpatheticDialogue-v0's reference
   turns, for instance);
@@ -30,6 +32,7 @@ trained on), ``log_history.json``, ``figures/sft_loss.png``, ``adapter/`` and, w
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import time
@@ -39,6 +42,8 @@ from typing import Any
 
 from affectgym.train.best_of import best_of_demonstrations
 from affectgym.train.config import LR_SCHEDULERS, TrainConfig, config_to_yaml
+
+logger = logging.getLogger(__name__)
 
 
 class DemonstrationError(ValueError):
@@ -79,7 +84,8 @@ def episode_demonstrations(
         counts ``read``, ``kept``, ``unanswered``, ``errors``, ``below_min_reward``, ``incorrect``.
 
     Raises:
-        DemonstrationError: A folder of another env or of a held-out split.
+        DemonstrationError: A folder of another env or of a held-out split, one whose split
+            cannot be established, or an episode of a scenario outside the train split.
     """
     from affectgym.agents.base import raw_text_messages
     from affectgym.eval.results import read_json, read_results
@@ -91,18 +97,35 @@ def episode_demonstrations(
         path = results_file(source)
         metadata_path = path.parent / "metadata.json"
         metadata = read_json(metadata_path) if metadata_path.is_file() else {}
+        split = metadata.get("split")
+        if split is None:
+            raise DemonstrationError(
+                f"--demos {str(source)!r}: {'no metadata.json beside' if not metadata_path.is_file() else 'no split in the metadata.json of'} "
+                f"{path}, so the split its episodes played cannot be established; pass the whole --out folder of an "
+                f"affectgym eval run (affectgym eval {env_id} --split train ... writes metadata.json there)"
+            )
         played = metadata.get("env_id", env_id)
         if played != env_id:
             raise DemonstrationError(f"--demos {str(source)!r} played {played}, not {env_id}; demonstrate the env you train")
-        split = metadata.get("split", "train")
         if split != "train":
             raise DemonstrationError(
                 f"--demos {str(source)!r} played the {split!r} split; demonstrations must come from the train split "
                 f"(affectgym eval {env_id} --split train ...), so that no held-out scenario is trained on"
             )
         env_kwargs = {k: v for k, v in (metadata.get("env_kwargs") or {}).items() if k != "split"}
-        tools = json.dumps(make_env(env_id, {**env_kwargs, "split": "train"}).tool_schemas)
-        records, _ = read_results(path)
+        env = make_env(env_id, {**env_kwargs, "split": "train"})
+        tools = json.dumps(env.tool_schemas)
+        records, torn = read_results(path)
+        if torn:
+            logger.warning("--demos %s: %d line(s) are no complete episode record (torn or corrupt) and are skipped", path, torn)
+        train_ids = {scenario.id for scenario in env.scenarios}
+        outside = sorted({str(record.get("scenario_id")) for record in records} - train_ids)
+        if outside:
+            raise DemonstrationError(
+                f"--demos {str(source)!r}: {len(outside)} scenario(s) of {path} are not in the train split of {env_id} "
+                f"({', '.join(outside[:5])}{', ...' if len(outside) > 5 else ''}); demonstrations must come from the "
+                "train split, so that no held-out scenario is trained on"
+            )
         for record in records:
             counts["read"] += 1
             if record.get("error"):
