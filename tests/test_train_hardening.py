@@ -158,3 +158,59 @@ def test_demonstrations_whose_split_cannot_be_established_or_whose_scenarios_are
         rows, counts = episode_demonstrations([torn], SARCASM_ID)
     assert counts["read"] == len(rows) == 2
     assert "1 line(s) are no complete episode record (torn or corrupt)" in caplog.text and str(torn) in caplog.text
+
+
+def save_fresh_adapter(model: Path, folder: Path) -> Path:
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    base = AutoModelForCausalLM.from_pretrained(str(model))
+    get_peft_model(base, LoraConfig(r=4, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")).save_pretrained(str(folder))
+    return folder
+
+
+def test_a_bad_init_adapter_is_named_before_anything_loads_and_the_run_never_claims_its_folder(tiny_model, tmp_path):
+    import shutil
+
+    from affectgym.train.dpo import train_dpo
+    from affectgym.train.grpo import check_policy
+
+    other_model = tiny_causal_lm(tmp_path / "other", hidden_size=32, name="other-lm")
+    foreign = save_fresh_adapter(other_model, tmp_path / "foreign-adapter")
+    own = save_fresh_adapter(tiny_model, tmp_path / "own-adapter")
+    mistyped = shutil.copytree(own, tmp_path / "mistyped-adapter")
+    settings = json.loads((mistyped / "adapter_config.json").read_text())
+    (mistyped / "adapter_config.json").write_text(json.dumps({**settings, "r": "x"}))
+    torn = shutil.copytree(own, tmp_path / "torn-adapter")
+    weights = (torn / "adapter_model.safetensors").read_bytes()
+    (torn / "adapter_model.safetensors").write_bytes(weights[: len(weights) // 2])
+    run = tmp_path / "run"
+    cases = [
+        (tmp_path / "no-such-adapter", FileNotFoundError, r"--init-adapter '.*no-such-adapter': no such folder"),
+        (tmp_path, FileNotFoundError, "no adapter_config.json in that folder"),
+        (mistyped, ValueError, r"adapter_config.json: r must be a positive integer, got 'x'"),
+        (torn, ValueError, r"adapter_model.safetensors is torn or not a safetensors file"),
+        (foreign, ValueError, rf"was trained on '{other_model}', not on --model '{tiny_model}'"),
+    ]
+    for adapter, error, named in cases:
+        config = dpo_config(tiny_model, run, init_adapter=str(adapter))
+        with pytest.raises(error, match=named):
+            check_policy(config)  # reads files only: no weights load
+        with pytest.raises(error, match=named):
+            train_dpo(config)
+        assert not (run / "config.yaml").exists(), f"the refused run ({adapter.name}) claimed its folder"
+
+    summary = train_dpo(dpo_config(tiny_model, run, init_adapter=str(own)))  # the corrected command, no --overwrite
+    assert summary["rounds"][0]["pairs"] > 0 and "init_adapter" in (run / "config.yaml").read_text()
+
+
+def test_an_overwritten_dpo_run_leaves_no_round_or_pairs_of_the_earlier_run(tmp_path):
+    from affectgym.train.run_dir import claim_output_dir
+
+    run = tmp_path / "run"
+    (run / "rounds" / "0").mkdir(parents=True)
+    (run / "rounds" / "0" / "log_history.json").write_text("[]")
+    (run / "pairs").mkdir()
+    (run / "best_of.jsonl").write_text("")
+    claim_output_dir(run, overwrite=True)
+    assert list(run.iterdir()) == [], "a stale round would be skipped as finished by the new run"

@@ -143,13 +143,17 @@ def grpo_config(config: TrainConfig, reward_weights: list[float], *, gpu: bool |
 def check_policy(config: TrainConfig) -> None:
     """Fail before any weights load when the policy cannot be what ``config`` asks.
 
-    Reads the model's ``config.json`` only: a local path that is no model folder, and a
-    LoRA rank above the model's width, are named here instead of in the hub client's or
-    the allocator's words.
+    Reads the model's ``config.json`` and the ``init_adapter``'s config and weights headers
+    only: a local path that is no model folder, an adapter that cannot start the run, and a
+    LoRA rank above the model's width, are named here instead of in the hub client's, PEFT's
+    or the allocator's words.
 
     Raises:
-        FileNotFoundError: ``config.model`` looks like a path and is no model folder.
-        ValueError: ``lora_r`` exceeds the model's hidden size.
+        FileNotFoundError: ``config.model`` looks like a path and is no model folder, or
+            ``config.init_adapter`` is no adapter folder.
+        ValueError: ``lora_r`` exceeds the model's hidden size, or ``config.init_adapter`` is
+            torn, has a field of the wrong type or was trained on another base model
+            (:func:`~affectgym.train.adapters.check_init_adapter`).
     """
     path = resolve_model(config.model)
     local = Path(path).expanduser()
@@ -160,7 +164,12 @@ def check_policy(config: TrainConfig) -> None:
             "pass a model folder (one from_pretrained loads), a hub id such as HuggingFaceTB/SmolLM2-135M-Instruct, "
             "or the alias smollm2-135m"
         )
-    if not looks_local or config.lora_r == 0 or config.init_adapter is not None:
+    if config.init_adapter is not None:
+        from affectgym.train.adapters import check_init_adapter
+
+        check_init_adapter(config)
+        return
+    if not looks_local or config.lora_r == 0:
         return
     width = json.loads((local / "config.json").read_text(encoding="utf-8")).get("hidden_size")
     if isinstance(width, int) and config.lora_r > width:

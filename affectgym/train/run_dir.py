@@ -24,10 +24,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-#: What a GRPO, SFT or PPO/SAC run writes in its output folder (files and folders).
+#: What a GRPO, SFT, DPO or PPO/SAC run writes in its output folder (files and folders).
 RUN_OUTPUTS = (
-    "config.yaml", "summary.json", "log_history.json", "heldout.jsonl", "demonstrations.jsonl", "adapter", "trainer",
-    "eval", "rollouts", "figures", "model.zip", "monitor", "learning_curve.png",
+    "config.yaml", "summary.json", "log_history.json", "heldout.jsonl", "demonstrations.jsonl", "best_of.jsonl",
+    "adapter", "trainer", "eval", "rollouts", "figures", "pairs", "rounds", "model.zip", "monitor", "learning_curve.png",
 )
 
 
