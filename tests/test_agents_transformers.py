@@ -70,6 +70,17 @@ def test_concurrent_requests_share_one_generate_call(taught_model):
     assert agent.batcher.batch_sizes == [4]
 
 
+def test_tokens_generated_counts_every_workers_reply_up_to_its_end_of_turn(taught_model):
+    agent = TransformersAgent(str(taught_model), max_new_tokens=40)
+    env = ToyMoodEnv()
+    _, info = env.reset(options={"scenario_id": "n03"})
+    assert agent.tokens_generated() == 0
+    replies = [agent.for_worker().act("", info) for _ in range(2)]
+    agent.close()
+    reply_tokens = len(agent.tokenizer(READ_NOTE, add_special_tokens=False)["input_ids"]) + 1  # and <|im_end|>
+    assert replies == [READ_NOTE] * 2 and agent.tokens_generated() == 2 * reply_tokens
+
+
 def test_left_padded_batch_gives_the_same_replies_as_one_at_a_time(taught_model):
     agent = TransformersAgent(str(taught_model), max_new_tokens=40)
     env = ToyMoodEnv()

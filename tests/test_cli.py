@@ -235,11 +235,13 @@ def test_list_filters_by_text_in_the_id_or_the_summary():
     assert nothing.returncode == 1 and "no environment id or summary contains 'no-such-env'" in nothing.stdout
 
 
-def test_no_progress_still_prints_the_results_table(tmp_path):
+def test_no_progress_prints_plain_progress_lines_and_the_results_table_but_no_bar(tmp_path):
     result = affectgym_cli("eval", "affectgym/Sarcasm-v0", "--agent", "majority", "-n", "2", "--no-progress",
                            "--out", str(tmp_path / "run"))  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert "mean reward" in result.stdout and "accuracy" in result.stdout and "eval " not in result.stdout
+    progress = [line for line in result.stdout.splitlines() if line.startswith("eval ")]
+    assert [line.split("  ")[0] for line in progress] == ["eval 0/2 episodes", "eval 1/2 episodes", "eval 2/2 episodes"]
+    assert not any("━" in line for line in progress) and "accuracy" in result.stdout
 
 
 # --------------------------------------------------------------------------- vf-eval's flags

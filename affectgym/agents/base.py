@@ -10,7 +10,9 @@ nothing of an env's internals; everything they need is in ``info``.
   ``act``, agents with their own loop (DSPy's ReAct) override it;
 * :meth:`Agent.reset` is called before every episode with the episode's seed;
 * :meth:`Agent.for_worker` gives the copy one concurrent worker uses (sharing heavy
-  resources such as a model or an HTTP client).
+  resources such as a model or an HTTP client);
+* :meth:`Agent.tokens_generated` counts a model agent's output tokens, so a long run can
+  show its speed (the eval runner's progress lines).
 
 >>> agent = FunctionAgent(lambda observation, info: "<answer>happy</answer>", name="always-happy")
 >>> agent.act("A note is waiting for you.", {"messages": [], "tools": []})
@@ -25,6 +27,7 @@ import asyncio
 import copy
 import json
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -108,8 +111,35 @@ class Agent:
         """What to record about this agent in run metadata (class, name and settings)."""
         return {"class": f"{type(self).__module__}.{type(self).__qualname__}", "name": self.name}
 
+    def tokens_generated(self) -> int | None:
+        """Tokens this agent and its worker copies have generated so far, or ``None`` when it counts none.
+
+        Model agents count (:class:`TokenCount`); scripted and rule agents generate no tokens.
+        """
+        return None
+
     def close(self) -> None:
         """Release resources (HTTP clients, background threads)."""
+
+
+class TokenCount:
+    """A running total of generated tokens, added to from any thread.
+
+    An agent makes one in ``__init__``; its :meth:`Agent.for_worker` copies share it.
+
+    >>> count = TokenCount()
+    >>> count.add(12); count.add(30); count.total
+    42
+    """
+
+    def __init__(self) -> None:
+        self.total = 0
+        self._lock = threading.Lock()
+
+    def add(self, tokens: int) -> None:
+        """Count ``tokens`` more."""
+        with self._lock:
+            self.total += int(tokens)
 
 
 class FunctionAgent(Agent):
@@ -199,4 +229,4 @@ def raw_text_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, A
     return out
 
 
-__all__ = ["Agent", "FunctionAgent", "StepFn", "chat_function", "raw_text_messages", "text_without_tool_calls", "tool_call_text"]
+__all__ = ["Agent", "FunctionAgent", "StepFn", "TokenCount", "chat_function", "raw_text_messages", "text_without_tool_calls", "tool_call_text"]

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from affectgym.agents.base import Agent, text_without_tool_calls, tool_call_text
+from affectgym.agents.base import Agent, TokenCount, text_without_tool_calls, tool_call_text
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: Sent when no key is set: local servers (vLLM, Ollama) accept any key.
@@ -175,6 +175,7 @@ class OpenAIAgent(Agent):
         self._client_lock = threading.Lock()
         self._async_clients: dict[int, tuple[Any, asyncio.Semaphore]] = {}
         self._log: dict[str, Any] = _empty_log()
+        self._tokens = TokenCount()
 
     @property
     def client(self) -> Any:
@@ -223,6 +224,10 @@ class OpenAIAgent(Agent):
         ``completion_tokens``, ``total_tokens``, as the server reports them)."""
         return {"raw_messages": list(self._log["raw_messages"]), "usage": dict(self._log["usage"])}
 
+    def tokens_generated(self) -> int:
+        """Completion tokens the server reported so far, over every worker's requests."""
+        return self._tokens.total
+
     def describe(self) -> dict[str, Any]:
         """Class, model, endpoint and sampling settings (never the key)."""
         return {**super().describe(), "model": self.model, "base_url": self.base_url, **self.settings, "max_retries": self.max_retries}
@@ -254,6 +259,7 @@ class OpenAIAgent(Agent):
         for key, count in usage.items():
             if isinstance(count, int):
                 self._log["usage"][key] = self._log["usage"].get(key, 0) + count
+        self._tokens.add(usage.get("completion_tokens") or 0)
         return action_from_message(message.content, message.tool_calls)
 
 

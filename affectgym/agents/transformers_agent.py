@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from affectgym.agents.base import Agent, raw_text_messages
+from affectgym.agents.base import Agent, TokenCount, raw_text_messages
 from affectgym.agents.models import CHATML_TOOL_TEMPLATE, resolve_model
 from affectgym.hub import pretrained_problem
 
@@ -194,6 +194,7 @@ class TransformersAgent(Agent):
         if seed is not None:
             torch.manual_seed(seed)
         self._generation_config = self._make_generation_config()
+        self._tokens = TokenCount()
         self.batcher = GenerationBatcher(self.generate_batch, max_batch_size=max_batch_size, batch_wait_s=batch_wait_s)
 
     def prompt(self, info: Mapping[str, Any]) -> str:
@@ -216,7 +217,12 @@ class TransformersAgent(Agent):
         with torch.inference_mode():
             output = self.model.generate(**encoded, generation_config=self._generation_config)
         new_tokens = output[:, encoded["input_ids"].shape[1]:]
+        self._tokens.add(sum(_reply_length(row.tolist(), self._generation_config.eos_token_id) for row in new_tokens))
         return [self.tokenizer.decode(row, skip_special_tokens=True).strip() for row in new_tokens]
+
+    def tokens_generated(self) -> int:
+        """Tokens generated so far by every worker (up to each reply's end-of-turn token, padding not counted)."""
+        return self._tokens.total
 
     def describe(self) -> dict[str, Any]:
         """Class, model, adapter and sampling settings."""
@@ -261,6 +267,14 @@ def generation_config(model: Any, tokenizer: Any, *, max_new_tokens: int, temper
     if repetition_penalty is not None:
         settings["repetition_penalty"] = repetition_penalty
     return GenerationConfig(**settings)
+
+
+def _reply_length(token_ids: list[int], eos_ids: list[int]) -> int:
+    """How many of a generated row's tokens the model produced: up to its first stop token, included."""
+    for position, token_id in enumerate(token_ids):
+        if token_id in eos_ids:
+            return position + 1
+    return len(token_ids)
 
 
 def _is_tokenizer(value: Any) -> bool:

@@ -347,7 +347,8 @@ def run_eval(
 
         writer = ResultsWriter(out / RESULTS_FILE, fsync=fsync)
         progress = EvalProgress(config.progress, console, total=len(planned), done=len(kept),
-                             rewards=[r["reward"] for r in kept if r.get("reward") is not None])
+                             rewards=[r["reward"] for r in kept if r.get("reward") is not None],
+                             tokens_generated=agent.tokens_generated)
         session = _Session(limit=limit)
         try:
             with progress:
