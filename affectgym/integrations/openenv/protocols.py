@@ -55,6 +55,7 @@ class HeaderTimeoutH11Protocol(H11Protocol):
             self._stop_header_clock()
 
     def on_response_complete(self) -> None:
+        """After a response, a kept-alive connection has ``header_timeout_s`` for its next request's headers."""
         super().on_response_complete()
         if self.conn.their_state is h11.IDLE and not self.transport.is_closing():  # waiting for the next request
             self._start_header_clock()
