@@ -214,3 +214,39 @@ def test_an_overwritten_dpo_run_leaves_no_round_or_pairs_of_the_earlier_run(tmp_
     (run / "best_of.jsonl").write_text("")
     claim_output_dir(run, overwrite=True)
     assert list(run.iterdir()) == [], "a stale round would be skipped as finished by the new run"
+
+
+def run_eval_cli(argv: list[str]) -> int:
+    from affectgym.cli import build_parser
+
+    args = build_parser().parse_args(["eval", *argv])
+    return args.func(args)
+
+
+def test_eval_from_an_incomplete_training_run_is_refused_before_any_model_loads_naming_the_file(tiny_model, tmp_path):
+    from affectgym.train.config import TrainConfig, config_to_yaml
+
+    run = tmp_path / "run"
+    (run / "adapter").mkdir(parents=True)
+    config = TrainConfig(env_id=SARCASM_ID, model=str(tmp_path / "never-loaded"), env_kwargs=SARCASM_FORM, eval_episodes=2)
+    (run / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")
+    replay = ["--from-train", str(run), "--no-progress"]
+
+    with pytest.raises(ValueError, match=r"no adapter_config.json .* in .*adapter: the run did not save it"):
+        run_eval_cli(replay)
+    adapter = save_fresh_adapter(tiny_model, run / "adapter")
+    weights = (adapter / "adapter_model.safetensors").read_bytes()
+    (adapter / "adapter_model.safetensors").write_bytes(weights[: len(weights) - 100])  # killed while saving
+    with pytest.raises(ValueError, match=r"adapter_model.safetensors is torn or not a safetensors file"):
+        run_eval_cli(replay)
+
+    # a baseline on the run's episodes takes none of the decoding options the run's own model is replayed with
+    assert run_eval_cli([*replay, "--agent", "majority", "--out", str(tmp_path / "majority")]) == 0
+    assert len((tmp_path / "majority" / "results.jsonl").read_text().splitlines()) == 2
+
+    (run / "config.yaml").write_text("env_id: [unclosed\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"--from-train '{run}': {run / 'config.yaml'}: not a YAML file"):
+        run_eval_cli(replay)
+    (run / "config.yaml").write_text(f"env_id: {SARCASM_ID}\nmax_steps: many\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"{run / 'config.yaml'}: invalid training config: max_steps must be an integer"):
+        run_eval_cli(replay)

@@ -166,32 +166,48 @@ def apply_training_run(args: argparse.Namespace) -> None:
     number of held-out episodes and its seed: the run's own ``eval/trained`` evaluation,
     which its ``eval/comparison.json`` records as a command.
 
+    The decoding options (``-t``, ``-T``) are filled only for an agent that takes them (a
+    local model or an OpenAI-compatible one): ``--from-train RUN --agent majority`` plays the
+    run's episodes with the baseline.
+
     Raises:
-        ValueError: RUN holds no training run, one of another env, or no trained adapter yet.
+        ValueError: RUN holds no training run, a ``config.yaml`` that cannot be read (named), one of
+            another env, or no complete trained adapter (a missing, empty or torn file is named),
+            all before any model loads.
     """
+    from affectgym.agents.openai_agent import OpenAIAgent
+    from affectgym.agents.registry import agent_class
+    from affectgym.agents.transformers_agent import TransformersAgent
+    from affectgym.train.adapters import saved_model_problem
     from affectgym.train.config import load_config
     from affectgym.train.grpo import eval_max_new_tokens, heldout_env_kwargs, trained_agent
 
     run = Path(args.from_train)
     if not (run / "config.yaml").is_file():
         raise ValueError(f"--from-train {str(run)!r}: no config.yaml there; pass the --output-dir of an affectgym train run")
-    config = load_config(run / "config.yaml")
-    if config.algo not in ("grpo", "sft"):
-        raise ValueError(f"--from-train {str(run)!r} is an --algo {config.algo} run; affectgym eval replays GRPO and SFT runs")
+    try:
+        config = load_config(run / "config.yaml")
+    except ValueError as exc:
+        raise ValueError(f"--from-train {str(run)!r}: {exc}") from None
+    if config.algo not in ("grpo", "sft", "dpo"):
+        raise ValueError(f"--from-train {str(run)!r} is an --algo {config.algo} run; affectgym eval replays GRPO, SFT and DPO runs")
     if args.env_id and args.env_id != config.env_id:
         raise ValueError(f"--from-train {str(run)!r} trained {config.env_id}, not {args.env_id}; leave ENV_ID out")
-    if not (run / "adapter").is_dir():
-        raise ValueError(f"--from-train {str(run)!r} has no adapter/ yet: its training did not finish (affectgym train ... --resume)")
     args.env_id = config.env_id
     if args.agent is None and args.model is None:
+        problem = saved_model_problem(run / "adapter")
+        if problem is not None:
+            raise ValueError(f"--from-train {str(run)!r}: {problem}; its training did not finish saving "
+                             "(affectgym train ... --resume)")
         args.agent, adapter = trained_agent(config, run / "adapter")
         if args.adapter is None:
             args.adapter = adapter
     args.env_kwargs = {**heldout_env_kwargs(config), **args.env_kwargs}
-    if args.max_tokens is None:
-        args.max_tokens = eval_max_new_tokens(config)
-    if args.temperature is None:
-        args.temperature = 0.0
+    if args.model is not None or agent_class(args.agent) in (TransformersAgent, OpenAIAgent):
+        if args.max_tokens is None:
+            args.max_tokens = eval_max_new_tokens(config)
+        if args.temperature is None:
+            args.temperature = 0.0
     if args.examples is None and config.eval_episodes:
         args.examples = config.eval_episodes
     if args.seed is None:

@@ -675,14 +675,28 @@ def load_config_text(text: str) -> TrainConfig:
 
 
 def load_config(path: str | Path) -> TrainConfig:
-    """A config from a YAML file (unknown keys are an error)."""
-    return TrainConfig(**_read_yaml(Path(path)))
+    """A config from a YAML file (unknown keys are an error).
+
+    Raises:
+        FileNotFoundError: No such file.
+        ValueError: The file is not YAML, or sets an unknown option or an invalid value; the file is named.
+    """
+    values = _read_yaml(Path(path))
+    try:
+        return TrainConfig(**values)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
+    import yaml
+
     if not path.is_file():
         raise FileNotFoundError(f"config file {str(path)!r} does not exist; write one with --print-config")
-    values = yaml_values(path.read_text(encoding="utf-8")) or {}
+    try:
+        values = yaml_values(path.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not a YAML file of option: value lines ({' '.join(str(exc).split())})") from None
     return _checked(values, str(path))
 
 
