@@ -13,6 +13,7 @@ import shutil
 import sqlite3
 import stat
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,8 @@ class DiskStore:
     * a database file replaced by something that is not a regular file (a folder, a FIFO, a
       link) is removed with the database, and the store starts empty: nothing but regular
       files is ever opened;
-    * a database that SQLite cannot read (another file, damaged pages) is rebuilt empty;
+    * a database that SQLite cannot read (another file, damaged pages), when it is opened or
+      in use, is rebuilt empty;
     * a folder that cannot be created or written (read-only, a full disk, a lock held too
       long) makes reads misses and writes no-ops, and the first such failure of the store
       logs one warning naming the folder, the reason and ``consequence``.
@@ -91,56 +93,27 @@ class DiskStore:
 
     def get(self, key: str) -> Any:
         """The value stored under ``key``, or ``None`` (not stored, or the store cannot be read)."""
-        cache = self._opened()
-        if cache is None:
-            return None
-        try:
-            return cache.get(key)
-        except Exception as error:  # noqa: BLE001 - diskcache raises sqlite3, OS and its Timeout errors
-            self._failed(error, "read")
-            return None
+        return self._use(lambda cache: cache.get(key), "read", None)
 
     def set(self, key: str, value: bytes | str) -> bool:
         """Store ``value`` under ``key`` (evicting past the bound); whether it was stored."""
-        cache = self._opened()
-        if cache is None:
-            return False
-        try:
-            cache.set(key, value)
-        except Exception as error:  # noqa: BLE001 - diskcache raises sqlite3, OS and its Timeout errors
-            self._failed(error, "written")
-            return False
-        return True
+        return self._use(lambda cache: cache.set(key, value), "written", False)
 
     def delete(self, key: str) -> None:
         """Forget ``key`` (a damaged value), if it is stored."""
-        cache = self._opened()
-        if cache is not None:
-            try:
-                cache.delete(key)
-            except Exception as error:  # noqa: BLE001 - diskcache raises sqlite3, OS and its Timeout errors
-                self._failed(error, "written")
+        self._use(lambda cache: cache.delete(key), "written", None)
 
     def keys(self) -> list[str]:
-        """The keys stored, oldest first."""
-        cache = self._opened()
-        if cache is None:
-            return []
-        try:
-            return list(cache.iterkeys())
-        except Exception as error:  # noqa: BLE001 - diskcache raises sqlite3, OS and its Timeout errors
-            self._failed(error, "read")
-            return []
+        """The keys stored, in the database's key order."""
+        return self._use(lambda cache: list(cache.iterkeys()), "read", [])
 
     def volume_bytes(self) -> int:
         """Size of the database as diskcache bounds it (its pages), in bytes; 0 when it cannot be read."""
-        cache = self._opened()
-        return int(cache.volume()) if cache is not None else 0
+        return self._use(lambda cache: int(cache.volume()), "read", 0)
 
     def cull(self) -> int:
         """Evict entries until the store is within ``max_bytes``; how many were evicted."""
-        cache = self._opened()
-        return int(cache.cull()) if cache is not None else 0
+        return self._use(lambda cache: int(cache.cull()), "written", 0)
 
     def close(self) -> None:
         """Close this process's connections (the next use opens them again)."""
@@ -148,6 +121,24 @@ class DiskStore:
             if self._cache is not None:
                 self._cache.close()
                 self._cache = None
+
+    def _use(self, operation: Callable[[Any], Any], doing: str, failed: Any) -> Any:
+        """``operation(cache)``; ``failed`` when the store cannot be opened or the operation fails.
+
+        A database found damaged here (SQLite's ``DatabaseError``, not a lock or I/O
+        ``OperationalError``) is rebuilt empty, with a warning.
+        """
+        cache = self._opened()
+        if cache is None:
+            return failed
+        try:
+            return operation(cache)
+        except Exception as error:  # noqa: BLE001 - diskcache raises sqlite3, OS and its Timeout errors
+            if isinstance(error, sqlite3.DatabaseError) and not isinstance(error, sqlite3.OperationalError):
+                self._rebuild(error)
+            else:
+                self._failed(error, doing)
+            return failed
 
     def _opened(self) -> Any:
         """The open ``diskcache.Cache``, opened (and repaired) on first use; ``None`` when it cannot be.
@@ -181,10 +172,25 @@ class DiskStore:
             # "locked" or "unable to open" (OperationalError) is no damage: deleting would lose good entries
             if isinstance(error, sqlite3.OperationalError):
                 raise
-            self._log.warning("%s %s is not a readable SQLite database (%s); rebuilding it empty",
-                              self.what, self.folder / DATABASE_FILES[0], error)
+            self._warn_damaged(error)
             self._remove_database()
             return diskcache.Cache(str(self.folder), **settings)
+
+    def _rebuild(self, error: sqlite3.DatabaseError) -> None:
+        """Replace a database found damaged in use by an empty one (the next use opens it)."""
+        self._warn_damaged(error)
+        with self._lock:
+            if self._cache is not None:
+                self._cache.close()
+                self._cache = None
+            try:
+                self._remove_database()
+            except OSError as removal:
+                self._failed(removal, "written")
+
+    def _warn_damaged(self, error: sqlite3.DatabaseError) -> None:
+        self._log.warning("%s %s is not a readable SQLite database (%s); rebuilding it empty",
+                          self.what, self.folder / DATABASE_FILES[0], error)
 
     def _remove_database(self) -> None:
         for name in DATABASE_FILES:

@@ -303,3 +303,22 @@ def test_a_damaged_corpus_norms_entry_is_computed_again_and_replaced(tmp_path, c
         assert cached_norms("k" * 64, lambda: computed.append(1) or norms, root=tmp_path) == norms
     assert computed == [1] and "unreadable" in caplog.text
     assert cached_norms("k" * 64, lambda: pytest.fail("the replaced entry is read"), root=tmp_path) == norms
+
+
+def test_a_database_found_damaged_in_use_is_rebuilt_and_later_writes_land(tmp_path, caplog):
+    prosody = extract_prosody(_tone_audio())
+    writer = ProsodyCache(tmp_path)
+    for i in range(200):
+        writer.put(f"{i:064x}", prosody)
+    database = tmp_path / "cache.db"
+    size = database.stat().st_size
+    with open(database, "r+b") as handle:  # pages past the schema overwritten: found only when read
+        handle.seek(8192)
+        handle.write(os.urandom(size - 8192 - 4096))
+    store = ProsodyCache(tmp_path)  # another run of the program
+    with caplog.at_level("WARNING", logger="affectgym.features.cache"):
+        assert store.get(f"{5:064x}") is None
+    assert "is not a readable SQLite database (database disk image is malformed); rebuilding it empty" in caplog.text
+    assert store.put("ef" * 32, prosody)
+    store.clear_memo()
+    assert store.get("ef" * 32) == prosody and store.keys() == ["ef" * 32]

@@ -152,7 +152,7 @@ class ProsodyCache:
         self._memo.clear()
 
     def keys(self) -> list[str]:
-        """Keys of the entries on disk, least recently stored first."""
+        """Keys of the entries on disk, in the store's key order."""
         return self._store.keys()
 
     def volume_bytes(self) -> int:
