@@ -384,7 +384,7 @@ def summarise(rows: list[dict[str, Any]], turns: Sequence[dict[str, Any]] = ()) 
     }
 
 
-#: The README table's columns: metric and heading.
+#: The Results page's table's columns: metric and heading.
 TABLE_COLUMNS = (("reward", "reward"), ("structure_valid", "structure valid"), ("tag_accuracy", "tag accuracy"),
                  ("expressed_emotion", "expressed emotion"), ("length_in_range", "20-25 words"),
                  ("open_question", "open question"), ("bleu4", "BLEU-4"), ("rouge1", "ROUGE-1"),
@@ -400,7 +400,7 @@ def _cell(entry: dict[str, Any], metric: str) -> str:
 
 
 def markdown_table(summary: dict[str, Any]) -> str:
-    """The README's table of the summary (each cell the mean and its 95% interval), and what DPO's gain is made of."""
+    """The Results page's table (docs/results.md) of the summary (each cell the mean and its 95% interval), and what DPO's gain is made of."""
     lines = ["| arm | seeds | " + " | ".join(head for _, head in TABLE_COLUMNS) + " | reward vs `sft` (95% CI) | steps/min |",
              "|---|---|" + "---|" * len(TABLE_COLUMNS) + "---|---|"]
     for arm, entry in summary["arms"].items():

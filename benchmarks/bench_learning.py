@@ -427,7 +427,7 @@ def difference_lines(summary: dict[str, Any]) -> list[str]:
 
 
 def markdown_table(summary: dict[str, Any]) -> str:
-    """The README's table of the arms on eval, and the paired differences."""
+    """The Results page's table (docs/results.md) of the arms on eval, and the paired differences."""
     names = {"base": "base (untrained)", "control": "control (format-only reward)", "trained": "trained (full reward)"}
     lines = [
         "| arm | seeds | accuracy | answered | pivot accuracy | pivot lines both right |",
@@ -528,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
     SUMMARY_FILE.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     plot(rows, STEPS, FIGURE, LEVER)
     print(table(summary))
-    print("\nREADME table (between its learning-table markers):\n" + markdown_table(summary))
+    print("\nResults table (docs/results.md, between its learning-table markers):\n" + markdown_table(summary))
     print(f"results: {RUNS_FILE.relative_to(ROOT)}, {SUMMARY_FILE.relative_to(ROOT)}; figure: {FIGURE.relative_to(ROOT)}")
     return 0
 

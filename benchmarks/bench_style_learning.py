@@ -286,7 +286,7 @@ def summarise(rows: list[dict[str, Any]], samples: list[dict[str, Any]]) -> dict
             **differences, **({"speed": speed[-1]} if speed else {})}
 
 
-#: The README table's columns: metric and heading.
+#: The Results page's table's columns: metric and heading.
 TABLE_COLUMNS = (("target_accuracy", "target accuracy"), ("target_probability", "P(target)"),
                  ("valence_agreement", "valence agreement (VADER)"), ("any_rule", "any rule broken"),
                  ("rule_names_emotion", "names the emotion"), ("rule_off_topic", "off topic"),
@@ -300,7 +300,7 @@ def _cell(entry: dict[str, Any], metric: str) -> str:
 
 
 def markdown_table(summary: dict[str, Any]) -> str:
-    """The README's table of the summary (each cell the mean and its 95% interval), and the paired differences of
+    """The Results page's table (docs/results.md) of the summary (each cell the mean and its 95% interval), and the paired differences of
     target accuracy."""
     lines = ["| arm | seeds | " + " | ".join(head for _, head in TABLE_COLUMNS) + " | steps/min |",
              "|---|---|" + "---|" * len(TABLE_COLUMNS) + "---|"]
@@ -334,7 +334,7 @@ def summary_file(neutral_weight: float) -> Path:
     return SUMMARY_FILE.with_name(f"{SUMMARY_FILE.stem}_neutral{neutral_weight:g}.json")
 
 
-#: The summary of the runs under the calibrated classifier (the README's table).
+#: The summary of the runs under the calibrated classifier (the Results page's table, docs/results.md).
 CALIBRATED_SUMMARY_FILE = summary_file(CALIBRATED_NEUTRAL_WEIGHT)
 
 

@@ -368,7 +368,7 @@ def _cell(entry: dict[str, Any], metric: str) -> str:
 
 
 def markdown_table(summary: dict[str, Any]) -> str:
-    """The README's table of the summary, and the paired differences under it."""
+    """The Results page's table (docs/results.md) of the summary, and the paired differences under it."""
     lines = [
         "| arm | seeds | multi-step accuracy | answered | pivot accuracy | pivot lines both right | tool use | tool calls "
         "| clean answer | reward | flat accuracy | steps/min |",

@@ -1,4 +1,4 @@
-"""The ```python blocks of README.md and the Markdown pages in docs/, for the tests that run them.
+"""The ```python blocks of README.md and the pages of the docs site (docs/**/*.md), for the tests that run them.
 
 A block preceded, on the line just above its fence, by ``<!-- not run: REASON -->`` is
 left out of :func:`python_blocks` and listed by :func:`not_run_blocks` with its reason.
@@ -13,6 +13,8 @@ from types import CodeType
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
+#: README.md and every page of the docs site, its sub-folders included.
+PAGES = [README, *sorted(DOCS.rglob("*.md"))]
 _BLOCK = re.compile(r"^(?:<!-- not run:(?P<reason>[^\n]*?)-->\n)?```python\n(?P<code>.*?)^```", re.MULTILINE | re.DOTALL)
 
 
@@ -38,3 +40,17 @@ def not_run_blocks(page: Path) -> list[tuple[int, str, str]]:
 def compile_block(page: Path, line: int, code: str) -> CodeType:
     """``code`` compiled so that tracebacks point at its lines in ``page``."""
     return compile("\n" * (line - 1) + code, str(page), "exec", dont_inherit=True)
+
+
+def page_name(page: Path) -> str:
+    """The page's path from the repository root (``README.md``, ``docs/envs/sarcasm.md``): a test id."""
+    return page.relative_to(ROOT).as_posix()
+
+
+def marked_text(start: str, end: str) -> tuple[Path, str]:
+    """The one page holding the marker line ``start``, and its text between ``start`` and ``end``."""
+    holders = [page for page in PAGES if start in page.read_text(encoding="utf-8")]
+    assert len(holders) == 1, f"{start.strip()!r} should be in exactly one page, found in {[page_name(p) for p in holders]}"
+    text = holders[0].read_text(encoding="utf-8")
+    assert end in text.split(start, 1)[1], f"{page_name(holders[0])} lost the end marker {end.strip()!r}"
+    return holders[0], text.split(start, 1)[1].split(end, 1)[0]

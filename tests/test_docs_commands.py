@@ -7,7 +7,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from doc_blocks import DOCS, README
+from doc_blocks import PAGES, page_name
 
 from affectgym.cli import build_parser
 from affectgym.train.config import ALGOS, config_from_args
@@ -40,8 +40,7 @@ def expand(word: str, variables: dict[str, str]) -> str:
     return re.sub(r"\$\{?(\w+)\}?", lambda match: variables.get(match[1], match[0]), word)
 
 
-PAGES = [README, *sorted(DOCS.glob("*.md"))]
-COMMANDS = [(page.name, line, argv) for page in PAGES for line, argv in shell_commands(page)]
+COMMANDS = [(page_name(page), line, argv) for page in PAGES for line, argv in shell_commands(page)]
 
 
 def test_the_docs_have_affectgym_commands_and_train_ones_among_them():

@@ -1,4 +1,4 @@
-"""Print the README's baseline tables: the LM-free agents, scored by the eval runner.
+"""Print the baseline tables of the docs' Evaluation page (docs/evaluation.md): the LM-free agents, scored by the eval runner.
 
 Each row of the first table is what ``affectgym eval affectgym/Sarcasm-v0 --agent NAME
 --split eval`` prints (the same runner, config and number format), and the line under it
@@ -6,7 +6,7 @@ is the text-only memoriser of the leakage check that ``check_env`` runs. The sec
 is the discrimination ladder of ``affectgym data report affectgym/Sarcasm-v0`` on the
 embedded corpus v2 beside v1's. The third is ``affectgym eval ENV --agent baseline`` for
 every built-in env (the baseline its class recommends), with ``random`` beside the
-controller on the numeric env. Paste the output into README.md whenever a corpus, a split
+controller on the numeric env. Paste the output into docs/evaluation.md, between its baseline-table markers, whenever a corpus, a split
 or a baseline changes::
 
     python tools/baseline_table.py
@@ -142,7 +142,7 @@ def ladder_table(split: str = "eval", corpora: Sequence[tuple[str, dict[str, Any
 
 
 def baseline_tables(split: str = "eval") -> str:
-    """The three tables, as they sit in README.md between the baseline-table markers."""
+    """The three tables, as they sit in docs/evaluation.md between the baseline-table markers."""
     return baseline_table(split) + "\n\n" + ladder_table(split) + "\n\n" + env_baseline_table(split)
 
 
