@@ -250,3 +250,25 @@ def test_eval_from_an_incomplete_training_run_is_refused_before_any_model_loads_
     (run / "config.yaml").write_text(f"env_id: {SARCASM_ID}\nmax_steps: many\n", encoding="utf-8")
     with pytest.raises(ValueError, match=rf"{run / 'config.yaml'}: invalid training config: max_steps must be an integer"):
         run_eval_cli(replay)
+
+
+@pytest.mark.parametrize(("options", "named"), [
+    (["--env-kwargs", '{"split": "eval"}'], r"env_kwargs may not set split 'eval': training plays the train split"),
+    (["--lora-layers", "999"], r"lora_layers \(999\) exceeds the 2 layers of '.*'; use 1 to 2, or 0 \(every layer\)"),
+    (["--eval-every-steps", "20", "--max-steps", "10"], r"eval_every_steps \(20\) is more than max_steps \(10\)"),
+    (["--oversample", "nosuchflag=3"], r"oversample flag\(s\) \['nosuchflag'\] are not boolean flags .* flags: pivot"),
+    (["--lora-target-modules", "q_proj,nosuch_proj"],
+     r"lora_target_modules \['nosuch_proj'\] name no module of '.*'; its linear modules: .*q_proj"),
+])
+def test_options_the_run_would_refuse_are_refused_by_print_config(tiny_model, options, named, capsys):
+    with pytest.raises(ValueError, match=named):
+        run_cli([SARCASM_ID, "--model", str(tiny_model), *options, "--print-config"])
+    assert capsys.readouterr().out == "", "no config is printed for a run that would be refused"
+
+
+def test_more_lora_layers_than_a_hub_model_has_are_named_before_training():
+    from affectgym.train.config import TrainConfig
+    from affectgym.train.grpo import peft_config
+
+    with pytest.raises(ValueError, match=r"lora_layers \(999\) exceeds the model's 30 layers; use 1 to 30"):
+        peft_config(TrainConfig(env_id=SARCASM_ID, lora_layers=999), "llama", 30)

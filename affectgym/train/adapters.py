@@ -82,11 +82,12 @@ def _safetensors_problem(path: Path) -> str | None:
     return None
 
 
-def check_init_adapter(config: Any) -> None:
+def check_init_adapter(config: Any, *, model_path: str | None = None) -> None:
     """Fail before any weights load when ``config.init_adapter`` cannot start the run.
 
     Args:
         config: A :class:`~affectgym.train.config.TrainConfig` with ``init_adapter`` set.
+        model_path: What ``config.model`` loads (its folder or hub id); default: ``config.model``.
 
     Raises:
         FileNotFoundError: No such folder, or no ``adapter_config.json`` in it.
@@ -102,26 +103,24 @@ def check_init_adapter(config: Any) -> None:
     if problem is not None:
         raise ValueError(f"{what}: {problem}")
     base = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8")).get("base_model_name_or_path")
-    if base and not same_base_model(base, config.model):
+    if base and not same_base_model(base, config.model, model_path or config.model):
         raise ValueError(
             f"{what} was trained on {base!r}, not on --model {config.model!r}: its weights do not fit that model; "
             f"pass --model {base}, or an adapter trained on {config.model}"
         )
 
 
-def same_base_model(base: str, model: str) -> bool:
+def same_base_model(base: str, model: str, resolved: str) -> bool:
     """Whether an adapter trained on ``base`` fits ``model`` (an alias, a folder or a hub id), as far as can be told.
 
-    The same name or folder fits; two local folders fit when their ``config.json`` files give
-    the same shapes (:data:`SHAPE_FIELDS`); a base that is no folder here cannot be compared
-    and is taken to fit (PEFT checks the weights as it loads them).
+    ``resolved`` is what ``model`` loads (an alias's folder). The same name or folder fits;
+    two local folders fit when their ``config.json`` files give the same shapes
+    (:data:`SHAPE_FIELDS`); a base that is no folder here cannot be compared and is taken to
+    fit (PEFT checks the weights as it loads them).
 
-    >>> same_base_model("org/model", "org/model"), same_base_model("./a", "./a/")
+    >>> same_base_model("org/model", "org/model", "org/model"), same_base_model("./a", "./a/", "./a/")
     (True, True)
     """
-    from affectgym.train.grpo import resolve_model
-
-    resolved = resolve_model(model)
     if base in (model, resolved) or _same_path(base, resolved):
         return True
     here, there = Path(resolved).expanduser() / "config.json", Path(base).expanduser() / "config.json"

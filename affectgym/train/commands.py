@@ -56,11 +56,12 @@ def register(subparsers: Any) -> None:
 def check_algo_supports(config: TrainConfig) -> None:
     """Fail at once, in one line, when ``config.algo`` cannot train on ``config.env_id``.
 
-    Builds the env once (``gym.make(env_id, **env_kwargs)``) and compares its kind with
-    :data:`ALGO_ENV_KINDS`.
+    Builds the env once (``gym.make(env_id, **env_kwargs)``), compares its kind with
+    :data:`ALGO_ENV_KINDS` and checks the ``oversample`` flags against its scenarios.
 
     Raises:
-        ValueError: Names the env's kind and the algorithms that train on it.
+        ValueError: Names the env's kind and the algorithms that train on it, or the
+            ``oversample`` flags its scenarios lack.
     """
     import gymnasium as gym
 
@@ -69,8 +70,13 @@ def check_algo_supports(config: TrainConfig) -> None:
 
     env = gym.make(config.env_id, **config.env_kwargs)
     kind = env_kind(env)
+    scenarios = list(getattr(env.unwrapped, "scenarios", None) or [])
     env.close()
     if kind == ALGO_ENV_KINDS[config.algo]:
+        if config.oversample:
+            from affectgym.train.flatten import check_oversample_flags
+
+            check_oversample_flags(scenarios, config.oversample)
         return
     able = [algo for algo, needed in ALGO_ENV_KINDS.items() if needed == kind]
     words = {"text": "text observations and actions", "numeric": "Box observations and actions"}
@@ -96,6 +102,11 @@ def run_train(args: argparse.Namespace) -> int:
         config = dataclasses.replace(config, env_id=DEFAULT_NUMERIC_ENV)
     check_algo_supports(config)
     if args.print_config:
+        if ALGO_ENV_KINDS[config.algo] == "text":
+            from affectgym.train.grpo import check_policy
+
+            # what the run would refuse before loading, --print-config refuses too (an alias is resolved only to train)
+            check_policy(config, resolve_alias=False)
         sys.stdout.write(config_to_yaml(config))
         return 0
     if config.algo == "grpo":

@@ -327,6 +327,16 @@ class TrainConfig:
             problems.append(f"lora_layers must be >= 0 (0 = every layer), got {self.lora_layers}")
         if self.eval_every_steps < 0:
             problems.append(f"eval_every_steps must be >= 0 (0 = off), got {self.eval_every_steps}")
+        elif self.eval_every_steps > self.max_steps:
+            problems.append(
+                f"eval_every_steps ({self.eval_every_steps}) is more than max_steps ({self.max_steps}): the learning "
+                "curve would have no point after the start; use at most max_steps, or 0 (off)"
+            )
+        if self.env_kwargs.get("split", "train") != "train":
+            problems.append(
+                f"env_kwargs may not set split {self.env_kwargs['split']!r}: training plays the train split, the held-out "
+                "evaluation the eval split (and the learning curve --heldout-split); drop 'split' from --env-kwargs"
+            )
         if self.eval_episodes < 0:
             problems.append(f"eval_episodes must be >= 0, got {self.eval_episodes}")
         if self.prompt_form == "chat" and self.mode != "flat":

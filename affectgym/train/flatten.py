@@ -119,6 +119,23 @@ def scenario_columns(scenario: Any) -> dict[str, Any]:
     return columns
 
 
+def check_oversample_flags(scenarios: list[Any], oversample: Mapping[str, int] | None) -> None:
+    """Refuse ``oversample`` flags that are no boolean attribute of any of ``scenarios``, naming the flags they have.
+
+    >>> from types import SimpleNamespace as S
+    >>> check_oversample_flags([S(id="a", pivot=True)], {"pivot": 2})
+    >>> check_oversample_flags([S(id="a", pivot=True)], {"nosuchflag": 3})
+    Traceback (most recent call last):
+    ValueError: oversample flag(s) ['nosuchflag'] are not boolean flags of these scenarios; flags: pivot
+    """
+    flags = {name for scenario in scenarios for name, value in vars(scenario).items() if isinstance(value, bool)}
+    unknown = sorted(set(oversample or {}) - flags)
+    if unknown:
+        raise ValueError(
+            f"oversample flag(s) {unknown} are not boolean flags of these scenarios; flags: {', '.join(sorted(flags)) or 'none'}"
+        )
+
+
 def training_order(
     scenarios: list[Any],
     *,
@@ -167,12 +184,7 @@ def training_order(
     """
     if not isinstance(rows_per_batch, int) or rows_per_batch < 1:
         raise ValueError(f"rows_per_batch must be an integer >= 1, got {rows_per_batch!r}")
-    flags = {name for scenario in scenarios for name, value in vars(scenario).items() if isinstance(value, bool)}
-    unknown = sorted(set(oversample or {}) - flags)
-    if unknown:
-        raise ValueError(
-            f"oversample flag(s) {unknown} are not boolean flags of these scenarios; flags: {', '.join(sorted(flags)) or 'none'}"
-        )
+    check_oversample_flags(scenarios, oversample)
     rng = random.Random(seed)
     pool: list[Any] = []
     for scenario in scenarios:

@@ -140,7 +140,7 @@ def grpo_config(config: TrainConfig, reward_weights: list[float], *, gpu: bool |
     return GRPOConfig(**options)
 
 
-def check_policy(config: TrainConfig) -> None:
+def check_policy(config: TrainConfig, *, resolve_alias: bool = True) -> None:
     """Fail before any weights load when the policy cannot be what ``config`` asks.
 
     Reads the model's ``config.json`` and the ``init_adapter``'s config and weights headers
@@ -155,7 +155,7 @@ def check_policy(config: TrainConfig) -> None:
             torn, has a field of the wrong type or was trained on another base model
             (:func:`~affectgym.train.adapters.check_init_adapter`).
     """
-    path = resolve_model(config.model)
+    path = resolve_model(config.model) if resolve_alias else config.model
     local = Path(path).expanduser()
     looks_local = path.startswith((".", "/", "~")) or path.count("/") > 1 or local.exists()
     if looks_local and not (local / "config.json").is_file():
@@ -167,13 +167,42 @@ def check_policy(config: TrainConfig) -> None:
     if config.init_adapter is not None:
         from affectgym.train.adapters import check_init_adapter
 
-        check_init_adapter(config)
+        check_init_adapter(config, model_path=path)
         return
     if not looks_local or config.lora_r == 0:
         return
-    width = json.loads((local / "config.json").read_text(encoding="utf-8")).get("hidden_size")
+    model_config = json.loads((local / "config.json").read_text(encoding="utf-8"))
+    width, layers = model_config.get("hidden_size"), model_config.get("num_hidden_layers")
     if isinstance(width, int) and config.lora_r > width:
         raise ValueError(f"lora_r ({config.lora_r}) exceeds the hidden size of {config.model!r} ({width}); use a rank <= {width}")
+    if isinstance(layers, int) and config.lora_layers > layers:
+        raise ValueError(f"lora_layers ({config.lora_layers}) exceeds the {layers} layers of {config.model!r}; "
+                         f"use 1 to {layers}, or 0 (every layer)")
+    if config.lora_target_modules != "auto":
+        check_lora_targets(config, local)
+
+
+def check_lora_targets(config: TrainConfig, model_folder: Path) -> None:
+    """Refuse ``lora_target_modules`` that name no module of the model, listing the ones it has.
+
+    The model is built from its ``config.json`` on the meta device (no weights are read); a
+    name matches a module whose dotted name is it or ends with it, as PEFT matches them.
+    """
+    from accelerate import init_empty_weights
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    with init_empty_weights():
+        model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(str(model_folder)))
+    names = [name for name, _ in model.named_modules() if name]
+    wanted = lora_target_modules(model.config.model_type, config.lora_target_modules)
+    missing = [target for target in wanted if not any(name == target or name.endswith("." + target) for name in names)]
+    if missing:
+        linear = sorted({name.rsplit(".", 1)[-1] for name, module in model.named_modules()
+                         if type(module).__name__ == "Linear" and name})
+        raise ValueError(
+            f"lora_target_modules {missing} name no module of {config.model!r}; its linear modules: {', '.join(linear)} "
+            "(or auto)"
+        )
 
 
 def activation_checkpointing_option(config_class: type, enabled: bool) -> dict[str, bool]:
@@ -371,6 +400,9 @@ def peft_config(config: TrainConfig, model_type: str, num_layers: int | None = N
     if config.lora_layers:
         if not num_layers:
             raise ValueError("lora_layers needs the model's number of layers (config.num_hidden_layers)")
+        if config.lora_layers > num_layers:
+            raise ValueError(f"lora_layers ({config.lora_layers}) exceeds the model's {num_layers} layers; "
+                             f"use 1 to {num_layers}, or 0 (every layer)")
         layers = list(range(max(0, num_layers - config.lora_layers), num_layers))
     return LoraConfig(
         r=config.lora_r,
@@ -693,6 +725,7 @@ __all__ = [
     "LORA_TARGETS",
     "build_trainer",
     "chat_text_prompts",
+    "check_lora_targets",
     "check_policy",
     "activation_checkpointing_option",
     "adapter_digest",

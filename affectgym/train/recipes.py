@@ -81,7 +81,7 @@ _TRANSFER_LORA: dict[str, Any] = {"lora_r": 16, "lora_alpha": 32, "lora_dropout"
 
 
 def sarcasm_cpu_config(output_dir: str | Path, *, max_steps: int = 80, seed: int = 0, control: bool = False,
-                       eval_every_steps: int = 10, model: str = "smollm2-135m", **overrides: Any) -> TrainConfig:
+                       eval_every_steps: int | None = None, model: str = "smollm2-135m", **overrides: Any) -> TrainConfig:
     """The recipe's options (see the module docstring).
 
     Args:
@@ -89,7 +89,7 @@ def sarcasm_cpu_config(output_dir: str | Path, *, max_steps: int = 80, seed: int
         max_steps: GRPO steps (256 completions each: 2 prompts x 128).
         seed: Seed of data order, sampling and LoRA initialisation.
         control: Reward only the answer format (correctness weight 0): the control arm.
-        eval_every_steps: Greedy held-out evaluation every N steps (``heldout.jsonl``).
+        eval_every_steps: Greedy held-out evaluation every N steps (``heldout.jsonl``); default 10 (at most ``max_steps``).
         model: Policy model (an alias, a folder or a hub id).
         **overrides: Any other :class:`~affectgym.train.config.TrainConfig` field.
     """
@@ -116,7 +116,7 @@ def sarcasm_cpu_config(output_dir: str | Path, *, max_steps: int = 80, seed: int
         "lora_layers": 10,
         "n_train": max_steps * 2,
         "group_batches": True,
-        "eval_every_steps": eval_every_steps,
+        "eval_every_steps": min(10, max_steps) if eval_every_steps is None else eval_every_steps,
         "eval_episodes": 0,
         "env_kwargs": env_kwargs,
         "seed": seed,
@@ -176,7 +176,8 @@ def sarcasm_protocol_refresher_config(output_dir: str | Path, demos: list[str], 
 
 
 def sarcasm_chat_grpo_config(output_dir: str | Path, init_adapter: str | None, *, seed: int = 0, max_steps: int = 60,
-                             eval_every_steps: int = 20, model: str = "smollm2-135m", **overrides: Any) -> TrainConfig:
+                             eval_every_steps: int | None = None, model: str = "smollm2-135m",
+                             **overrides: Any) -> TrainConfig:
     """Flat GRPO on the ``"chat"`` prompt form, from the warm start's adapter.
 
     The short-form recipe's reward and group shape (2 prompts x 128 one-token completions,
@@ -193,7 +194,7 @@ def sarcasm_chat_grpo_config(output_dir: str | Path, init_adapter: str | None, *
         init_adapter: The warm start's ``adapter/`` (``None``: a fresh LoRA).
         seed: Seed of data order and sampling.
         max_steps: GRPO steps.
-        eval_every_steps: Flat held-out evaluation every N steps (``heldout.jsonl``).
+        eval_every_steps: Flat held-out evaluation every N steps (``heldout.jsonl``); default 20 (at most ``max_steps``).
         model: Policy model.
         **overrides: Any other :class:`~affectgym.train.config.TrainConfig` field.
     """
@@ -202,7 +203,8 @@ def sarcasm_chat_grpo_config(output_dir: str | Path, init_adapter: str | None, *
         "max_steps": max_steps, "num_generations": 128, "batch_size": 256, "learning_rate": 5e-4,
         "warmup_steps": max_steps // 6, "lr_scheduler": "constant", "max_completion_length": 1,
         "temperature": 1.0, "beta": 0.0, **_TRANSFER_LORA,
-        "n_train": max_steps * 2, "group_batches": True, "eval_every_steps": eval_every_steps, "eval_episodes": 0,
+        "n_train": max_steps * 2, "group_batches": True,
+        "eval_every_steps": min(20, max_steps) if eval_every_steps is None else eval_every_steps, "eval_episodes": 0,
         "eval_max_new_tokens": AGENT_MAX_NEW_TOKENS, "env_kwargs": dict(SARCASM_AGENT_FORM), "seed": seed,
         "output_dir": str(output_dir),
     }
@@ -211,7 +213,7 @@ def sarcasm_chat_grpo_config(output_dir: str | Path, init_adapter: str | None, *
 
 
 def sarcasm_anchored_chat_grpo_config(output_dir: str | Path, init_adapter: str | None, demos: list[str], *,
-                                      seed: int = 0, max_steps: int = 60, eval_every_steps: int = 20,
+                                      seed: int = 0, max_steps: int = 60, eval_every_steps: int | None = None,
                                       anchor_coef: float = 1.0, model: str = "smollm2-135m",
                                       **overrides: Any) -> TrainConfig:
     """:func:`sarcasm_chat_grpo_config` with a supervised anchor on the protocol demonstrator's episodes.
@@ -227,7 +229,7 @@ def sarcasm_anchored_chat_grpo_config(output_dir: str | Path, init_adapter: str 
         demos: ``affectgym eval --agent protocol --split train`` folders (the warm start's own).
         seed: Seed of data order and sampling.
         max_steps: GRPO steps.
-        eval_every_steps: Flat held-out evaluation every N steps (``heldout.jsonl``).
+        eval_every_steps: Flat held-out evaluation every N steps (``heldout.jsonl``); default 20 (at most ``max_steps``).
         anchor_coef: Weight of the anchor's NLL in the loss.
         model: Policy model.
         **overrides: Any other :class:`~affectgym.train.config.TrainConfig` field.
