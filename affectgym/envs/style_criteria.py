@@ -120,6 +120,14 @@ def rule_hit(scenario: StyleScenario, reply: Reply, trace: Trace, rule: str) -> 
     (1.0, 0.0)
     >>> rule_hit(s, Reply(None), [], "empty"), rule_hit(s, Reply(None), [], "off_topic")
     (1.0, 0.0)
+
+    The coherence rules see the scenario's topic as on topic, so an exclamation of it is no heap:
+
+    >>> salad, honest = "Slow lights! Yay! Woohoo! Wonderful, fantastic, amazing!", "Slow lights! Again? Who times these?"
+    >>> rule_hit(s, Reply(salad), [], "word_salad"), rule_hit(s, Reply(honest), [], "word_salad")
+    (1.0, 0.0)
+    >>> rule_hit(s, Reply("Explain why traffic lights are slow. " * 3), [], "repetition")
+    1.0
     """
     hits, _ = _rule_hits(reply.text, scenario.emotion, scenario.instruction, scenario.topic)
     return float(rule in hits)
