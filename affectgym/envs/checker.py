@@ -1,23 +1,22 @@
 """``check_env``: Gymnasium's checks plus affectgym's own.
 
 On top of :func:`gymnasium.utils.env_checker.check_env` (spaces, reset/step API, seed
-determinism), an affectgym text environment must:
+determinism), ``check_env`` fuzzes an affectgym text environment: it must survive agent
+messages (the classic bad inputs, the hostile ones of :func:`hostile_actions`, valid tool
+calls, tool calls followed by an answer and random Unicode with lone surrogates, drawn by
+hypothesis) without raising, with well-formed step rewards (finite, inside ``reward_range``),
+observations inside the observation space, every episode ending within its turn limit and its
+step rewards summing to its score.
 
-1. reset deterministically by seed and by ``scenario_id``;
-2. survive a fuzz of agent messages (the classic bad inputs, the hostile ones of
-   :func:`hostile_actions`, valid tool calls, tool calls followed by an answer and random
-   Unicode with lone surrogates, drawn by hypothesis) without raising, with finite step rewards inside
-   ``reward_range``, observations inside the observation space, every episode ending
-   within its turn limit and its step rewards summing to its score;
-3. not leak its gold label: with only the label changed, everything an agent can see
-   (observations, tool outputs, messages, tool schemas, the flat prompt) is identical,
-   and no scenario id contains a label word;
-4. score each of its reward-hacking canaries below its reference answer;
-5. hold its eval and validation splits out: a text-only memoriser fitted on the train split
-   must stay at chance on eval, and on validation where the split has one
-   (:mod:`affectgym.envs.leakage`; run for envs made by ``gym.make`` whose scenarios carry
-   labels and that define ``scenario_text``, on the sides of the env's own split when it
-   names them with ``split_parts()``, else ``"train"``, ``"validation"`` and ``"eval"``).
+Then it runs the checks of ``affectgym validate`` (:mod:`affectgym.envs.validation`, after
+OpenEnv's RFC 008), the same functions: ``reward_well_formed``, ``seed_control``,
+``episode_determinism``, ``oracle_max``, ``floor_gap``, ``canary_floor``,
+``no_solution_leakage`` (the label flip, label words in ids, the text memoriser of
+:mod:`affectgym.envs.leakage` on the env's splits) and ``verifier_determinism``. A check that
+fails or raises is a problem, except ``oracle_max`` and ``floor_gap``
+(:data:`~affectgym.envs.validation.CHECK_ENV_WARNINGS`): they say how the reward's scale is
+calibrated, not that the env breaks its contract, so ``check_env`` warns where
+``affectgym validate`` fails. A skipped check (no canaries shipped) is a warning.
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +32,17 @@ from typing import Any
 import gymnasium as gym
 
 from affectgym.envs.core import AffectEnv
+from affectgym.envs.validation import (
+    CHECK_ENV_WARNINGS,
+    ERROR,
+    FAIL,
+    SKIP,
+    CheckResult,
+    EnvUnderTest,
+    agent_view,
+    reward_problem,
+    run_checks,
+)
 
 #: Inputs every env must survive: empty, huge, binary junk, broken JSON, unknown tools,
 #: wrong argument types, nested junk. Built once; the 1 MB string is shared.
@@ -188,11 +197,14 @@ class CheckReport:
         fuzzed_actions: Agent messages sent by the fuzzer.
         fuzzed_episodes: Episodes the fuzzer ran.
         label_flip_scenarios: Scenarios whose label was flipped (0 when the env hides none).
-        canaries_checked: (scenario, canary) pairs scored against the reference answer.
-        leakage: The leakage check's result, or why it was skipped.
+        canaries_checked: (scenario, canary) pairs scored against the floor and the reference answer.
+        leakage: The text memoriser's result on the env's splits, or why it was skipped.
+        results: The checks of ``affectgym validate``, one
+            :class:`~affectgym.envs.validation.CheckResult` each.
         problems: Every failure, one line each.
-        warnings: What passed without proving anything (e.g. no canaries to score) and the
-            warnings of Gymnasium's own checker, one line each; they do not fail the check.
+        warnings: What passed without proving anything (e.g. no canaries to score), the
+            calibration checks' failures and the warnings of Gymnasium's own checker, one line
+            each; they do not fail the check.
     """
 
     env_name: str
@@ -201,6 +213,7 @@ class CheckReport:
     label_flip_scenarios: int = 0
     canaries_checked: int = 0
     leakage: str = "not run"
+    results: list[CheckResult] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -214,6 +227,7 @@ class CheckReport:
             f"  label flip: {self.label_flip_scenarios} scenarios",
             f"  canaries: {self.canaries_checked} checked",
             f"  leakage: {self.leakage}",
+            "  checks: " + ", ".join(f"{result.name} {result.status}" for result in self.results),
         ]
         lines += [f"  - {p}" for p in self.problems]
         lines += [f"  ! {w}" for w in self.warnings]
@@ -232,8 +246,8 @@ def check_env(
 
     Args:
         env: The environment (wrapped or not; checks run on ``env.unwrapped``).
-        fuzz_actions: How many fuzzed agent messages to send (at least).
-        max_scenarios: How many scenarios the label-flip and canary checks visit.
+        fuzz_actions: How many fuzzed agent messages to send (at least; text envs only).
+        max_scenarios: How many scenarios the per-scenario checks visit.
         seed: Seed of the checks; the same seed runs the same checks.
         raise_on_problem: Raise :class:`EnvCheckError` when a problem is found.
 
@@ -245,61 +259,22 @@ def check_env(
     report = CheckReport(env_name=name)
     _run(report, "gymnasium check_env", lambda: _gymnasium_checks(base, report))
     if isinstance(base, AffectEnv):
-        scenarios = _spread(base.scenarios, max_scenarios)
-        _run(report, "reset determinism", lambda: _check_reset_determinism(base, seed))
         _run(report, "fuzz", lambda: _fuzz(base, report, fuzz_actions, seed))
-        _run(report, "label flip", lambda: _check_label_flip(base, scenarios, report))
-        _run(report, "canaries", lambda: _check_canaries(base, scenarios, report))
-        _run(report, "leakage", lambda: _check_split_leakage(env, report))
+    report.results = run_checks(EnvUnderTest(env, max_scenarios=max_scenarios, seed=seed))
+    for result in report.results:
+        lines = [f"{result.name}: {line}" for line in result.evidence]
+        if result.status in (FAIL, ERROR) and result.check_id not in CHECK_ENV_WARNINGS:
+            report.problems += lines
+        elif result.status in (FAIL, ERROR, SKIP):
+            report.warnings += lines
+        if result.check_id == "semantic.no_solution_leakage":
+            report.label_flip_scenarios = result.measured.get("label_flip_scenarios", 0)
+            report.leakage = result.measured.get("memoriser", report.leakage)
+        if result.check_id == "semantic.canary_floor":
+            report.canaries_checked = result.measured.get("canaries_checked", 0)
     if report.problems and raise_on_problem:
         raise EnvCheckError(str(report))
     return report
-
-
-def _check_split_leakage(env: gym.Env, report: CheckReport) -> None:
-    from affectgym.envs.leakage import check_leakage
-
-    base = env.unwrapped
-    spec = env.spec or base.spec
-    if not base.label_set or not base.scenarios or base.scenario_text(base.scenarios[0]) is None:
-        report.leakage = "skipped: the env hides no label or has no scenario_text(scenario)"
-        return
-    if spec is None:
-        report.leakage = (
-            "skipped: not made by gym.make, so its splits cannot be remade; "
-            "run affectgym.envs.leakage.check_leakage(train_env, eval_env)"
-        )
-        return
-    def remake(split: Any) -> gym.Env:
-        return gym.make(spec.id, **{**spec.kwargs, "split": split})
-
-    try:
-        # an env whose split is an object names its sides (split_parts); else the names
-        train, evaluated = base.split_parts() if hasattr(base, "split_parts") else ("train", "eval")
-        made = {"train": remake(train), "eval": remake(evaluated)}
-    except (ValueError, TypeError, KeyError) as exc:
-        report.leakage = f"skipped: its train and eval splits could not be made ({exc})"
-        return
-    no_validation = None
-    try:  # some splits have no validation side (a leave-one-out without a second value)
-        made["validation"] = remake(train.with_part("validation") if hasattr(train, "with_part") else "validation")
-    except (ValueError, TypeError, KeyError) as exc:
-        no_validation = f"none ({exc})"
-    try:
-        results = {side: check_leakage(made["train"], made[side]) for side in made if side != "train"}
-    except ImportError:
-        report.leakage = "skipped: needs scikit-learn (pip install 'affectgym[eval]')"
-        return
-    finally:
-        for split_env in made.values():
-            split_env.close()
-    lines = [f"{side}: {result}" for side, result in results.items()]
-    if no_validation:
-        lines.append(f"validation: {no_validation}")
-    report.leakage = " | ".join(lines)
-    for side, result in results.items():
-        if not result.passed:
-            report.problems.append(f"leakage ({side} vs train): {result}")
 
 
 def _run(report: CheckReport, what: str, check: Callable[[], None]) -> None:
@@ -319,28 +294,6 @@ def _gymnasium_checks(env: gym.Env, report: CheckReport) -> None:
         line = f"gymnasium check_env: {str(warning.message).strip()}"
         if line not in report.warnings:
             report.warnings.append(line)
-
-
-def _spread(items: list[Any], limit: int) -> list[Any]:
-    if len(items) <= limit:
-        return list(items)
-    stride = len(items) / limit
-    return [items[int(i * stride)] for i in range(limit)]
-
-
-def _check_reset_determinism(env: AffectEnv, seed: int) -> None:
-    for s in (seed, seed + 1, seed + 97):
-        first = env.reset(seed=s)
-        second = env.reset(seed=s)
-        assert first[0] == second[0] and first[1]["scenario_id"] == second[1]["scenario_id"], (
-            f"reset(seed={s}) gave different scenarios"
-        )
-    for scenario_id in env.scenario_ids[:3]:
-        first = env.reset(options={"scenario_id": scenario_id})
-        second = env.reset(seed=seed + 5, options={"scenario_id": scenario_id})
-        assert first[0] == second[0] and first[1]["scenario_id"] == scenario_id, (
-            f"reset(options={{'scenario_id': {scenario_id!r}}}) is not deterministic"
-        )
 
 
 def _fuzz(env: AffectEnv, report: CheckReport, n_actions: int, seed: int) -> None:
@@ -407,9 +360,8 @@ def _fuzz(env: AffectEnv, report: CheckReport, n_actions: int, seed: int) -> Non
             observation, reward, terminated, truncated, info = env.step(message)
             report.fuzzed_actions += 1
             assert env.observation_space.contains(observation), f"observation outside the space after {message[:60]!r}"
-            assert math.isfinite(reward), f"non-finite reward {reward} after {message[:60]!r}"
-            low, high = env.reward_range
-            assert low - 1e-9 <= reward <= high + 1e-9, f"reward {reward} outside reward_range {env.reward_range}"
+            problem = reward_problem(reward, env.reward_range)
+            assert problem is None, f"{problem} after {message[:60]!r}"
             assert "reward_components" in info, "info lacks reward_components"
             if ended_at is None:
                 returned += reward
@@ -438,64 +390,6 @@ def _reference_answers(env: AffectEnv) -> list[str]:
 
 def _dumps(value: Any) -> str:
     return json.dumps(value)
-
-
-def agent_view(env: AffectEnv, scenario: Any) -> list[Any]:
-    """Everything an agent can see of ``scenario``: observations, messages, tools, tool outputs, flat prompt."""
-    view: list[Any] = []
-    observation, info = env.reset(options={"scenario": scenario})
-    view.append((observation, _visible(info)))
-    for name, arguments in env.flat_tool_calls(scenario):
-        call = f'<tool_call>{{"name": "{name}", "arguments": {_dumps(arguments)}}}</tool_call>'
-        observation, _, _, _, info = env.step(call)
-        view.append((observation, _visible(info)))
-    view.append(env.flat_prompt(scenario))
-    return view
-
-
-def _visible(info: dict[str, Any]) -> dict[str, Any]:
-    hidden_after_answer = {"reward_components", "episode_reward", "final_answer", "truncated_unanswered", "outcome"}
-    return {k: v for k, v in info.items() if k not in hidden_after_answer}
-
-
-def _check_label_flip(env: AffectEnv, scenarios: list[Any], report: CheckReport) -> None:
-    for scenario in scenarios:
-        flipped = env.flip_label(scenario)
-        if flipped is None:
-            return
-        report.label_flip_scenarios += 1
-        if agent_view(env, scenario) != agent_view(env, flipped):
-            raise AssertionError(
-                f"scenario {scenario.id!r}: what the agent sees changes when only the gold label changes"
-            )
-        for label in env.label_set:
-            if re.search(re.escape(str(label)), str(scenario.id), re.IGNORECASE):
-                raise AssertionError(f"scenario id {scenario.id!r} contains the label word {label!r}")
-
-
-def _check_canaries(env: AffectEnv, scenarios: list[Any], report: CheckReport) -> None:
-    problems = []
-    for scenario in scenarios:
-        try:
-            reference_text, reference_trace = env.reference_answer(scenario)
-        except NotImplementedError:
-            raise AssertionError(
-                f"{type(env).__name__} does not implement reference_answer(scenario), the good final answer "
-                "and trace that every canary must score below; return (final_text, trace) (see docs/plugins.md)"
-            ) from None
-        reference = env.score(scenario, reference_text, reference_trace).total
-        for name, (text, trace) in env.canaries(scenario).items():
-            report.canaries_checked += 1
-            score = env.score(scenario, text, trace).total
-            if not score < reference:
-                problems.append(f"{scenario.id}/{name}: {score:.3f} >= reference {reference:.3f}")
-    if not report.canaries_checked:
-        report.warnings.append(
-            f"canaries: 0 checked, so no reward hack was tried: {type(env).__name__}.canaries(scenario) returns none; "
-            "return {name: (final_text, trace)} of answers that must score below reference_answer (see docs/plugins.md)"
-        )
-    if problems:
-        raise AssertionError(f"{len(problems)} canaries score at or above the reference: " + "; ".join(problems[:10]))
 
 
 __all__ = ["BAD_ACTIONS", "CheckReport", "EnvCheckError", "agent_view", "check_env", "hostile_actions"]

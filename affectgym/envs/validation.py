@@ -1,0 +1,940 @@
+"""``affectgym validate``: an env's reward, determinism and leakage checks, after OpenEnv's RFC 008.
+
+OpenEnv 0.10's ``openenv validate`` grades a served package with named checks; the ones that
+speak of an environment's task rather than its container are run here on an affectgym env,
+under OpenEnv's names and meanings (check ids, the ``pass``/``fail``/``skip``/``error`` status
+of a check, the ``pass``/``warn``/``fail`` verdict of severity policy v2, exit codes 0/1/2/3):
+
+* ``runtime.reward_well_formed``: every reward observed (step rewards of scripted episodes,
+  one step after the end, and the totals the other checks score) is finite and inside
+  ``reward_range`` (OpenEnv's default ``(0, 1)`` for an env that declares none);
+* ``runtime.seed_control``: the same seed starts the same episode, ``scenario_id`` picks its
+  scenario (a text env's whatever the seed), and seeds reach more than one scenario of a text
+  split that has several;
+* ``runtime.episode_determinism``: the same seed and scenario with the same messages give the
+  same episode (observations, rewards, ends, ``info``) and the same reward;
+* ``semantic.oracle_max``: the env's oracle, its ``reference_answer(scenario)``, scores within
+  ``oracle_tolerance`` of the top of ``reward_range`` on every scenario checked (no oracle fails,
+  as in OpenEnv);
+* ``semantic.floor_gap``: doing nothing (no answer, or an empty one) scores at least
+  ``floor_margin`` below the oracle on every scenario;
+* ``semantic.canary_floor``: every shipped reward-hacking canary (``canaries(scenario)``) scores
+  at most the floor or below the oracle (none shipped: skipped);
+* ``semantic.no_solution_leakage``: with only the gold label changed, everything an agent sees
+  is identical (observations, tool outputs, messages, tool schemas, the flat prompt); no
+  scenario id holds a label word; an env that hides no label never shows its reference reply;
+  and a text-only memoriser of the train split stays at chance on eval and validation
+  (:mod:`affectgym.envs.leakage`; for envs made by ``gym.make`` with ``scenario_text``);
+* ``semantic.verifier_determinism``: the oracle's reply scored ``replays`` times (20) gives one
+  reward; with an LLM judge (``llm_judged``: a criterion with ``scorer="judge"``) each replay
+  asks a fresh, uncached judge of the same LM and the rewards' variance stays within
+  ``variance_tolerance``; the judge's model, version and parameters are recorded.
+
+:func:`affectgym.check_env` runs the same check functions (:func:`run_checks`) after
+Gymnasium's checker and its fuzz, under its own policy (:data:`CHECK_ENV_WARNINGS`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import re
+import statistics
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+from affectgym.envs.core import AffectEnv
+
+#: The severity policy whose check ids and verdict rules are followed (OpenEnv 0.10, local lane).
+POLICY_VERSION = "v2"
+#: OpenEnv policy v2's bounds on what a declaration may declare.
+MAX_ORACLE_TOLERANCE, MIN_FLOOR_MARGIN, MAX_VARIANCE_TOLERANCE = 0.1, 0.1, 0.2
+#: ``openenv validate``'s exit codes: pass or warn, fail, unrecognised target, internal error.
+EXIT_PASS, EXIT_FAIL, EXIT_UNSUPPORTED, EXIT_INTERNAL = 0, 1, 2, 3
+#: Check statuses (a check's finding) and verdicts (the run's outcome), as OpenEnv names them.
+PASS, FAIL, SKIP, ERROR, WARN = "pass", "fail", "skip", "error", "warn"
+#: Checks whose failure ``check_env`` reports as a warning: they calibrate the reward scale
+#: rather than break the env contract (``affectgym validate`` fails them, as OpenEnv's policy does).
+CHECK_ENV_WARNINGS = frozenset({"semantic.oracle_max", "semantic.floor_gap"})
+#: A reward may pass its range by this much (float sums of components).
+REWARD_SLACK = 1e-9
+
+
+@dataclass(frozen=True)
+class ValidationDeclaration:
+    """What an env declares to be validated against: the ``validation:`` block of an ``openenv.yaml``.
+
+    Attributes:
+        oracle_tolerance: ``oracle_max`` passes when the oracle scores at least the top of
+            ``reward_range`` minus this (OpenEnv's bound: at most 0.1).
+        floor_margin: ``floor_gap`` passes when doing nothing scores at least this below the
+            oracle (OpenEnv's bound: at least 0.1).
+        variance_tolerance: Largest variance of an LLM-judged reward over identical replays
+            (OpenEnv's bound: at most 0.2); declared only for an ``llm_judged`` env.
+        cpu: Cores one served env needs (OpenEnv's ``resources``).
+        memory_mb: Memory one served env needs.
+        disk_mb: Disk one served env needs.
+        episode_timeout_s: Longest an episode may take.
+
+    >>> ValidationDeclaration(oracle_tolerance=0.3)
+    Traceback (most recent call last):
+    ...
+    ValueError: oracle_tolerance 0.3 is outside OpenEnv policy v2's bound [0, 0.1]
+    """
+
+    oracle_tolerance: float = 0.05
+    floor_margin: float = 0.1
+    variance_tolerance: float = 0.01
+    cpu: float = 1.0
+    memory_mb: int = 2048
+    disk_mb: int = 1024
+    episode_timeout_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        bounds = {
+            "oracle_tolerance": (0.0, MAX_ORACLE_TOLERANCE),
+            "floor_margin": (MIN_FLOOR_MARGIN, math.inf),
+            "variance_tolerance": (0.0, MAX_VARIANCE_TOLERANCE),
+            "cpu": (0.0, math.inf),
+            "memory_mb": (1, math.inf),
+            "disk_mb": (1, math.inf),
+            "episode_timeout_s": (0.0, 3600.0),
+        }
+        for name, (low, high) in bounds.items():
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not low <= value <= high:
+                raise ValueError(f"{name} {value!r} is outside OpenEnv policy {POLICY_VERSION}'s bound [{low:g}, {high:g}]")
+
+
+@dataclass
+class CheckResult:
+    """The outcome of one check, as OpenEnv's ``CheckResult``.
+
+    Attributes:
+        check_id: ``runtime.<name>`` or ``semantic.<name>``, as in OpenEnv's policy.
+        status: ``pass``, ``fail``, ``skip`` (with the reason in ``evidence``) or ``error``
+            (the check itself raised).
+        measured: What the check measured, e.g. ``{"oracle_reward_min": 0.975}``.
+        evidence: Readable lines: what passed, or each failure found.
+        remediation: What the env's author changes to pass.
+        duration_s: Time the check took.
+    """
+
+    check_id: str
+    status: str
+    measured: dict[str, Any] = field(default_factory=dict)
+    evidence: list[str] = field(default_factory=list)
+    remediation: str | None = None
+    duration_s: float = 0.0
+
+    @property
+    def name(self) -> str:
+        """The check's name without its level, e.g. ``oracle_max``."""
+        return self.check_id.split(".", 1)[1]
+
+
+@dataclass
+class ValidationReport:
+    """What :func:`validate` ran and found.
+
+    Attributes:
+        target: The env's id (or class name when it was not made by id).
+        declaration: The tolerances and resources the env was validated against.
+        reward_range: The range rewards were checked against.
+        llm_judged: Whether a criterion of the env's reward asks an LLM judge.
+        judge: The judge's pin (``model``, ``version``, ``params``) when ``llm_judged``.
+        tools: The env's tool names.
+        task_count: Scenarios of the split validated, by split name.
+        results: One :class:`CheckResult` per check.
+    """
+
+    target: str
+    declaration: ValidationDeclaration
+    reward_range: tuple[float, float]
+    llm_judged: bool
+    judge: dict[str, Any] | None
+    tools: list[str]
+    task_count: dict[str, int]
+    results: list[CheckResult]
+
+    @property
+    def verdict(self) -> str:
+        """``fail`` when a check failed or raised, else ``warn`` when one was skipped, else ``pass``
+        (OpenEnv's policy v2: every check here has severity ``fail``)."""
+        statuses = {result.status for result in self.results}
+        if statuses & {FAIL, ERROR}:
+            return FAIL
+        return WARN if SKIP in statuses else PASS
+
+    @property
+    def exit_code(self) -> int:
+        """``openenv validate``'s exit code of the verdict: 0 for pass or warn, 1 for fail."""
+        return EXIT_FAIL if self.verdict == FAIL else EXIT_PASS
+
+    def validation_block(self) -> dict[str, Any]:
+        """The ``validation:`` block of an ``openenv.yaml`` for this env (OpenEnv's manifest schema 1)."""
+        declared = self.declaration
+        reward: dict[str, Any] = {
+            "range": list(self.reward_range),
+            "oracle_tolerance": declared.oracle_tolerance,
+            "floor_margin": declared.floor_margin,
+        }
+        if self.llm_judged:
+            reward["variance_tolerance"] = declared.variance_tolerance
+        block: dict[str, Any] = {
+            "reward": reward,
+            "resources": {
+                "cpu": declared.cpu,
+                "memory_mb": declared.memory_mb,
+                "disk_mb": declared.disk_mb,
+                "episode_timeout_s": declared.episode_timeout_s,
+            },
+            "capabilities": {
+                "verifier": {"kind": "reward_channel"},
+                "llm_judged": self.llm_judged,
+                "declared_tools": list(self.tools),
+                "declared_task_count": dict(self.task_count),
+            },
+            "types": {"tags": ["affectgym"]},
+        }
+        if self.llm_judged and self.judge is not None:
+            block["judge"] = dict(self.judge)
+        return block
+
+    def to_openenv_yaml(self) -> str:
+        """``validation:`` and its block as YAML, to paste into an ``openenv.yaml``.
+
+        Raises:
+            ImportError: PyYAML is not installed.
+        """
+        try:
+            import yaml
+        except ImportError as exc:
+            raise ImportError("writing the openenv.yaml block needs PyYAML: pip install pyyaml") from exc
+        return yaml.safe_dump({"validation": self.validation_block()}, sort_keys=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data, in the shape of OpenEnv's ``ValidationReport``."""
+        return {
+            "report_schema_version": "1",
+            "target": self.target,
+            "policy_version": POLICY_VERSION,
+            "lane": "local",
+            "levels_run": [2, 3],
+            "validation": self.validation_block(),
+            "results": [dataclasses.asdict(result) for result in self.results],
+            "verdict": self.verdict,
+        }
+
+    def to_json(self) -> str:
+        """:meth:`to_dict` as indented JSON."""
+        return json.dumps(self.to_dict(), indent=2, default=_jsonable)
+
+    def rows(self) -> list[tuple[str, str, str]]:
+        """``(check, status, evidence)`` per check: the table's rows."""
+        return [(result.name, result.status, "; ".join(result.evidence)) for result in self.results]
+
+    def __str__(self) -> str:
+        width = max(len(result.name) for result in self.results)
+        lines = [f"validate {self.target} (OpenEnv RFC 008 checks, policy {POLICY_VERSION})"]
+        for name, status, evidence in self.rows():
+            lines.append(f"  {status.upper():5} {name:<{width}}  {evidence}")
+        for result in self.results:
+            if result.remediation and result.status in (FAIL, ERROR, SKIP):
+                lines.append(f"  {result.name}: {result.remediation}")
+        lines.append(f"verdict: {self.verdict.upper()}")
+        return "\n".join(lines)
+
+
+class UnknownEnvError(KeyError):
+    """:func:`validate` was given an id that names no registered environment (exit code 2)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class EnvUnderTest:
+    """The env a run checks, and what several checks share (each computed once).
+
+    Args:
+        env: The environment (checks run on ``env.unwrapped``; ``env.spec`` remakes its splits).
+        declaration: Tolerances the checks hold the env to.
+        max_scenarios: Scenarios the per-scenario checks visit, spread over the split.
+        seed: Seed of the episodes the checks play.
+        replays: Replays of ``verifier_determinism``.
+    """
+
+    def __init__(
+        self,
+        env: gym.Env,
+        declaration: ValidationDeclaration | None = None,
+        *,
+        max_scenarios: int = 20,
+        seed: int = 0,
+        replays: int = 20,
+    ):
+        if not isinstance(max_scenarios, int) or max_scenarios < 1:
+            raise ValueError(f"max_scenarios must be a positive integer, got {max_scenarios!r}")
+        if not isinstance(replays, int) or replays < 2:
+            raise ValueError(f"replays must be an integer >= 2, got {replays!r}")
+        self.env = env
+        self.base = env.unwrapped
+        self.declaration = declaration or ValidationDeclaration()
+        self.seed = seed
+        self.replays = replays
+        self.text = isinstance(self.base, AffectEnv)
+        self.scenarios = spread(self.base.scenarios, max_scenarios) if self.text else []
+        self.observed_rewards: list[float] = []  # every reward a check scored, for reward_well_formed
+
+    @functools.cached_property
+    def reward_range(self) -> tuple[float, float]:
+        """The env's ``reward_range``, or OpenEnv's default ``(0, 1)`` when it declares none."""
+        declared = getattr(self.base, "reward_range", None)
+        return (float(declared[0]), float(declared[1])) if declared is not None else (0.0, 1.0)
+
+    @functools.cached_property
+    def references(self) -> list[tuple[Any, str | None, list[dict[str, Any]], float]] | None:
+        """``(scenario, final text, trace, total)`` of the oracle on each scenario; ``None`` without one."""
+        if not self.text:
+            return None
+        rows = []
+        for scenario in self.scenarios:
+            try:
+                text, trace = self.base.reference_answer(scenario)
+            except NotImplementedError:
+                return None
+            rows.append((scenario, text, trace, self.total(scenario, text, trace)))
+        return rows
+
+    @functools.cached_property
+    def floors(self) -> list[float]:
+        """What doing nothing scores on each scenario: the better of no answer and an empty one."""
+        return [max(self.total(s, None, []), self.total(s, "", [])) for s in self.scenarios]
+
+    @functools.cached_property
+    def judged_criteria(self) -> list[str]:
+        """The criteria of the env's reward that ask an LLM judge."""
+        rubric = getattr(self.base, "rubric", None)
+        return [c.name for c in getattr(rubric, "criteria", ()) if getattr(c, "scorer", None) == "judge"]
+
+    @property
+    def judge_pin(self) -> dict[str, Any] | None:
+        """The judge's ``model``, ``version`` and ``params`` (its LM's settings); ``None`` without a judge."""
+        judge = getattr(self.base, "judge", None)
+        if judge is None or not hasattr(judge, "lm"):
+            return None
+        params = {k: v for k, v in dict(getattr(judge.lm, "kwargs", {}) or {}).items() if _is_plain(v)}
+        params["lm_cache"] = bool(getattr(judge.lm, "cache", False))
+        params["verdict_cache"] = bool(judge.config.cache)
+        return {"model": judge.model_id, "version": str(judge.version), "params": params}
+
+    def total(self, scenario: Any, text: str | None, trace: Sequence[Mapping[str, Any]]) -> float:
+        """``score(...).total``, remembered for ``reward_well_formed``."""
+        value = float(self.base.score(scenario, text, trace).total)
+        self.observed_rewards.append(value)
+        return value
+
+
+def validate(
+    env: str | gym.Env,
+    *,
+    env_kwargs: Mapping[str, Any] | None = None,
+    declaration: ValidationDeclaration | None = None,
+    max_scenarios: int = 20,
+    seed: int = 0,
+    replays: int = 20,
+) -> ValidationReport:
+    """Run OpenEnv RFC 008's reward, determinism and leakage checks on an env.
+
+    Args:
+        env: A registered env id (made with ``env_kwargs``) or an environment.
+        env_kwargs: Arguments of the env made from an id.
+        declaration: Tolerances and resources to validate against (default:
+            :class:`ValidationDeclaration`'s).
+        max_scenarios: Scenarios the per-scenario checks visit, spread over the split.
+        seed: Seed of the episodes played.
+        replays: Identical replays of ``verifier_determinism`` (OpenEnv: 20).
+
+    Returns:
+        A :class:`ValidationReport`: ``report.verdict``, ``report.exit_code``,
+        ``report.to_json()``, ``report.to_openenv_yaml()``.
+
+    Raises:
+        UnknownEnvError: ``env`` is an id no environment is registered under.
+
+    >>> import affectgym
+    >>> report = affectgym.validate("affectgym/Sarcasm-v0", max_scenarios=2, replays=2)
+    >>> report.verdict, [r.name for r in report.results][:3]
+    ('pass', ['reward_well_formed', 'seed_control', 'episode_determinism'])
+    """
+    if isinstance(env, str):
+        import affectgym
+
+        if env not in gym.registry:
+            registered = ", ".join(affectgym.list_envs())
+            raise UnknownEnvError(f"no environment is registered as {env!r}; affectgym's: {registered}")
+        made = affectgym.make(env, **dict(env_kwargs or {}))
+    else:
+        made = env
+    subject = EnvUnderTest(made, declaration, max_scenarios=max_scenarios, seed=seed, replays=replays)
+    try:
+        results = run_checks(subject)
+    finally:
+        if isinstance(env, str):
+            made.close()
+    base = made.unwrapped
+    return ValidationReport(
+        target=made.spec.id if made.spec is not None else type(base).__name__,
+        declaration=subject.declaration,
+        reward_range=subject.reward_range,
+        llm_judged=bool(subject.judged_criteria),
+        judge=subject.judge_pin if subject.judged_criteria else None,
+        tools=list(getattr(base, "tools", {}) or {}),
+        task_count=_task_count(base),
+        results=results,
+    )
+
+
+def run_checks(subject: EnvUnderTest) -> list[CheckResult]:
+    """Every check of :data:`CHECKS` on ``subject``, in order; a check that raises gives an ``error`` result.
+
+    ``reward_well_formed`` runs last so that it sees the totals every other check scored;
+    the results come back in the order of :data:`CHECKS`.
+    """
+    by_id: dict[str, CheckResult] = {}
+    for check_id in [*(c for c in CHECKS if c != "runtime.reward_well_formed"), "runtime.reward_well_formed"]:
+        started = time.monotonic()
+        try:
+            result = CHECKS[check_id](subject)
+        except Exception as exc:  # a crashing check is a finding (OpenEnv: ERROR fails closed), not the end of the run
+            result = CheckResult(check_id, ERROR, evidence=[f"{type(exc).__name__}: {exc}"[:2_000]])
+        result.duration_s = time.monotonic() - started
+        by_id[check_id] = result
+    return [by_id[check_id] for check_id in CHECKS]
+
+
+# ------------------------------------------------------------------------------- runtime checks
+def check_reward_well_formed(subject: EnvUnderTest) -> CheckResult:
+    """``runtime.reward_well_formed``: every reward observed is finite and inside ``reward_range``."""
+    rewards = list(subject.observed_rewards)
+    episodes = min(3, len(subject.scenarios)) if subject.text else 2
+    for index in range(episodes):
+        rewards += [step[1] for step in scripted_episode(subject, subject.seed + index, index)[1:]]
+    if subject.text:
+        rewards += [step[1] for step in _idle_episode(subject)[1:]]
+    low, high = subject.reward_range
+    problems = [problem for problem in map(functools.partial(reward_problem, reward_range=(low, high)), rewards) if problem]
+    finite = [r for r in rewards if isinstance(r, (int, float)) and math.isfinite(r)]
+    measured = {
+        "rewards_checked": len(rewards),
+        "reward_min": min(finite, default=None),
+        "reward_max": max(finite, default=None),
+        "reward_range": [low, high],
+        "range_declared": getattr(subject.base, "reward_range", None) is not None,
+    }
+    if problems:
+        return CheckResult(
+            "runtime.reward_well_formed", FAIL, measured,
+            [f"{len(problems)} of {len(rewards)} rewards: " + "; ".join(sorted(set(problems))[:5])],
+            "keep every step reward and score() total finite and inside reward_range (derived from score_bounds())",
+        )
+    return CheckResult(
+        "runtime.reward_well_formed", PASS, measured,
+        [f"{len(rewards)} rewards finite, in [{low:g}, {high:g}]"],
+    )
+
+
+def reward_problem(reward: Any, reward_range: tuple[float, float]) -> str | None:
+    """What is wrong with one reward (not a real number, not finite, outside ``reward_range``), or ``None``.
+
+    >>> reward_problem(0.5, (0.0, 1.0)) is None, reward_problem(float("nan"), (0.0, 1.0))
+    (True, 'non-finite reward nan')
+    >>> reward_problem(1.5, (0.0, 1.0))
+    'reward 1.5 outside reward_range (0.0, 1.0)'
+    """
+    if isinstance(reward, bool) or not isinstance(reward, (int, float)):
+        return f"reward {reward!r} is not a number ({type(reward).__name__})"
+    if not math.isfinite(reward):
+        return f"non-finite reward {reward}"
+    low, high = reward_range
+    if not low - REWARD_SLACK <= reward <= high + REWARD_SLACK:
+        return f"reward {reward:.6g} outside reward_range {tuple(reward_range)}"
+    return None
+
+
+def check_seed_control(subject: EnvUnderTest) -> CheckResult:
+    """``runtime.seed_control``: the same seed starts the same episode; ``scenario_id`` picks its scenario
+    (a text env's whatever the seed); and seeds reach more than one scenario of a text split that has several."""
+    base, seed = subject.base, subject.seed
+    problems = []
+    for s in (seed, seed + 1, seed + 97):
+        if _start(base, seed=s) != _start(base, seed=s):
+            problems.append(f"reset(seed={s}) twice started two different episodes")
+    ids = list(getattr(base, "scenario_ids", []) or [])
+    for scenario_id in ids[:3]:
+        # a text env's start is its scenario's; a numeric env may add seeded noise to it, so one seed twice
+        first = _start(base, seed=None if subject.text else seed, options={"scenario_id": scenario_id})
+        second = _start(base, seed=seed + 5 if subject.text else seed, options={"scenario_id": scenario_id})
+        if first != second:
+            seeds = "under two seeds" if subject.text else f"with seed {seed} twice"
+            problems.append(f"reset(options={{'scenario_id': {scenario_id!r}}}) started different episodes {seeds}")
+    starts = {_start(base, seed=s) for s in range(seed, seed + 20)}
+    distinct = len({start[0] for start in starts}) if subject.text else len(starts)
+    if subject.text and len(ids) > 1 and distinct < 2:
+        problems.append(f"20 seeds all started the same scenario of {len(ids)}: reset ignores its seed")
+    measured = {"seeds_checked": 23, "scenario_ids_checked": min(3, len(ids)), "distinct_starts_of_20_seeds": distinct}
+    if problems:
+        return CheckResult(
+            "runtime.seed_control", FAIL, measured, problems,
+            "draw the scenario and every random start with self.np_random after super().reset(seed=seed)",
+        )
+    return CheckResult(
+        "runtime.seed_control", PASS, measured,
+        [f"same seed, same start (23 resets); {distinct} distinct starts from 20 seeds"],
+    )
+
+
+def check_episode_determinism(subject: EnvUnderTest) -> CheckResult:
+    """``runtime.episode_determinism``: the same seed, scenario and messages give the same episode and reward."""
+    problems = []
+    episodes = min(2, len(subject.scenarios)) if subject.text else 2
+    for index in range(episodes):
+        first = scripted_episode(subject, subject.seed + index, index)
+        second = scripted_episode(subject, subject.seed + index, index)
+        if first != second:
+            turn = next(i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b) if len(first) == len(second) else None
+            where = f"first differs at step {turn}" if turn is not None else f"{len(first) - 1} and {len(second) - 1} steps"
+            reward = (sum(step[1] for step in first[1:]), sum(step[1] for step in second[1:]))
+            problems.append(f"episode {index} (seed {subject.seed + index}) replayed differently: {where}; rewards {reward[0]:.6g} and {reward[1]:.6g}")
+    measured = {"episodes_replayed": episodes}
+    if problems:
+        return CheckResult(
+            "runtime.episode_determinism", FAIL, measured, problems,
+            "make step() a function of the episode so far: randomness only from self.np_random, no global state",
+        )
+    return CheckResult("runtime.episode_determinism", PASS, measured, [f"{episodes} episodes replayed identically"])
+
+
+# ------------------------------------------------------------------------------ semantic checks
+def check_oracle_max(subject: EnvUnderTest) -> CheckResult:
+    """``semantic.oracle_max``: the oracle reaches the top of ``reward_range`` within ``oracle_tolerance`` on every scenario."""
+    tolerance = subject.declaration.oracle_tolerance
+    top = subject.reward_range[1]
+    if subject.references is None:
+        return CheckResult(
+            "semantic.oracle_max", FAIL, {"declared_tolerance": tolerance},
+            [f"no oracle: {type(subject.base).__name__} has no reference_answer(scenario)"],
+            "implement reference_answer(scenario) -> (final_text, trace) on an AffectEnv (docs/plugins.md); "
+            "a numeric env has no oracle hook",
+        )
+    totals = [row[3] for row in subject.references]
+    short = [(row[0].id, row[3]) for row in subject.references if row[3] < top - tolerance - REWARD_SLACK]
+    measured = {
+        "oracle_reward_min": min(totals),
+        "oracle_reward_mean": statistics.fmean(totals),
+        "reward_max": top,
+        "declared_tolerance": tolerance,
+        "scenarios": len(totals),
+    }
+    if short:
+        worst = ", ".join(f"{sid} {total:.3f}" for sid, total in sorted(short, key=lambda item: item[1])[:5])
+        return CheckResult(
+            "semantic.oracle_max", FAIL, measured,
+            [f"oracle below {top:g} - {tolerance:g} on {len(short)} of {len(totals)} scenarios (lowest: {worst})"],
+            "make reference_answer reach the reward's top, or narrow score_bounds() to what an answer can score",
+        )
+    return CheckResult(
+        "semantic.oracle_max", PASS, measured,
+        [f"oracle >= {top - tolerance:.3f} on {len(totals)} scenarios (min {min(totals):.3f})"],
+    )
+
+
+def check_floor_gap(subject: EnvUnderTest) -> CheckResult:
+    """``semantic.floor_gap``: doing nothing scores at least ``floor_margin`` below the oracle on every scenario."""
+    margin = subject.declaration.floor_margin
+    if subject.references is None:
+        return CheckResult(
+            "semantic.floor_gap", SKIP, {"declared_margin": margin},
+            ["unmet dependency: semantic.oracle_max (no oracle to measure the gap from)"],
+        )
+    gaps = [(row[0].id, row[3] - floor, floor) for row, floor in zip(subject.references, subject.floors, strict=True)]
+    narrow = [gap for gap in gaps if gap[1] < margin - REWARD_SLACK]
+    measured = {
+        "floor_reward_max": max(gap[2] for gap in gaps),
+        "gap_min": min(gap[1] for gap in gaps),
+        "declared_margin": margin,
+        "scenarios": len(gaps),
+    }
+    if narrow:
+        worst = ", ".join(f"{sid} gap {gap:.3f}" for sid, gap, _ in sorted(narrow, key=lambda g: g[1])[:5])
+        return CheckResult(
+            "semantic.floor_gap", FAIL, measured,
+            [f"doing nothing is within {margin:g} of the oracle on {len(narrow)} of {len(gaps)} scenarios ({worst})"],
+            "pay nothing (or less) for an unanswered or empty reply",
+        )
+    return CheckResult(
+        "semantic.floor_gap", PASS, measured,
+        [f"doing nothing scores <= {measured['floor_reward_max']:.3f}, >= {margin:g} below the oracle (min gap {measured['gap_min']:.3f})"],
+    )
+
+
+def check_canary_floor(subject: EnvUnderTest) -> CheckResult:
+    """``semantic.canary_floor``: every shipped canary scores at most the floor, or below the oracle."""
+    if not subject.text:
+        return CheckResult(
+            "semantic.canary_floor", SKIP, {"canaries_checked": 0},
+            [f"no canaries: {type(subject.base).__name__} is not an AffectEnv (canaries(scenario) is its hook)"],
+        )
+    references = subject.references
+    problems, checked = [], 0
+    for index, scenario in enumerate(subject.scenarios):
+        floor = subject.floors[index]
+        reference = references[index][3] if references is not None else None
+        for name, (text, trace) in subject.base.canaries(scenario).items():
+            checked += 1
+            score = subject.total(scenario, text, trace)
+            if score > floor + REWARD_SLACK and (reference is None or not score < reference):
+                against = f"reference {reference:.3f}" if reference is not None else "no reference"
+                problems.append(f"{scenario.id}/{name}: {score:.3f} > floor {floor:.3f} and >= {against}")
+    measured = {"canaries_checked": checked, "canaries_failing": len(problems)}
+    if not checked:
+        return CheckResult(
+            "semantic.canary_floor", SKIP, measured,
+            [f"0 canaries, so no reward hack was tried: {type(subject.base).__name__}.canaries(scenario) returns none"],
+            "return {name: (final_text, trace)} of reward hacks that must score at most the floor or below "
+            "reference_answer (docs/plugins.md)",
+        )
+    if problems:
+        return CheckResult(
+            "semantic.canary_floor", FAIL, measured,
+            [f"{len(problems)} canaries score above the floor and at or above the reference: " + "; ".join(problems[:10])],
+            "score each reward hack of canaries(scenario) below the reference answer",
+        )
+    return CheckResult(
+        "semantic.canary_floor", PASS, measured,
+        [f"{checked} canaries at most the floor or below the reference"],
+    )
+
+
+def check_no_solution_leakage(subject: EnvUnderTest) -> CheckResult:
+    """``semantic.no_solution_leakage``: the label flip, label words in ids, the reference reply in
+    view (envs that hide no label) and the text memoriser on the env's splits."""
+    if not subject.text:
+        return CheckResult(
+            "semantic.no_solution_leakage", SKIP, {},
+            [f"{type(subject.base).__name__} is not an AffectEnv: it hides no label and has no text view"],
+        )
+    base = subject.base
+    problems: list[str] = []
+    flipped = 0
+    for scenario in subject.scenarios:
+        other = base.flip_label(scenario)
+        if other is None:
+            break
+        flipped += 1
+        if agent_view(base, scenario) != agent_view(base, other):
+            problems.append(f"label flip: scenario {scenario.id!r}: what the agent sees changes when only the gold label changes")
+        for label in base.label_set:
+            if re.search(re.escape(str(label)), str(scenario.id), re.IGNORECASE):
+                problems.append(f"scenario id {scenario.id!r} contains the label word {label!r}")
+    shown = 0
+    if not flipped and subject.references is not None:  # no hidden label: the solution is the reference reply
+        for scenario, text, _, _ in subject.references:
+            if text and text.strip() and text.strip() in json.dumps(agent_view(base, scenario), ensure_ascii=False):
+                problems.append(f"scenario {scenario.id!r}: the reference reply appears in what the agent sees")
+            shown += 1
+    memoriser, memoriser_problems = split_memoriser(subject.env)
+    problems += memoriser_problems
+    measured = {"label_flip_scenarios": flipped, "reference_replies_checked": shown, "memoriser": memoriser}
+    if problems:
+        return CheckResult(
+            "semantic.no_solution_leakage", FAIL, measured, problems[:10],
+            "keep the gold label out of observations, tool outputs, tool schemas, the flat prompt and scenario ids; "
+            "split by group (split_group) so no eval item has a twin in train",
+        )
+    parts = [f"label flip: {flipped} scenarios" if flipped else f"no hidden label; reference reply unseen on {shown}"]
+    return CheckResult("semantic.no_solution_leakage", PASS, measured, [*parts, f"memoriser: {memoriser}"])
+
+
+def check_verifier_determinism(subject: EnvUnderTest) -> CheckResult:
+    """``semantic.verifier_determinism``: the oracle's reply scored ``replays`` times gives one reward
+    (within ``variance_tolerance`` with an LLM judge, each replay asking a fresh, uncached judge)."""
+    if subject.references is None:
+        return CheckResult(
+            "semantic.verifier_determinism", SKIP, {},
+            ["unmet dependency: semantic.oracle_max (no oracle reply to replay)"],
+        )
+    scenario, text, trace, _ = subject.references[0]
+    judged = bool(subject.judged_criteria)
+    tolerance = subject.declaration.variance_tolerance if judged else 0.0
+    measured: dict[str, Any] = {"replays": subject.replays, "llm_judged": judged, "declared_variance_tolerance": tolerance}
+    if judged:
+        judge = getattr(subject.base, "judge", None)
+        if judge is None or not hasattr(judge, "lm"):
+            return CheckResult(
+                "semantic.verifier_determinism", FAIL, measured,
+                [f"criteria {subject.judged_criteria} ask a judge, but the env has no judge attribute to pin and replay"],
+                "keep the env's judge (an affectgym Judge) in its judge attribute",
+            )
+        measured["judge"] = subject.judge_pin
+        results = []
+        for _ in range(subject.replays):
+            with fresh_judge(subject.base):
+                results.append(subject.base.score(scenario, text, trace))
+        unscored = sum(1 for result in results if result.unscored)
+    else:
+        results = [subject.base.score(scenario, text, trace) for _ in range(subject.replays)]
+        unscored = 0
+    totals = [float(result.total) for result in results]
+    subject.observed_rewards.extend(totals)
+    variance = statistics.pvariance(totals)
+    measured.update(reward_variance=variance, reward_min=min(totals), reward_max=max(totals), judge_failures=unscored)
+    same_parts = all(result.components == results[0].components for result in results)
+    problems = []
+    if unscored:
+        problems.append(f"the judge failed on {unscored} of {len(results)} replays ({results[0].unscored or 'see the logs'})")
+    if judged and variance > tolerance + REWARD_SLACK:
+        problems.append(f"reward variance {variance:.4g} over {len(totals)} replays exceeds the declared {tolerance:g} "
+                        f"(rewards {min(totals):.3f} to {max(totals):.3f})")
+    if not judged and not (len(set(totals)) == 1 and same_parts):
+        problems.append(f"score() of one reply gave {len(set(totals))} different rewards in {len(totals)} replays "
+                        f"({min(totals):.6g} to {max(totals):.6g}) with no LLM judge")
+    if problems:
+        remedy = ("pin the judge: temperature 0, one model version; or declare a larger variance_tolerance (at most "
+                  f"{MAX_VARIANCE_TOLERANCE:g})" if judged else "make score() a pure function of (scenario, reply, trace)")
+        return CheckResult("semantic.verifier_determinism", FAIL, measured, problems, remedy)
+    what = f"variance {variance:.3g} <= {tolerance:g}, judge {measured['judge']['model']}" if judged else "identical rewards"
+    return CheckResult("semantic.verifier_determinism", PASS, measured, [f"{len(totals)} replays of {scenario.id}: {what}"])
+
+
+#: The checks, by OpenEnv check id, in the order they are reported.
+CHECKS: dict[str, Callable[[EnvUnderTest], CheckResult]] = {
+    "runtime.reward_well_formed": check_reward_well_formed,
+    "runtime.seed_control": check_seed_control,
+    "runtime.episode_determinism": check_episode_determinism,
+    "semantic.oracle_max": check_oracle_max,
+    "semantic.floor_gap": check_floor_gap,
+    "semantic.canary_floor": check_canary_floor,
+    "semantic.no_solution_leakage": check_no_solution_leakage,
+    "semantic.verifier_determinism": check_verifier_determinism,
+}
+
+
+# ------------------------------------------------------------------------------------- helpers
+def spread(items: Sequence[Any], limit: int) -> list[Any]:
+    """At most ``limit`` of ``items``, evenly spaced from the first.
+
+    >>> spread(list(range(10)), 3)
+    [0, 3, 6]
+    """
+    if len(items) <= limit:
+        return list(items)
+    stride = len(items) / limit
+    return [items[int(i * stride)] for i in range(limit)]
+
+
+def agent_view(env: AffectEnv, scenario: Any) -> list[Any]:
+    """Everything an agent can see of ``scenario``: observations, messages, tools, tool outputs, flat prompt."""
+    view: list[Any] = []
+    observation, info = env.reset(options={"scenario": scenario})
+    view.append((observation, _visible(info)))
+    for name, arguments in env.flat_tool_calls(scenario):
+        observation, _, _, _, info = env.step(tool_call_text(name, arguments))
+        view.append((observation, _visible(info)))
+    view.append(env.flat_prompt(scenario))
+    return view
+
+
+def tool_call_text(name: str, arguments: Mapping[str, Any]) -> str:
+    """A tool call as an agent writes it.
+
+    >>> tool_call_text("read_note", {})
+    '<tool_call>{"name": "read_note", "arguments": {}}</tool_call>'
+    """
+    return f"<tool_call>{json.dumps({'name': name, 'arguments': dict(arguments)})}</tool_call>"
+
+
+def scripted_episode(subject: EnvUnderTest, seed: int, index: int) -> list[tuple[Any, ...]]:
+    """One episode from ``reset(seed=seed)`` on scenario ``index`` (text envs) played by a fixed script:
+    ``(observation, reward, terminated, truncated, info)`` per step, the reset first (reward 0).
+
+    A text env plays its oracle (each turn's reference: its tool calls, then its final text; the
+    env's ``fuzz_actions()`` without one); a numeric env plays actions of its action space
+    sampled from ``seed``.
+    """
+    base = subject.base
+    if not subject.text:
+        options = {"scenario_id": base.scenario_ids[0]} if getattr(base, "scenario_ids", None) else None
+        observation, info = base.reset(seed=seed, options=options)
+        base.action_space.seed(seed)
+        steps: list[tuple[Any, ...]] = [(_plain(observation), 0.0, False, False, _plain(info))]
+        for _ in range(100_000):
+            observation, reward, terminated, truncated, info = base.step(base.action_space.sample())
+            steps.append((_plain(observation), reward, terminated, truncated, _plain(info)))
+            if terminated or truncated:
+                break
+        return steps
+    scenario = subject.scenarios[index % len(subject.scenarios)]
+    observation, info = base.reset(seed=seed, options={"scenario_id": scenario.id})
+    steps = [(observation, 0.0, False, False, _plain(_visible(info)))]
+    pending: list[str] = []
+    for _ in range(base.max_turns):
+        if not pending:
+            pending = _script(base, base.scenario)
+        observation, reward, terminated, truncated, info = base.step(pending.pop(0))
+        steps.append((observation, reward, terminated, truncated, _plain(info)))
+        if terminated or truncated:
+            break
+    return steps
+
+
+@contextmanager
+def fresh_judge(env: Any) -> Iterator[Any]:
+    """Within the block, ``env.judge`` is a new judge of the same class, LM and settings, with no
+    verdict cache and nothing memoised, so that a score asks the LM again."""
+    judge = env.judge
+    env.judge = type(judge)(judge.lm, dataclasses.replace(judge.config, cache=False), adapter=judge.adapter)
+    try:
+        yield env.judge
+    finally:
+        env.judge = judge
+
+
+def split_memoriser(env: gym.Env) -> tuple[str, list[str]]:
+    """The text memoriser on ``env``'s train split against its eval and validation splits:
+    ``(summary, problems)``; the summary says why when it was skipped.
+
+    Run for envs made by ``gym.make`` whose scenarios carry labels and that define
+    ``scenario_text``, on the sides of the env's own split when it names them with
+    ``split_parts()``, else ``"train"``, ``"validation"`` and ``"eval"``.
+    """
+    from affectgym.envs.leakage import check_leakage
+
+    base = env.unwrapped
+    spec = env.spec or base.spec
+    if not base.label_set or not base.scenarios or base.scenario_text(base.scenarios[0]) is None:
+        return "skipped: the env hides no label or has no scenario_text(scenario)", []
+    if spec is None:
+        return (
+            "skipped: not made by gym.make, so its splits cannot be remade; "
+            "run affectgym.envs.leakage.check_leakage(train_env, eval_env)"
+        ), []
+
+    def remake(split: Any) -> gym.Env:
+        return gym.make(spec.id, **{**spec.kwargs, "split": split})
+
+    try:
+        # an env whose split is an object names its sides (split_parts); else the names
+        train, evaluated = base.split_parts() if hasattr(base, "split_parts") else ("train", "eval")
+        made = {"train": remake(train), "eval": remake(evaluated)}
+    except (ValueError, TypeError, KeyError) as exc:
+        return f"skipped: its train and eval splits could not be made ({exc})", []
+    no_validation = None
+    try:  # some splits have no validation side (a leave-one-out without a second value)
+        made["validation"] = remake(train.with_part("validation") if hasattr(train, "with_part") else "validation")
+    except (ValueError, TypeError, KeyError) as exc:
+        no_validation = f"none ({exc})"
+    try:
+        results = {side: check_leakage(made["train"], made[side]) for side in made if side != "train"}
+    except ImportError:
+        return "skipped: needs scikit-learn (pip install 'affectgym[eval]')", []
+    finally:
+        for split_env in made.values():
+            split_env.close()
+    lines = [f"{side}: {result}" for side, result in results.items()]
+    if no_validation:
+        lines.append(f"validation: {no_validation}")
+    problems = [f"leakage ({side} vs train): {result}" for side, result in results.items() if not result.passed]
+    return " | ".join(lines), problems
+
+
+def _script(base: AffectEnv, scenario: Any) -> list[str]:
+    try:
+        text, trace = base.reference_answer(scenario)
+    except NotImplementedError:
+        return list(base.fuzz_actions()) or [""]
+    calls = [tool_call_text(e["name"], e.get("arguments", {})) for e in trace if e.get("type") == "tool_call"]
+    return [*calls, text if text is not None else ""]
+
+
+def _idle_episode(subject: EnvUnderTest) -> list[tuple[Any, ...]]:
+    """Empty messages until the env ends the episode, then one step after the end."""
+    base = subject.base
+    base.reset(seed=subject.seed, options={"scenario_id": subject.scenarios[0].id})
+    steps: list[tuple[Any, ...]] = [("", 0.0, False, False, {})]
+    for _ in range(base.max_turns + 1):
+        observation, reward, terminated, truncated, info = base.step("")
+        steps.append((observation, reward, terminated, truncated, {}))
+        if terminated or truncated:
+            break
+    steps.append(base.step("")[:4] + ({},))
+    return steps
+
+
+def _start(base: Any, **reset: Any) -> tuple[Any, ...]:
+    observation, info = base.reset(**reset)
+    if isinstance(base, AffectEnv):
+        return (info["scenario_id"], observation)
+    return (repr(_plain(observation)),)
+
+
+def _visible(info: Mapping[str, Any]) -> dict[str, Any]:
+    hidden_after_answer = {"reward_components", "episode_reward", "final_answer", "truncated_unanswered", "outcome"}
+    return {k: v for k, v in info.items() if k not in hidden_after_answer}
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with numpy arrays and scalars as lists and floats, so two episodes compare with ``==``."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _is_plain(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def _jsonable(value: Any) -> Any:
+    plain = _plain(value)
+    return plain if plain is not value else repr(value)
+
+
+def _task_count(base: Any) -> dict[str, int]:
+    ids = getattr(base, "scenario_ids", None)
+    if not ids:
+        return {}
+    split = getattr(base, "split", "all")
+    return {split if isinstance(split, str) else str(getattr(split, "name", "split")): len(ids)}
+
+
+__all__ = [
+    "CHECKS",
+    "CHECK_ENV_WARNINGS",
+    "EXIT_FAIL",
+    "EXIT_INTERNAL",
+    "EXIT_PASS",
+    "EXIT_UNSUPPORTED",
+    "CheckResult",
+    "EnvUnderTest",
+    "UnknownEnvError",
+    "ValidationDeclaration",
+    "ValidationReport",
+    "agent_view",
+    "reward_problem",
+    "run_checks",
+    "scripted_episode",
+    "split_memoriser",
+    "tool_call_text",
+    "validate",
+]
