@@ -272,3 +272,16 @@ def test_more_lora_layers_than_a_hub_model_has_are_named_before_training():
 
     with pytest.raises(ValueError, match=r"lora_layers \(999\) exceeds the model's 30 layers; use 1 to 30"):
         peft_config(TrainConfig(env_id=SARCASM_ID, lora_layers=999), "llama", 30)
+
+
+def test_a_recipe_on_another_env_names_the_env_it_trains():
+    with pytest.raises(ValueError, match=r"--recipe sarcasm-cpu: this recipe trains affectgym/Sarcasm-v0, not affectgym/EmotionStyle-v0"):
+        run_cli(["affectgym/EmotionStyle-v0", "--recipe", "sarcasm-cpu", "--print-config"])
+
+
+def test_a_recipe_under_another_algo_names_only_the_options_the_user_typed():
+    with pytest.raises(ValueError) as refused:
+        run_cli(["--recipe", "sarcasm-cpu", "--algo", "ppo", "--print-config"])
+    message = str(refused.value)
+    assert "--recipe sarcasm-cpu is an --algo grpo recipe; drop --algo ppo" in message
+    assert not any(option in message for option in ("--num-generations", "--lora", "--group-batches", "--max-steps"))

@@ -525,15 +525,36 @@ def recipe_config(name: str, options: Mapping[str, Any] | None = None) -> TrainC
     (12, 2, 24, 'runs/sarcasm-cpu')
 
     Raises:
-        ValueError: An unknown name, or a needed option missing (both named).
+        ValueError: An unknown name, another env or algorithm than the recipe's, or a needed
+            option missing (each named).
     """
     if name not in RECIPES:
         raise ValueError(f"unknown recipe {name!r}; recipes: {', '.join(RECIPES)} (affectgym train --list-recipes)")
     values = {"output_dir": f"runs/{name}", **dict(options or {})}
+    own = recipe_defaults(name)
+    if values.get("env_id") and values["env_id"] != own.env_id:
+        raise ValueError(f"--recipe {name}: this recipe trains {own.env_id}, not {values['env_id']}; leave ENV_ID out, "
+                         f"or pick a recipe of {values['env_id']} (affectgym train --list-recipes)")
+    if values.get("algo", own.algo) != own.algo:
+        raise ValueError(f"--recipe {name} is an --algo {own.algo} recipe; drop --algo {values['algo']}, or drop --recipe "
+                         "and give that algorithm's options")
     missing = [need for need in recipe_needs(name) if values.get(need) in (None, [])]
     if missing:
         raise ValueError(f"--recipe {name} needs " + " and ".join(f"--{need.replace('_', '-')}" for need in missing))
     return RECIPES[name][0](**values)
+
+
+def recipe_defaults(name: str) -> TrainConfig:
+    """Recipe ``name`` with its own values alone (placeholders for what it needs): its env, algorithm and options.
+
+    >>> recipe_defaults("sarcasm-anchored-chat-grpo").env_id, recipe_defaults("dialogue-dpo").algo
+    ('affectgym/Sarcasm-v0', 'dpo')
+    """
+    from affectgym.train.config import config_fields
+
+    lists = {item.name for item in config_fields() if item.default_factory is list}
+    placeholders = {need: [need] if need in lists else need for need in recipe_needs(name)}
+    return RECIPES[name][0](output_dir=f"runs/{name}", **placeholders)
 
 
 def recipe_listing() -> str:
@@ -568,6 +589,7 @@ __all__ = [
     "sarcasm_protocol_refresher_config",
     "sarcasm_protocol_sft_config",
     "recipe_config",
+    "recipe_defaults",
     "recipe_listing",
     "recipe_needs",
 ]
