@@ -43,6 +43,13 @@ def check_env(env: gym.Env, **kwargs: Any) -> Any:
     return _check_env(env, **kwargs)
 
 
+def validate(env: str | gym.Env, **kwargs: Any) -> Any:
+    """Check an env's rewards, determinism and leakage after OpenEnv's RFC 008; see :func:`affectgym.envs.validation.validate`."""
+    from affectgym.envs.validation import validate as _validate
+
+    return _validate(env, **kwargs)
+
+
 def list_envs() -> list[str]:
     """Ids of the built-in environments and of those registered by plugins."""
     return affectgym_env_ids()
@@ -51,4 +58,4 @@ def list_envs() -> list[str]:
 register_builtin_envs()
 load_plugins()
 
-__all__ = ["__version__", "check_env", "list_envs", "make"]
+__all__ = ["__version__", "check_env", "list_envs", "make", "validate"]

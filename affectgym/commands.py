@@ -1,4 +1,4 @@
-"""The core subcommands: ``list`` and ``demo``."""
+"""The core subcommands: ``list``, ``validate`` and ``demo``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 
 def register(subparsers: Any) -> None:
-    """Add ``list`` and ``demo`` to the ``affectgym`` command."""
+    """Add ``list``, ``validate`` and ``demo`` to the ``affectgym`` command."""
     listing = subparsers.add_parser("list", help="list every registered environment id")
     listing.add_argument(
         "filter", nargs="?", default=None, metavar="TEXT",
@@ -17,6 +17,31 @@ def register(subparsers: Any) -> None:
     listing.add_argument("--datasets", action="store_true",
                          help="list the speech datasets dataset= can name (built-in and plug-ins) instead")
     listing.set_defaults(func=run_list)
+
+    validating = subparsers.add_parser(
+        "validate",
+        help="check an env's rewards, determinism and leakage after OpenEnv's RFC 008: a pass/warn/fail table; "
+        "exit 0 pass or warn, 1 fail, 2 unknown env, 3 internal error",
+    )
+    validating.add_argument("env_id", metavar="ENV", help="a registered env id, e.g. affectgym/Sarcasm-v0")
+    validating.add_argument("--env-kwargs", type=_json_object, default={}, metavar="JSON",
+                            help='env arguments, e.g. \'{"split": "eval"}\'')
+    validating.add_argument("--max-scenarios", type=int, default=20,
+                            help="scenarios the per-scenario checks visit, spread over the split (default: 20)")
+    validating.add_argument("--seed", type=int, default=0, help="seed of the episodes played (default: 0)")
+    validating.add_argument("--replays", type=int, default=20,
+                            help="identical replays of verifier_determinism (default: 20)")
+    validating.add_argument("--oracle-tolerance", type=float, default=0.05,
+                            help="oracle_max: the oracle may score this far below the reward's top (default: 0.05, at most 0.1)")
+    validating.add_argument("--floor-margin", type=float, default=0.1,
+                            help="floor_gap: doing nothing must score this far below the oracle (default: 0.1, at least 0.1)")
+    validating.add_argument("--variance-tolerance", type=float, default=0.01,
+                            help="verifier_determinism: largest reward variance of an LLM-judged env (default: 0.01, at most 0.2)")
+    output = validating.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print the report as JSON instead of the table")
+    output.add_argument("--openenv-yaml", action="store_true",
+                        help="print the validation: block of an openenv.yaml instead of the table")
+    validating.set_defaults(func=run_validate)
 
     demo = subparsers.add_parser(
         "demo",
@@ -66,6 +91,77 @@ def run_list(args: argparse.Namespace) -> int:
         else:
             print(f"{env_id:<{width}}  {env_summary(env_id)}")
     return 0
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    """Handle ``affectgym validate``: print the table (rich on a terminal, plain lines otherwise), the JSON
+    report or the ``validation:`` block; return ``openenv validate``'s exit code."""
+    import sys
+
+    from affectgym.envs.validation import (
+        EXIT_INTERNAL,
+        EXIT_UNSUPPORTED,
+        UnknownEnvError,
+        ValidationDeclaration,
+        validate,
+    )
+
+    # a tolerance outside OpenEnv's bounds fails as a declaration does there (exit 1, one line naming the bound)
+    declaration = ValidationDeclaration(
+        oracle_tolerance=args.oracle_tolerance, floor_margin=args.floor_margin, variance_tolerance=args.variance_tolerance
+    )
+    try:
+        report = validate(args.env_id, env_kwargs=args.env_kwargs, declaration=declaration,
+                          max_scenarios=args.max_scenarios, seed=args.seed, replays=args.replays)
+        if args.json:
+            print(report.to_json())
+        elif args.openenv_yaml:
+            print(report.to_openenv_yaml(), end="")
+        else:
+            _print_validation_table(report)
+    except UnknownEnvError as exc:
+        print(f"affectgym validate: {exc}", file=sys.stderr)
+        return EXIT_UNSUPPORTED
+    except Exception as exc:  # openenv validate's exit code 3: the validation itself could not run
+        if args.debug:
+            raise
+        print(f"affectgym validate: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
+              file=sys.stderr)
+        return EXIT_INTERNAL
+    return report.exit_code
+
+
+def _print_validation_table(report: Any) -> None:
+    """The report as a rich table on a terminal; plain lines (``str(report)``) in a pipe, a file or without rich."""
+    import sys
+
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        print(report)
+        return
+    if not sys.stdout.isatty():
+        print(report)
+        return
+    colours = {"pass": "green", "warn": "yellow", "skip": "yellow", "fail": "red", "error": "red"}
+    table = Table(title=f"validate {report.target} (OpenEnv RFC 008, policy v2)")
+    for column in ("check", "status", "evidence"):
+        table.add_column(column)
+    for name, status, evidence in report.rows():
+        table.add_row(name, f"[{colours[status]}]{status}[/]", evidence)
+    console = Console()
+    console.print(table)
+    for result in report.results:
+        if result.remediation and result.status != "pass":
+            console.print(f"{result.name}: {result.remediation}", markup=False)
+    console.print(f"verdict: [{colours[report.verdict]}]{report.verdict.upper()}[/]")
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    from affectgym.eval.commands import json_object_argument
+
+    return json_object_argument(text)
 
 
 def run_demo(args: argparse.Namespace) -> int:
