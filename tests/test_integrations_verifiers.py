@@ -1,10 +1,9 @@
-"""``affectgym.integrations.verifiers.load_environment``: an affectgym env under verifiers' own evaluation.
+"""The taskset ``affectgym-verifiers`` under verifiers' own ``vf-eval`` and ``vf-validate`` commands.
 
-vf-eval (verifiers' evaluation entry point, its installed command) and affectgym's eval
-episode player (:func:`~affectgym.eval.runner.play_episode` with an OpenAI-compatible agent)
-play the same scripted replies from the same real OpenAI-compatible server on 127.0.0.1 (an
-invalid message, a tool call over the wire's ``tool_calls``, then an answer); verifiers'
-rewards and metrics must be affectgym's.
+``vf-eval`` (installed beside this Python) plays scripted replies from a real OpenAI-compatible
+server on 127.0.0.1 through verifiers' ``null`` harness (plain chat, the taskset's default seat)
+on the local subprocess runtime; its rewards and metrics must be what the env pays for the same
+replies played on the env itself. ``vf-validate`` runs its model-free checks on the same tasks.
 """
 
 from __future__ import annotations
@@ -19,179 +18,158 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from openai_server import OpenAIServer, ToolCall
+from openai_server import OpenAIServer
 
 import affectgym
-from affectgym.agents.openai_agent import OpenAIAgent
-from affectgym.eval.runner import play_episode
-from affectgym.integrations.verifiers import load_environment, message_action, reply_messages
+from affectgym.integrations.verifiers import (
+    AffectGymConfig,
+    AffectGymEnv,
+    AffectGymEnvConfig,
+    AffectGymTaskset,
+    episode_result,
+)
 
 SARCASM = "affectgym/Sarcasm-v0"
-ROOT = Path(__file__).resolve().parents[1]
+PROSODY_CALL = '<tool_call>{"name": "get_prosody_features", "arguments": {"detail": "summary"}}</tool_call>'
 
 
-def scripted(request: dict[str, Any]) -> Any:
-    """Hesitate (an invalid message), call the prosody tool, then answer from what it said."""
-    messages = request["messages"]
-    replies = sum(1 for m in messages if m.get("role") == "assistant")
+def verifiers_command(name: str, *args: str, cwd: Path, server: OpenAIServer | None = None) -> subprocess.CompletedProcess:
+    """verifiers' command ``name`` (``vf-eval``, ``vf-validate``), as installed beside this Python."""
+    command = Path(sys.executable).with_name(name)
+    endpoint = ["-m", "test-model", "--client.base-url", server.url, "--client.api-key-var", "VF_TEST_KEY", "--no-push"] if server else []
+    variables = {**os.environ, "VF_TEST_KEY": "sk-test", "PATH": os.pathsep.join([str(command.parent), os.environ["PATH"]])}
+    return subprocess.run(
+        [str(command), "affectgym-verifiers", *args, *endpoint],
+        capture_output=True, text=True, timeout=600, cwd=cwd, env=variables,
+    )
+
+
+def read_episodes(folder: Path) -> list[dict[str, Any]]:
+    """The episodes of a ``vf-eval`` run, skipping the test where the harness program could not be installed."""
+    (traces_file,) = folder.rglob("traces.jsonl")
+    episodes = [json.loads(line) for line in traces_file.read_text().splitlines()]
+    for episode in episodes:
+        for trace in episode["traces"]:
+            if any("failed to prepare uv script" in str(error) for error in trace["errors"]):
+                pytest.skip("verifiers' null harness could not install its program (uv sync --script needs the package index)")
+    return episodes
+
+
+def scripted(request: dict[str, Any]) -> str:
+    """Call the prosody tool in the env's text form, then answer from what it said."""
+    replies = sum(1 for m in request["messages"] if m.get("role") == "assistant")
     if replies == 0:
-        return "Let me think about the delivery first."
-    if replies == 1:
-        return ToolCall("get_prosody_features", {"detail": "summary"})
-    prosody = next(m["content"] for m in messages if m.get("role") == "tool")
-    label = "sarcastic" if "WIDE" in prosody else "sincere"
+        return PROSODY_CALL
+    label = "sarcastic" if "WIDE" in request["messages"][-1]["content"] else "sincere"
     return f'<final>{{"label": "{label}", "confidence": 0.75}}</final>'
 
 
-def vf_eval(*args: str) -> subprocess.CompletedProcess:
-    """verifiers' ``vf-eval`` command, as installed beside this Python, with this checkout importable."""
-    command = Path(sys.executable).with_name("vf-eval")
-    variables = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]), "VF_TEST_KEY": "sk-test"}
-    return subprocess.run([str(command), *args], capture_output=True, text=True, env=variables, timeout=600, cwd=ROOT)
+def played_directly(info: dict[str, Any], reply: Any, max_replies: int = 10) -> tuple[Any, list[float], dict[str, Any]]:
+    """The same replies played on the env itself: the env, its step rewards and its last step's info."""
+    env = affectgym.make(info["env"], split=info["split"], **info["env_kwargs"])
+    observation, _ = env.reset(seed=info["seed"], options={"scenario_id": info["scenario_id"]})
+    messages, rewards, step_info = [{"role": "user", "content": observation}], [], {}
+    for _ in range(max_replies):
+        text = reply({"messages": messages})
+        observation, reward, terminated, truncated, step_info = env.step(text)
+        rewards.append(reward)
+        if terminated or truncated:
+            break
+        messages += [{"role": "assistant", "content": text}, {"role": "user", "content": observation}]
+    return env, rewards, step_info
 
 
-def test_vf_eval_on_load_environment_gives_affectgyms_rewards_and_components_for_the_same_replies(tmp_path):
+def test_vf_eval_of_the_taskset_gives_affectgyms_returns_and_components_and_ends_on_the_answer(tmp_path):
     with OpenAIServer(scripted) as server:
-        result = vf_eval(
-            "affectgym.integrations.verifiers", "-a", json.dumps({"env": SARCASM}), "-m", "test-model", "-b", server.url,
-            "-k", "VF_TEST_KEY", "-n", "6", "-r", "1", "-c", "3", "-s", "-o", str(tmp_path / "vf"), "--disable-env-server",
-            "--disable-tui", "-C", "affectgym_outcome,affectgym_step_rewards",
+        result = verifiers_command(
+            "vf-eval", "--env.taskset.env", SARCASM, "-n", "3", "-c", "3", "-o", str(tmp_path / "run"),
+            cwd=tmp_path, server=server,
         )
-        assert result.returncode == 0, result.stderr[-3000:]
-        assert any(request.get("tools") for request in server.requests), "the env's tools reached the model"
-        (results_file,) = (tmp_path / "vf").rglob("results.jsonl")
-        rollouts = [json.loads(line) for line in results_file.read_text().splitlines()]
-        assert len(rollouts) == 6
-        env, agent = affectgym.make(SARCASM, split="eval"), OpenAIAgent("test-model", base_url=server.url)
-        ours = {
-            info["scenario_id"]: play_episode(env, agent, info["scenario_id"], 0, info["seed"])
-            for info in (rollout["info"] for rollout in rollouts)
-        }
-    for rollout in rollouts:
-        episode = ours[rollout["info"]["scenario_id"]]
-        assert episode["tool_calls"] == ["get_prosody_features"] and len(episode["step_rewards"]) == 3
-        assert rollout["reward"] == pytest.approx(episode["reward"], abs=1e-12)
-        assert rollout["metrics"]["episode_reward"] == pytest.approx(episode["reward"], abs=1e-12)
-        for name, value in episode["reward_components"].items():
-            assert rollout["metrics"][name] == pytest.approx(value, abs=1e-12), name
-        assert rollout["affectgym_outcome"] == episode["outcome"]
-        assert rollout["affectgym_step_rewards"] == episode["step_rewards"]
-        last = rollout["completion"][-1]
-        assert last["role"] == "assistant" and "<final>" in last["content"], "no synthetic user turn after the answer"
-    assert {r["info"]["split"] for r in rollouts} == {"eval"}
+    assert result.returncode == 0, result.stderr[-3000:]
+    episodes = read_episodes(tmp_path / "run")
+    assert len(episodes) == 3
+    for episode in episodes:
+        (trace,) = episode["traces"]
+        assert trace["errors"] == [] and not server.requests[0].get("tools"), "tool calls travel in the text"
+        info = episode["task"]["data"]["info"]
+        _, rewards, step_info = played_directly(info, scripted)
+        assert len(rewards) == 2 and trace["info"]["affectgym_step_rewards"] == rewards
+        assert trace["rewards"]["affectgym_reward"]["score"] == pytest.approx(sum(rewards), abs=1e-12)
+        assert trace["metrics"] == pytest.approx(step_info["reward_components"], abs=1e-12)
+        assert trace["info"]["affectgym_outcome"] == step_info["outcome"]
+        last = trace["nodes"][-1]["message"]
+        assert last["role"] == "assistant" and last["content"].startswith("<final>"), "nothing after the answer"
+        assert episode["task"]["data"]["name"] == f"{SARCASM}:eval:{info['scenario_id']}"
 
 
-def test_the_dataset_is_the_envs_scenarios_and_the_tools_are_its_tools():
+@pytest.mark.slow
+def test_an_episode_vf_eval_stops_at_its_turn_cap_gets_what_the_env_pays_an_unanswered_one(tmp_path):
+    with OpenAIServer(lambda request: PROSODY_CALL) as server:
+        result = verifiers_command(
+            "vf-eval", "--env.taskset.env", SARCASM, "--env.player.max-turns", "2", "-n", "1", "-o", str(tmp_path / "run"),
+            cwd=tmp_path, server=server,
+        )
+    assert result.returncode == 0, result.stderr[-3000:]
+    ((trace,),) = [episode["traces"] for episode in read_episodes(tmp_path / "run")]
+    assert [node["message"]["role"] for node in trace["nodes"]].count("assistant") == 2
+    env, rewards, _ = played_directly(trace["task"]["data"]["info"], lambda request: PROSODY_CALL, max_replies=2)
+    unanswered = episode_result(env)
+    assert trace["info"]["affectgym_step_rewards"] == rewards and "affectgym_outcome" not in trace["info"]
+    assert trace["rewards"]["affectgym_reward"]["score"] == pytest.approx(unanswered.total, abs=1e-12)
+    assert trace["metrics"] == pytest.approx(unanswered.components, abs=1e-12)
+
+
+def test_vf_validate_finds_the_reference_answer_above_no_answer_and_records_what_no_answer_scores(tmp_path):
+    result = verifiers_command(
+        "vf-validate", "--taskset.env", SARCASM, "--runtime.type", "subprocess", "-n", "3", "-o", str(tmp_path / "run"),
+        "--no-rich", cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    (summary_file,) = (tmp_path / "run").rglob("summary.json")
+    assert json.loads(summary_file.read_text())["checks"]["gold"]["valid"] == 3
+    (results_file,) = (tmp_path / "run").rglob("results.jsonl")
+    rows = [json.loads(line) for line in results_file.read_text().splitlines()]
+    tasks, env = list(AffectGymTaskset(AffectGymConfig(id="affectgym-verifiers", env=SARCASM))), affectgym.make(SARCASM, split="eval")
+    assert sorted(row["index"] for row in rows) == [0, 1, 2]
+    for row in rows:
+        assert row["gold"]["valid"] is True and row["noop"]["valid"] is True
+        info = tasks[row["index"]].data.info
+        env.reset(seed=info["seed"], options={"scenario_id": info["scenario_id"]})
+        assert row["noop"]["rewards"] == {"affectgym_reward": pytest.approx(episode_result(env).total, abs=1e-12)}
+
+
+def test_the_tasks_are_the_scenarios_of_the_split_without_their_labels(caplog):
     env = affectgym.make(SARCASM, split="train")
-    vf_env = load_environment(SARCASM, max_turns=5)
-    dataset = vf_env.get_dataset()
-    assert [row["scenario_id"] for row in dataset["info"]] == env.unwrapped.scenario_ids
-    assert "label" not in dataset.column_names and "answer" not in dataset.column_names
-    _, info = env.reset(seed=dataset[0]["info"]["seed"], options={"scenario_id": dataset[0]["info"]["scenario_id"]})
-    assert [m["content"] for m in dataset[0]["prompt"]] == [m["content"] for m in info["messages"]]
-    assert sorted(tool.name for tool in vf_env.tool_defs) == sorted(env.unwrapped.tools)
-    assert {row["split"] for row in vf_env.get_eval_dataset()["info"]} == {"eval"}
-    assert type(vf_env).__mro__[1].__name__ == "MultiTurnEnv"
+    with caplog.at_level(logging.INFO, logger="affectgym.integrations.verifiers"):
+        tasks = list(AffectGymTaskset(AffectGymConfig(id="affectgym-verifiers", env=SARCASM, split="train")))
+    assert [task.data.info["scenario_id"] for task in tasks] == env.unwrapped.scenario_ids
+    assert f"{SARCASM}: {len(tasks)} tasks, the scenarios of split 'train'" in caplog.messages
+    first = tasks[0].data
+    _, info = env.reset(seed=first.info["seed"], options={"scenario_id": first.info["scenario_id"]})
+    assert [m.content for m in first.prompt] == [m["content"] for m in info["messages"]]
+    assert set(first.info) == {"env", "env_kwargs", "split", "scenario_id", "seed"}, "no gold label in a task"
 
 
-def test_a_reply_with_tool_calls_gets_one_tool_message_per_call_and_errors_after_them():
-    class Call:
-        def __init__(self, call_id: str, name: str):
-            self.id, self.name, self.arguments = call_id, name, "{}"
-
-    class Reply:
-        content = None
-        tool_calls = [Call("a", "get_transcript"), Call("b", "no_such_tool")]
-
-    assert message_action(Reply()).count("<tool_call>") == 2
-    env_added = [
-        {"role": "assistant"}, {"role": "tool", "content": "transcript"}, {"role": "tool", "content": "Error: unknown tool"},
-    ]
-    assert reply_messages(["a", "b"], "obs", env_added) == [
-        {"role": "tool", "tool_call_id": "a", "content": "transcript"},
-        {"role": "tool", "tool_call_id": "b", "content": "Error: unknown tool"},
-    ]
-    rejected = [{"role": "assistant"}, {"role": "user", "content": "Error: the message is too long"}]
-    assert reply_messages(["a"], "Error: the message is too long", rejected) == [
-        {"role": "tool", "tool_call_id": "a", "content": "Error: the message is too long"}
-    ]
-
-
-def test_load_environment_names_the_env_once_and_knows_its_ids():
-    with pytest.raises(ValueError, match="name the env once"):
-        load_environment(SARCASM, env=SARCASM)
-    with pytest.raises(ValueError, match="unknown env id 'affectgym/Nope-v0'"):
-        load_environment("affectgym/Nope-v0")
+def test_the_taskset_names_what_it_cannot_serve():
+    with pytest.raises(ValueError, match="unknown env id 'affectgym/Nope-v0'; registered affectgym envs: affectgym/Sarcasm-v0"):
+        AffectGymConfig(env="affectgym/Nope-v0")
     with pytest.raises(ValueError, match="affectgym/EmotionState-v0 is a numeric env"):
-        load_environment("affectgym/EmotionState-v0")
+        list(AffectGymTaskset(AffectGymConfig(id="affectgym-verifiers", env="affectgym/EmotionState-v0")))
 
 
-def test_loading_the_env_leaves_the_processs_sigterm_and_sigint_handlers_as_they_were():
-    # verifiers' classic Environment installs its own (teardown, then exit(143)) when built.
+def test_building_the_env_in_process_leaves_the_processs_sigterm_and_sigint_handlers_as_they_were():
+    import verifiers.v1 as vf
+
     received: list[int] = []
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     signal.signal(signal.SIGTERM, lambda sig, frame: received.append(sig))
     try:
-        load_environment(SARCASM, max_turns=5)
+        config = AffectGymEnvConfig(taskset=AffectGymConfig(id="affectgym-verifiers", env=SARCASM))
+        env = vf.load_environment(config)  # as vf-eval builds it: the env class the taskset id exports
+        assert isinstance(env, AffectGymEnv) and len(list(env.taskset)) == len(affectgym.make(SARCASM, split="eval").unwrapped.scenario_ids)
         assert signal.getsignal(signal.SIGINT) is previous[signal.SIGINT]
         os.kill(os.getpid(), signal.SIGTERM)
         assert received == [signal.SIGTERM]
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-def test_load_environment_logs_which_split_each_dataset_serves(caplog):
-    with caplog.at_level(logging.INFO, logger="verifiers"):
-        vf_env = load_environment(SARCASM, max_turns=5)
-    line = f"{SARCASM}: dataset is split 'train' ({len(vf_env.get_dataset())} scenarios), eval_dataset is split 'eval'"
-    assert line in caplog.messages
-
-
-def scripted_in_text(request: dict[str, Any]) -> str:
-    """Call the prosody tool in the env's text form, then answer from what it said."""
-    replies = sum(1 for m in request["messages"] if m.get("role") == "assistant")
-    if replies == 0:
-        return '<tool_call>{"name": "get_prosody_features", "arguments": {"detail": "summary"}}</tool_call>'
-    label = "sarcastic" if "WIDE" in request["messages"][-1]["content"] else "sincere"
-    return f'<final>{{"label": "{label}", "confidence": 0.75}}</final>'
-
-
-def played_directly(info: dict[str, Any]) -> tuple[float, dict[str, float]]:
-    """The return and final components of the same scripted replies played on the env itself."""
-    env = affectgym.make(info["env"], split=info["split"], **info["env_kwargs"])
-    observation, _ = env.reset(seed=info["seed"], options={"scenario_id": info["scenario_id"]})
-    messages, total = [{"role": "user", "content": observation}], 0.0
-    while True:
-        reply = scripted_in_text({"messages": messages})
-        observation, reward, terminated, truncated, step_info = env.step(reply)
-        total += reward
-        if terminated or truncated:
-            return total, step_info["reward_components"]
-        messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": observation}]
-
-
-def test_verifiers_v1_eval_of_the_taskset_gives_affectgyms_returns_and_components_and_ends_on_the_answer(tmp_path):
-    command = Path(sys.executable).with_name("eval")  # verifiers' v1 evaluation command
-    with OpenAIServer(scripted_in_text) as server:
-        result = subprocess.run(
-            [str(command), "affectgym-verifiers", "--env.taskset.env", SARCASM, "--env.player.harness.id", "null",
-             "--env.player.runtime.type", "subprocess", "-m", "test-model", "--client.base-url", server.url,
-             "--client.api-key-var", "VF_TEST_KEY", "-n", "3", "-c", "3", "--no-push", "--no-serve", "--no-rich",
-             "-o", str(tmp_path / "v1")],
-            capture_output=True, text=True, timeout=600, cwd=tmp_path,
-            env={**os.environ, "VF_TEST_KEY": "sk-test", "PATH": os.pathsep.join([str(command.parent), os.environ["PATH"]])})
-    assert result.returncode == 0, result.stderr[-3000:]
-    (traces_file,) = (tmp_path / "v1").rglob("traces.jsonl")
-    episodes = [json.loads(line) for line in traces_file.read_text().splitlines()]
-    assert len(episodes) == 3
-    for episode in episodes:
-        (trace,) = episode["traces"]
-        if any("failed to prepare uv script" in str(error) for error in trace["errors"]):
-            pytest.skip("verifiers' null harness could not install its program (uv sync --script needs the package index)")
-        assert trace["errors"] == [] and not server.requests[0].get("tools"), "tool calls travel in the text"
-        expected, components = played_directly(episode["task"]["data"]["info"])
-        assert trace["rewards"]["affectgym_reward"]["score"] == pytest.approx(expected, abs=1e-12)
-        assert trace["metrics"] == pytest.approx(components, abs=1e-12)
-        last = trace["nodes"][-1]["message"]
-        assert last["role"] == "assistant" and last["content"].startswith("<final>"), "nothing after the answer"

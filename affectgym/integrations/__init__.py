@@ -1,10 +1,10 @@
-"""affectgym envs on other engines: served over OpenEnv, loaded as verifiers environments.
+"""affectgym envs on other engines: served over OpenEnv, evaluated as verifiers tasksets.
 
 * :mod:`affectgym.integrations.openenv`: ``affectgym serve ENV_ID`` (an OpenEnv-compatible
   HTTP + WebSocket server, one env per session) and :class:`~affectgym.integrations.openenv.client.RemoteEnv`,
   the Gymnasium env that plays a served env (what ``affectgym eval --env-url`` uses);
-* :mod:`affectgym.integrations.verifiers`: ``load_environment(env_id, **env_kwargs)``, a
-  verifiers multi-turn environment whose rubric is the env's own ``score``.
+* :mod:`affectgym.integrations.verifiers`: the verifiers taskset ``affectgym-verifiers`` (one
+  task per scenario) and the env that plays its episodes, scored by the env's own rubric.
 
 Both need their extra (``pip install 'affectgym[serve]'`` or ``'affectgym[verifiers]'``);
 the packages are imported only when one of these is used, so ``import affectgym`` never

@@ -1,62 +1,62 @@
-"""An affectgym env as a verifiers environment: ``load_environment(env_id, **env_kwargs)``.
+"""An affectgym env as a verifiers taskset: one task per scenario, an env that plays each episode.
 
-The environment is verifiers' multi-turn environment (``vf.MultiTurnEnv``, the classic
-API that ``vf-eval`` and prime-rl load), for every affectgym env: tool calls, retries after
-an invalid message and dialogue turns all take turns, so even a single-answer env is
-multi-turn. The env does the work, through its public contract only:
+verifiers (0.4, ``import verifiers.v1 as vf``) splits an environment into a
+:class:`verifiers.v1.Taskset` (the rows) and a :class:`verifiers.v1.Env` whose ``run`` drives
+each rollout. Here:
 
-* dataset: one row per scenario of the split (``prompt`` = the chat ``reset`` opens with,
-  ``info`` = the scenario id, split and seed), ``eval_dataset`` the same for ``eval_split``;
-  no gold label is in a row;
-* tools: the env's tool schemas, given to the model as verifiers tools; a reply's tool calls
-  go to the env as one ``step`` (its ``<tool_call>`` text, as
-  :func:`~affectgym.agents.openai_agent.action_from_message` writes it for any
-  OpenAI-compatible agent), and the env's tool outputs come back as the ``tool`` messages
-  of those calls; a reply without tool calls is a message for the env to read (an answer,
-  or something it rejects, as it would in process);
-* turns: the env's own (its turn limit truncates; verifiers' limit is off), and the rollout
-  ends when the env's episode ends;
-* rubric: calls the env's own ``score(scenario, final_text, trace)`` on the episode the
-  rollout played (one reward path: what the env pays in process, up to float rounding of
-  the step sum), weight 1 as ``episode_reward``, and logs each rubric component as a
-  metric of its own (weight 0). A rollout verifiers stopped early (an error, a timeout) is
-  scored as unanswered, as the env scores a truncated episode.
+* the taskset is an affectgym text env's scenarios of one split: one task per scenario, its
+  opening chat the prompt (system prompt, any history, first observation; no gold label),
+  seeded as ``affectgym eval`` seeds its first episode (:func:`scenario_rows`);
+* the env plays the user side host-side, as verifiers' own TextArena and OpenEnv envs do: each
+  reply of the model is one ``env.step`` on an env from a pool (:class:`EnvPool`), the next
+  observation comes back as the user turn, and the episode's end ends the exchange (nothing is
+  appended after the last reply). Tool calls travel in the text, in the env's own
+  ``<tool_call>`` form (the system prompt says how), so any harness that chats can play; the
+  default seat is verifiers' ``null`` harness (plain chat) on the local ``subprocess`` runtime;
+* the task scores: its reward ``affectgym_reward`` is the episode's return (the number
+  ``affectgym eval`` reports), and each reward component of the env's rubric is a metric. An
+  episode that verifiers stopped before the env ended it (a turn or token cap) gets what the
+  env pays when it truncates one: the score of the episode so far, unanswered.
 
-Each rollout plays its own env instance, taken from a pool (one per split) when the
-rollout starts and returned once it is scored. ``state["affectgym_outcome"]`` and
-``state["affectgym_step_rewards"]`` hold the env's outcome and step rewards (``vf-eval -C
-affectgym_outcome,affectgym_step_rewards`` saves them).
+verifiers' model-free ``vf-validate`` checks each task: ``gold``, the env's reference answer
+(what ``check_env`` holds its canaries against) scores above doing nothing; ``noop``, a task no
+one played (the env's score of no answer) stays below verifiers' solved mark, 1.0.
 
-With vf-eval, name the env with ``env`` (vf-eval passes an ``env_id`` of its own)::
+The taskset id ``affectgym-verifiers`` is the top-level module :mod:`affectgym_verifiers`,
+which exports this module's taskset and env::
 
-    vf-eval affectgym.integrations.verifiers -a '{"env": "affectgym/Sarcasm-v0"}' -m MODEL -b URL
+    vf-eval affectgym-verifiers --env.taskset.env affectgym/Sarcasm-v0 -m MODEL --client.base-url URL --no-push
+    vf-validate affectgym-verifiers --taskset.env affectgym/Sarcasm-v0
 
-Needs ``pip install 'affectgym[verifiers]'``; verifiers is imported when an environment is loaded.
+Needs ``pip install 'affectgym[verifiers]'``.
 """
 
 from __future__ import annotations
 
 import functools
+import json
+import logging
 import math
-import signal
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from affectgym.agents.openai_agent import action_from_message
+import affectgym
 from affectgym.eval.runner import episode_seed
 from affectgym.integrations.openenv.app import check_text_env
 
-#: The env id ``load_environment`` serves when none is given.
-DEFAULT_ENV_ID = "affectgym/Sarcasm-v0"
-#: State keys of the rollout's env, the env's outcome and its step rewards.
-ENV_KEY, OUTCOME_KEY, STEP_REWARDS_KEY = "affectgym_env", "affectgym_outcome", "affectgym_step_rewards"
-RESULT_KEY = "affectgym_result"
+try:
+    import verifiers.v1 as vf
+except ImportError as error:
+    raise ImportError("verifiers is not installed; it comes with pip install 'affectgym[verifiers]'") from error
+from pydantic import Field, field_validator
+
+logger = logging.getLogger(__name__)
 
 
 class EnvPool:
-    """Env instances of one id, kwargs and split, reused across rollouts (making one is slow).
+    """Env instances of one id and kwargs, reused across rollouts (making one is slow).
 
     Args:
         env_id: A registered env id.
@@ -74,8 +74,6 @@ class EnvPool:
         with self._lock:
             if self._idle:
                 return self._idle.pop()
-        import affectgym
-
         return affectgym.make(self.env_id, **self.env_kwargs)
 
     def give_back(self, env: Any) -> None:
@@ -84,8 +82,14 @@ class EnvPool:
             self._idle.append(env)
 
 
+@functools.cache
+def env_pool(env_id: str, env_kwargs_json: str) -> EnvPool:
+    """The pool of envs of one id and options (``split`` included, as JSON), shared by this process's rollouts."""
+    return EnvPool(env_id, json.loads(env_kwargs_json))
+
+
 def scenario_rows(env: Any, seed: int = 0) -> dict[str, list[Any]]:
-    """The dataset columns of ``env``'s split: ``prompt`` (the opening chat) and ``info``, one row per scenario.
+    """The opening chat (``prompt``) and ``info`` of each scenario of ``env``'s split, in the env's order.
 
     ``info`` holds ``scenario_id``, ``split`` and ``seed`` (the seed of the episode, as
     :func:`~affectgym.eval.runner.episode_seed` gives rollout 0 of an ``affectgym eval``).
@@ -100,53 +104,11 @@ def scenario_rows(env: Any, seed: int = 0) -> dict[str, list[Any]]:
     return rows
 
 
-def message_action(message: Any) -> str:
-    """The env action of a verifiers assistant message: its text, then its tool calls as ``<tool_call>`` text.
-
-    >>> class Call:
-    ...     name, arguments = "get_transcript", "{}"
-    >>> class Message:
-    ...     content, tool_calls = "Let me read it.", [Call()]
-    >>> message_action(Message())
-    'Let me read it.\\n<tool_call>{"name": "get_transcript", "arguments": {}}</tool_call>'
-    """
-    content = message.content
-    if isinstance(content, list):  # content parts: the text ones are the message
-        content = "".join(getattr(part, "text", None) or (part.get("text", "") if isinstance(part, Mapping) else "") for part in content)
-    calls = [{"function": {"name": call.name, "arguments": call.arguments}} for call in message.tool_calls or []]
-    return action_from_message(content, calls)
-
-
-def reply_messages(call_ids: list[str], observation: str, new_messages: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The chat messages that answer a model reply, from what the env added to its chat for it.
-
-    Each of the reply's tool calls gets a ``tool`` message: the env's output for it, in
-    order, or the env's observation when the env ran no call for it (a malformed call, a
-    call in a message it rejected); errors the env adds after the outputs follow as a user
-    message. A reply without tool calls gets the observation as a user message.
-
-    >>> reply_messages(["c1"], "out", [{"role": "assistant"}, {"role": "tool", "content": "out"}])
-    [{'role': 'tool', 'tool_call_id': 'c1', 'content': 'out'}]
-    >>> reply_messages([], "Error: no answer", [{"role": "assistant"}, {"role": "user", "content": "Error: no answer"}])
-    [{'role': 'user', 'content': 'Error: no answer'}]
-    """
-    if not call_ids:
-        return [{"role": "user", "content": observation}]
-    outputs = [str(m.get("content") or "") for m in new_messages if m.get("role") == "tool"]
-    answers = [
-        {"role": "tool", "tool_call_id": call_id, "content": outputs[i] if i < len(outputs) else observation}
-        for i, call_id in enumerate(call_ids)
-    ]
-    if len(outputs) >= len(call_ids):
-        answers += [{"role": "user", "content": str(m.get("content") or "")} for m in new_messages if m.get("role") == "user"]
-    return answers
-
-
 def episode_result(env: Any) -> Any:
     """The env's own score of the episode ``env`` played (or is playing): a ``RubricResult``.
 
-    The final text is the answer that ended the episode (the trace's ``final`` entry);
-    an episode without one (truncated, or stopped by verifiers) is scored as unanswered.
+    The final text is the answer that ended the episode (the trace's ``final`` entry); an
+    episode without one (truncated, stopped early, or not started) is scored as unanswered.
     """
     base = env.unwrapped
     trace = base.trace
@@ -154,200 +116,154 @@ def episode_result(env: Any) -> Any:
     return base.score(base.scenario, final_text, trace)
 
 
-@functools.cache
-def _classes() -> dict[str, type]:
-    import verifiers as vf
+def component_values(components: Mapping[str, float | None]) -> dict[str, float]:
+    """Reward components as metrics: a component the env could not compute (a failed judge) is NaN.
 
-    class AffectRubric(vf.Rubric):
-        """The env's own ``score`` as the reward (``episode_reward``), each component as a metric."""
-
-        def __init__(self, component_names: list[str], pools: Mapping[str, EnvPool]):
-            super().__init__()
-            self.pools = pools
-            self.add_reward_func(self.episode_reward, weight=1.0)
-            for name in component_names:
-                self.add_metric(_component_metric(name), weight=0.0)
-
-        async def episode_reward(self, state: Any) -> float:
-            """The env's score of the rollout's episode."""
-            return float(_result(state).total)
-
-        @vf.cleanup
-        async def return_env(self, state: Any) -> None:
-            """Give the rollout's env back to its pool, once the rollout is scored."""
-            env = state.pop(ENV_KEY, None)
-            if env is not None:
-                self.pools[env.unwrapped.split].give_back(env)
-
-    class AffectGymEnv(vf.MultiTurnEnv):
-        """An affectgym env as a verifiers multi-turn environment (see the module docstring)."""
-
-        def __init__(self, pools: Mapping[str, EnvPool], **kwargs: Any):
-            super().__init__(max_turns=-1, **kwargs)
-            self.pools = pools
-
-        async def setup_state(self, state: Any) -> Any:
-            """Start the rollout's episode on a pooled env: the scenario and seed of its row."""
-            info = state["info"]
-            env = self.pools[info["split"]].take()
-            env.reset(seed=info["seed"], options={"scenario_id": info["scenario_id"]})
-            state[ENV_KEY] = env
-            state[STEP_REWARDS_KEY] = []
-            state[OUTCOME_KEY] = {}
-            return state
-
-        async def env_response(self, messages: Any, state: Any, **kwargs: Any) -> Any:
-            """Step the env with the model's last reply; end the rollout when the episode ends."""
-            env = state[ENV_KEY]
-            reply = messages[-1]
-            before = len(env.unwrapped.messages)
-            observation, reward, terminated, truncated, info = env.step(message_action(reply))
-            state[STEP_REWARDS_KEY].append(float(reward))
-            answer = reply_messages([call.id for call in reply.tool_calls or []], observation, info["messages"][before:])
-            if terminated or truncated:
-                state[OUTCOME_KEY] = info.get("outcome") or {}
-                # The episode is over: its tool results stay, the env's closing words ("the
-                # episode is over") would be a synthetic user turn at the transcript's end.
-                state["final_env_response"] = [m for m in answer if m["role"] != "user"]
-            return answer
-
-    for cls in (AffectRubric, AffectGymEnv):
-        cls.__qualname__ = cls.__name__
-    return {"AffectRubric": AffectRubric, "AffectGymEnv": AffectGymEnv}
-
-
-def _result(state: Any) -> Any:
-    # Scored once per rollout: the reward and every component metric read the same result.
-    if RESULT_KEY not in state:
-        state[RESULT_KEY] = episode_result(state[ENV_KEY])
-    return state[RESULT_KEY]
-
-
-def _component_metric(name: str) -> Any:
-    async def metric(state: Any) -> float:
-        value = _result(state).components.get(name)
-        return math.nan if value is None else float(value)  # None: the judge failed on this rollout
-
-    metric.__name__ = name
-    return metric
-
-
-def load_environment(
-    env_id: str | None = None, *, env: str | None = None, eval_split: str = "eval", **env_kwargs: Any
-) -> Any:
-    """An affectgym env as a verifiers environment (see the module docstring).
-
-    Args:
-        env_id: A registered env id (built-in or from a plug-in); default ``affectgym/Sarcasm-v0``.
-        env: The same, under the name vf-eval's ``-a/--env-args`` can pass (it gives
-            ``load_environment`` an ``env_id`` of its own).
-        eval_split: The split of ``eval_dataset`` (built when first asked for).
-        env_kwargs: Keyword arguments of ``affectgym.make``; ``split`` (default ``"train"``)
-            is the split of ``dataset``.
-
-    Returns:
-        A ``vf.MultiTurnEnv``: ``dataset`` and ``eval_dataset`` of scenarios, the env's tools,
-        the env's rubric. Its logger (verifiers' own, shown by ``vf-eval``) says which split
-        each dataset is, and the process's SIGINT and SIGTERM handlers are as they were
-        (:func:`process_signal_handlers_kept`).
-
-    Raises:
-        ValueError: Both ``env_id`` and ``env``, an unknown env id, or an env that is not a text env.
-        ImportError: verifiers is not installed (``pip install 'affectgym[verifiers]'``).
-
-    >>> vf_env = load_environment("affectgym/Sarcasm-v0", split="eval")  # doctest: +SKIP
-    >>> vf_env.evaluate_sync(client, model="my-model", num_examples=4)  # doctest: +SKIP
+    >>> component_values({"correctness": 1.0, "style": None})
+    {'correctness': 1.0, 'style': nan}
     """
-    from affectgym.integrations import require
+    return {name: math.nan if value is None else float(value) for name, value in components.items()}
 
-    require("verifiers", "verifiers")
-    if env_id is not None and env is not None:
-        raise ValueError(f"name the env once: env_id={env_id!r} or env={env!r}, not both")
-    env_id = env_id or env or DEFAULT_ENV_ID
-    import datasets
-    import gymnasium as gym
 
-    import affectgym
+class AffectGymConfig(vf.TasksetConfig):
+    """Which affectgym env, split and options the taskset serves."""
 
-    if env_id not in gym.registry:
-        raise ValueError(f"unknown env id {env_id!r}; registered affectgym envs: {', '.join(affectgym.list_envs())}")
-    kind_probe = affectgym.make(env_id, **env_kwargs)  # as given: a numeric env may take no split at all
-    check_text_env(kind_probe, env_id)
-    kind_probe.close()
-    split = env_kwargs.pop("split", "train")
-    pools = {name: EnvPool(env_id, {**env_kwargs, "split": name}) for name in dict.fromkeys((split, eval_split))}
-    probe = pools[split].take()
-    rows = scenario_rows(probe)
-    base = probe.unwrapped
-    components = [criterion.name for criterion in base.rubric.criteria]
-    tools = [
-        {"name": f["name"], "description": f.get("description", ""), "parameters": f["parameters"]}
-        for f in (schema["function"] for schema in base.tool_schemas)
-    ]
-    pools[split].give_back(probe)
+    env: str = "affectgym/Sarcasm-v0"
+    """A registered affectgym text env id."""
+    split: str = "eval"
+    """The split whose scenarios are the tasks."""
+    env_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Keyword arguments of ``affectgym.make`` (besides ``split``)."""
 
-    def eval_rows() -> Any:
-        shown = pools[eval_split].take()
+    @field_validator("env")
+    @classmethod
+    def _registered(cls, env_id: str) -> str:
+        if env_id not in affectgym.list_envs():
+            raise ValueError(f"unknown env id {env_id!r}; registered affectgym envs: {', '.join(affectgym.list_envs())}")
+        return env_id
+
+
+class AffectGymData(vf.TaskData):
+    """One scenario: the env to make and the episode to reset it to."""
+
+    info: dict[str, Any]
+    """``env``, ``split``, ``env_kwargs``, ``scenario_id`` and ``seed``."""
+
+
+class AffectGymState(vf.State):
+    """What the rollout's episode paid, set by :class:`AffectGymEnv` before the task scores it."""
+
+    episode_return: float | None = None
+    """The episode's return; ``None`` while no episode was played."""
+    reward_components: dict[str, float] = Field(default_factory=dict)
+    """The env's reward components of the episode."""
+
+    def record(self, episode_return: float, components: Mapping[str, float | None]) -> None:
+        """Keep what the episode paid, its components as metrics (:func:`component_values`)."""
+        self.episode_return, self.reward_components = float(episode_return), component_values(components)
+
+
+class AffectGymTask(vf.Task[AffectGymData, AffectGymState, vf.TaskConfig]):
+    """A scenario of an affectgym env, scored by the env's own rubric."""
+
+    @contextmanager
+    def episode_env(self) -> Iterator[Any]:
+        """A pooled env reset to this task's scenario and seed, given back to its pool afterwards."""
+        info = self.data.info
+        pool = env_pool(info["env"], json.dumps({**info["env_kwargs"], "split": info["split"]}, sort_keys=True))
+        env = pool.take()
         try:
-            return datasets.Dataset.from_dict(scenario_rows(shown))
+            env.reset(seed=info["seed"], options={"scenario_id": info["scenario_id"]})
+            yield env
         finally:
-            pools[eval_split].give_back(shown)
+            pool.give_back(env)
 
-    classes = _classes()
-    with process_signal_handlers_kept():
-        vf_env = classes["AffectGymEnv"](
-            pools,
-            dataset=datasets.Dataset.from_dict(rows),
-            eval_dataset=eval_rows,
-            rubric=classes["AffectRubric"](components, pools),
-            tool_defs=tools or None,
-        )
-    vf_env.logger.info(
-        "%s: dataset is split %r (%d scenarios), eval_dataset is split %r", env_id, split, len(rows["prompt"]), eval_split
-    )
-    return vf_env
+    def scored(self, trace: vf.Trace) -> AffectGymState:
+        """The trace's episode result; for a task no one played, the env's score of no answer."""
+        state = trace.state
+        if state.episode_return is None:
+            with self.episode_env() as env:
+                result = episode_result(env)
+            state.record(result.total, result.components)
+        return state
 
+    @vf.reward
+    async def affectgym_reward(self, trace: vf.Trace) -> float:
+        """The episode's return: what ``affectgym eval`` reports for the same replies."""
+        return self.scored(trace).episode_return
 
-@contextmanager
-def process_signal_handlers_kept() -> Iterator[None]:
-    """Put back the SIGINT and SIGTERM handlers that the block replaced.
+    @vf.metric
+    async def reward_components(self, trace: vf.Trace) -> dict[str, float]:
+        """Each reward component of the env's rubric, under its own name."""
+        return self.scored(trace).reward_components
 
-    verifiers' classic ``Environment`` installs process-wide handlers when it is built (its
-    teardown, then ``exit(143)`` on SIGTERM): in a test run or a trainer that loads the env,
-    a SIGTERM would then end as that env's exit instead of the host's own handling. Its
-    teardown still runs at exit (``atexit``). Outside the main thread no handler can change,
-    and nothing is put back.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    kept: dict[signal.Signals, Callable[..., Any] | int | None] = {
-        sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)
-    }
-    try:
-        yield
-    finally:
-        for sig, handler in kept.items():
-            # None: a handler installed outside Python, which getsignal cannot hand back
-            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+    async def validate(self, runtime: Any) -> bool:
+        """The gold check: the env's reference answer scores above doing nothing (no answer)."""
+        with self.episode_env() as env:
+            base = env.unwrapped
+            reference_text, reference_trace = base.reference_answer(base.scenario)
+            reference = base.score(base.scenario, reference_text, reference_trace).total
+            nothing = episode_result(env).total
+        logger.info("%s: reference answer %.4f, no answer %.4f", self.data.name, reference, nothing)
+        return bool(reference > nothing)
 
 
-def __getattr__(name: str) -> Any:
-    # The verifiers classes are built on first use: verifiers loads only when it is needed.
-    if name in ("AffectGymEnv", "AffectRubric"):
-        return _classes()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+class AffectGymEnvConfig(vf.EnvConfig):
+    """The one seat, the model playing the env's agent: by default plain chat on this machine."""
+
+    player: vf.AgentConfig = vf.AgentConfig(harness={"id": "null"}, runtime=vf.SubprocessConfig())
 
 
-# AffectGymEnv and AffectRubric resolve through the module __getattr__ above.
-__all__ = [  # noqa: F822
-    "DEFAULT_ENV_ID",
+class AffectGymEnv(vf.Env[AffectGymEnvConfig]):
+    """Plays one affectgym episode per rollout: the model's replies are the env's actions."""
+
+    async def run(self, task: AffectGymTask, agents: Any) -> None:
+        """Step the env with each reply until the episode ends; leave its return on the trace's state."""
+        with task.episode_env() as env:
+            async with agents.player.interaction(task) as interaction:
+                trace, step_rewards = interaction.trace, []
+                segment = await interaction.turn()
+                while not segment.terminated:
+                    observation, reward, terminated, truncated, step_info = env.step(segment.last_reply)
+                    step_rewards.append(float(reward))
+                    if terminated or truncated:
+                        trace.state.record(math.fsum(step_rewards), step_info.get("reward_components", {}))
+                        trace.info["affectgym_outcome"] = step_info.get("outcome") or {}
+                        break
+                    segment = await interaction.turn(observation)
+                else:  # verifiers stopped the exchange first: what the env pays when it truncates
+                    result = episode_result(env)
+                    trace.state.record(result.total, result.components)
+                trace.info["affectgym_step_rewards"] = step_rewards
+
+
+class AffectGymTaskset(vf.Taskset[AffectGymTask, AffectGymConfig]):
+    """The scenarios of an affectgym text env's split, one task each."""
+
+    def load(self) -> Iterator[AffectGymTask]:
+        """One task per scenario id, in the env's order, named ``ENV_ID:SPLIT:SCENARIO_ID``."""
+        config = self.config
+        probe = affectgym.make(config.env, split=config.split, **config.env_kwargs)
+        check_text_env(probe, config.env)
+        rows = scenario_rows(probe)
+        probe.close()
+        logger.info("%s: %d tasks, the scenarios of split %r", config.env, len(rows["prompt"]), config.split)
+        for prompt, row in zip(rows["prompt"], rows["info"], strict=True):
+            info = {"env": config.env, "env_kwargs": dict(config.env_kwargs), **row}
+            name = f"{config.env}:{row['split']}:{row['scenario_id']}"
+            yield AffectGymTask(AffectGymData(name=name, prompt=prompt, info=info), config.task)
+
+
+__all__ = [
+    "AffectGymConfig",
     "AffectGymEnv",
-    "AffectRubric",
+    "AffectGymEnvConfig",
+    "AffectGymState",
+    "AffectGymTask",
+    "AffectGymTaskset",
     "EnvPool",
+    "component_values",
+    "env_pool",
     "episode_result",
-    "load_environment",
-    "message_action",
-    "reply_messages",
     "scenario_rows",
 ]
