@@ -576,7 +576,7 @@ class AffectEnv(gym.Env[str, str]):
             "turn": self._turn,
             "max_turns": self.max_turns,
             "reward_components": dict(components),
-            "tool_data": dict(self._tool_data),
+            "tool_data": copy.deepcopy(self._tool_data),  # a few tools' numbers: each step's own copy, as Gymnasium asks
             "unscored": dict(scored.unscored) if scored is not None else {},
             "judge_failures": _judge_failed(scored),
             **self.episode_info(self.scenario),
@@ -617,7 +617,7 @@ class AffectEnv(gym.Env[str, str]):
             data = self.tool_data(call.name, call.arguments) if ok else None
             if data is not None:
                 entry["data"] = data
-                self._tool_data[call.name] = copy.deepcopy(data)
+                self._tool_data[call.name] = data
             self._trace.append(entry)
             self._messages.append({"role": "tool", "tool_call_id": call.call_id, "name": call.name, "content": output})
             outputs.append(f"[{call.name}]\n{output}" if len(calls) > 1 else output)
