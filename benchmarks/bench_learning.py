@@ -4,7 +4,7 @@ The embedded SmolLM2-135M-Instruct is trained with GRPO (TRL, flat mode, LoRA on
 layers) on ``affectgym/Sarcasm-v0``'s train split (corpus v2: no single cue decides the
 label), through the env's own reward functions, in the short form a 2-core CPU can afford
 (:mod:`affectgym.train.recipes`): a flat prompt (the context, the line and the delivery) and a
-yes/no answer to "is the line sarcastic?" (``reward="label"`` with the format weight at
+yes/no answer to "is the line sarcastic?" (``rubric="label"`` with the format weight at
 0.05: 0.70 signed correctness + 0.05 format). Three arms:
 
 * ``base``: the untrained model (greedy decoding: the same on every seed, played once);
