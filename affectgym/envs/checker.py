@@ -262,7 +262,7 @@ def check_env(
         _run(report, "fuzz", lambda: _fuzz(base, report, fuzz_actions, seed))
     report.results = run_checks(EnvUnderTest(env, max_scenarios=max_scenarios, seed=seed))
     for result in report.results:
-        lines = [f"{result.name}: {line}" for line in result.evidence]
+        lines = [f"{line} ({result.name})" for line in result.evidence]
         if result.status in (FAIL, ERROR) and result.check_id not in CHECK_ENV_WARNINGS:
             report.problems += lines
         elif result.status in (FAIL, ERROR, SKIP):

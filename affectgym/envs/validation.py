@@ -442,7 +442,7 @@ def check_reward_well_formed(subject: EnvUnderTest) -> CheckResult:
     if problems:
         return CheckResult(
             "runtime.reward_well_formed", FAIL, measured,
-            [f"{len(problems)} of {len(rewards)} rewards: " + "; ".join(sorted(set(problems))[:5])],
+            [f"{len(problems)} of {len(rewards)} rewards ill-formed: " + "; ".join(sorted(set(problems))[:5])],
             "keep every step reward and score() total finite and inside reward_range (derived from score_bounds())",
         )
     return CheckResult(

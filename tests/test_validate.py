@@ -1,0 +1,249 @@
+"""``affectgym validate``: OpenEnv RFC 008's checks on every built-in env, and each one failing on a broken toy env."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+from toy_env import ToyMoodEnv, correct, read_first
+
+import affectgym
+from affectgym.cli import main
+from affectgym.envs.checker import check_env
+from affectgym.envs.validation import (
+    CHECKS,
+    EnvUnderTest,
+    ValidationDeclaration,
+    check_verifier_determinism,
+    validate,
+)
+from affectgym.rewards.rubric import Criterion, Rubric
+
+#: Offline scorers of the envs that score with a classifier.
+OFFLINE = {"affectgym/EmotionStyle-v0": {"classifier": "nade"}, "affectgym/EmpatheticDialogue-v0": {"classifier": "nade"}}
+#: What validate finds on the built-in envs today (measured; see docs/validate.md): their reference
+#: answers do not reach the top of reward_range, and the numeric env has no oracle.
+KNOWN_FAILURES = {
+    "affectgym/EmotionStyle-v0": {"oracle_max"},
+    "affectgym/EmpatheticDialogue-v0": {"oracle_max"},
+    "affectgym/EmotionStateText-v0": {"oracle_max"},
+    "affectgym/EmotionState-v0": {"oracle_max"},
+}
+#: Checks a numeric env cannot run (no oracle, canaries or text view), skipped with the reason.
+NUMERIC_SKIPS = {"floor_gap", "canary_floor", "no_solution_leakage", "verifier_determinism"}
+
+
+@pytest.mark.parametrize("env_id", affectgym.list_envs())
+def test_validate_runs_every_check_on_every_builtin_env_and_exits_as_openenv_validate(env_id, capsys):
+    argv = ["validate", env_id, "--max-scenarios", "3", "--json"]
+    if env_id in OFFLINE:
+        argv += ["--env-kwargs", json.dumps(OFFLINE[env_id])]
+    code = main(argv)
+    report = json.loads(capsys.readouterr().out)
+    statuses = {result["check_id"].split(".", 1)[1]: result["status"] for result in report["results"]}
+    assert [result["check_id"] for result in report["results"]] == list(CHECKS)
+    failing = {name for name, status in statuses.items() if status in ("fail", "error")}
+    assert failing == KNOWN_FAILURES.get(env_id, set()), report["results"]
+    skipped = {name for name, status in statuses.items() if status == "skip"}
+    assert skipped == (NUMERIC_SKIPS if env_id == "affectgym/EmotionState-v0" else set())
+    assert report["verdict"] == ("fail" if failing else "pass") and code == (1 if failing else 0)
+    assert report["validation"]["reward"]["range"][1] == 1.0
+
+
+def test_the_table_is_plain_lines_with_one_row_a_check_and_the_verdict_when_stdout_is_not_a_terminal(capsys):
+    assert main(["validate", "affectgym/SpeechEmotion-v0", "--max-scenarios", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("validate affectgym/SpeechEmotion-v0")
+    assert [line.split()[:2] for line in lines[1:9]] == [["PASS", name.split(".")[1]] for name in CHECKS]
+    assert lines[-1] == "verdict: PASS" and not any("\x1b[" in line for line in lines)
+
+
+def test_an_unknown_env_id_exits_2_naming_the_registered_ones(capsys):
+    assert main(["validate", "affectgym/NoSuchEnv-v0"]) == 2
+    assert "affectgym/Sarcasm-v0" in capsys.readouterr().err
+
+
+def test_a_tolerance_outside_openenvs_policy_bounds_is_refused_naming_the_bound(capsys):
+    assert main(["validate", "affectgym/Sarcasm-v0", "--oracle-tolerance", "0.3"]) == 1
+    assert "oracle_tolerance 0.3 is outside OpenEnv policy v2's bound [0, 0.1]" in capsys.readouterr().err
+
+
+def test_an_env_that_cannot_be_made_exits_3_as_an_internal_error(capsys):
+    assert main(["validate", "affectgym/Sarcasm-v0", "--env-kwargs", '{"no_such_argument": 1}']) == 3
+    assert "internal error" in capsys.readouterr().err
+
+
+def test_the_openenv_yaml_block_declares_range_tolerances_tools_and_tasks(capsys):
+    yaml = pytest.importorskip("yaml")
+    assert main(["validate", "affectgym/Sarcasm-v0", "--max-scenarios", "2", "--openenv-yaml"]) == 0
+    block = yaml.safe_load(capsys.readouterr().out)["validation"]
+    assert block["reward"] == {"range": [-0.2, 1.0], "oracle_tolerance": 0.05, "floor_margin": 0.1}
+    assert block["capabilities"]["declared_tools"] == ["get_transcript", "get_prosody_features", "get_pitch_contour"]
+    assert block["capabilities"]["llm_judged"] is False and block["capabilities"]["declared_task_count"]["train"] > 100
+    assert "judge" not in block and set(block["resources"]) == {"cpu", "memory_mb", "disk_mb", "episode_timeout_s"}
+
+
+def test_openenvs_own_parser_accepts_the_block(tmp_path: Path):
+    parsers = pytest.importorskip("openenv.validation.parsers.openenv_yaml", reason="needs openenv>=0.10")
+    report = validate("affectgym/Sarcasm-v0", max_scenarios=2, replays=2)
+    (tmp_path / "openenv.yaml").write_text(f"name: sarcasm\nversion: 0.1.0\n{report.to_openenv_yaml()}", encoding="utf-8")
+    manifest = parsers.OpenEnvYamlParser().parse(tmp_path)
+    assert manifest.reward.range == (-0.2, 1.0) and manifest.capabilities.declared_tools[0] == "get_transcript"
+
+
+# ------------------------------------------------------------------ each check failing on a broken toy env
+class OutOfRangeEnv(ToyMoodEnv):
+    """Declares scores up to 0.5 while its rubric pays up to 1."""
+
+    score_range = (0.0, 0.5)
+
+
+class CountingStartEnv(ToyMoodEnv):
+    """Starts each episode on the next note, whatever the seed."""
+
+    started = itertools.count()
+
+    def start_episode(self, options):
+        if options:
+            return super().start_episode(options)
+        return self.scenarios[next(self.started) % len(self.scenarios)]
+
+
+class DriftingEnv(ToyMoodEnv):
+    """Reports a different outcome each time an episode ends."""
+
+    ended = itertools.count()
+
+    def outcome(self, scenario, answer, result):
+        return {"episode_number": next(self.ended)}
+
+
+class UnreachableTopEnv(ToyMoodEnv):
+    """Declares scores up to 2 that no answer reaches."""
+
+    score_range = (0.0, 2.0)
+
+
+class PaysForSilenceEnv(ToyMoodEnv):
+    """Pays 0.95 for no answer, 1 for the right one."""
+
+    def __init__(self, **kwargs):
+        silence = Criterion("silence", lambda note, reply, trace: 0.95 * (reply.answer is None), 1.0)
+        rubric = Rubric([Criterion("correct", correct, 0.8), Criterion("read_first", read_first, 0.2), silence])
+        super().__init__(rubric=rubric, **kwargs)
+
+    def score_bounds(self):
+        return (0.0, 1.0)
+
+
+class HackableEnv(ToyMoodEnv):
+    """Ships a canary that is its reference answer."""
+
+    def canaries(self, scenario):
+        return {"copy_of_reference": self.reference_answer(scenario)}
+
+
+@pytest.mark.parametrize(
+    ("env_class", "failing", "evidence"),
+    [
+        (OutOfRangeEnv, "reward_well_formed", "outside reward_range (-0.05, 0.5)"),
+        (CountingStartEnv, "seed_control", "reset(seed=0) twice started two different episodes"),
+        (DriftingEnv, "episode_determinism", "replayed differently"),
+        (UnreachableTopEnv, "oracle_max", "oracle below 2 - 0.05 on 6 of 6 scenarios"),
+        (PaysForSilenceEnv, "floor_gap", "doing nothing is within 0.1 of the oracle on 6 of 6 scenarios"),
+        (HackableEnv, "canary_floor", "n01/copy_of_reference: 1.000 > floor 0.000 and >= reference 1.000"),
+    ],
+)
+def test_each_check_fails_on_the_toy_env_broken_its_way_and_only_that_check(env_class, failing, evidence):
+    report = validate(env_class(), replays=2)
+    statuses = {result.name: result.status for result in report.results}
+    assert {name for name, status in statuses.items() if status != "pass"} == {failing}, str(report)
+    result = next(result for result in report.results if result.name == failing)
+    assert evidence in " ".join(result.evidence) and result.remediation
+    assert report.verdict == "fail" and report.exit_code == 1
+
+
+def test_no_solution_leakage_fails_on_a_tool_that_tells_the_label():
+    from affectgym.envs.core import tool
+
+    class TellingEnv(ToyMoodEnv):
+        @tool
+        def read_note(self) -> str:
+            """Read the note."""
+            return f"{self.scenario.text} (writer feels {self.scenario.label})"
+
+    report = validate(TellingEnv(), replays=2)
+    failing = {result.name for result in report.results if result.status != "pass"}
+    assert failing == {"no_solution_leakage"}
+    assert "label flip: scenario 'n01'" in str(report)
+
+
+def test_no_solution_leakage_runs_the_text_memoriser_on_a_leaky_split():
+    report = validate("affectgym/Sarcasm-v0", env_kwargs={"group_by": "clip"}, max_scenarios=3, replays=2)
+    leakage = next(result for result in report.results if result.name == "no_solution_leakage")
+    assert leakage.status == "fail" and "leakage (eval vs train)" in " ".join(leakage.evidence)
+
+
+def test_a_registered_broken_env_fails_the_command_with_exit_1(capsys):
+    gym.register(id="affectgym-test/Hackable-v0", entry_point="test_validate:HackableEnv")
+    try:
+        assert main(["validate", "affectgym-test/Hackable-v0", "--replays", "2"]) == 1
+    finally:
+        del gym.registry["affectgym-test/Hackable-v0"]
+    assert "FAIL  canary_floor" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ the LLM judge's determinism
+@pytest.fixture
+def style_with_judge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """EmotionStyle-v0 scored offline by nade and by an EmotionJudge on DSPy's DummyLM answering ``answers`` in turn."""
+    pytest.importorskip("dspy")
+    from dspy.utils import DummyLM
+
+    from affectgym.envs.emotion_style import EmotionStyleEnv
+
+    monkeypatch.setenv("AFFECTGYM_CACHE", str(tmp_path / "cache"))
+    return lambda answers: EmotionStyleEnv(classifier="nade", judge=DummyLM(answers))
+
+
+def test_verifier_determinism_passes_a_judge_that_rates_alike_and_records_its_pin(style_with_judge):
+    from judge_answers import ratings
+
+    subject = EnvUnderTest(style_with_judge([ratings()] * 30), max_scenarios=1)
+    result = check_verifier_determinism(subject)
+    assert result.status == "pass" and result.measured["replays"] == 20 and result.measured["reward_variance"] == 0
+    pin = result.measured["judge"]
+    assert pin["model"] == "dummy" and pin["version"] and pin["params"]["temperature"] == 0.0
+    assert pin["params"]["verdict_cache"] is True  # the env's judge caches; each replay asked a fresh, uncached one
+
+
+def test_verifier_determinism_fails_a_judge_whose_ratings_swing_between_replays(style_with_judge):
+    from judge_answers import ratings
+
+    swinging = [ratings(), ratings(emotion_match="low", quality="low", intensity=False, authenticity=False)] * 15
+    subject = EnvUnderTest(style_with_judge(swinging), max_scenarios=1)
+    result = check_verifier_determinism(subject)
+    assert result.status == "fail" and result.measured["reward_variance"] > 0.01
+    assert "exceeds the declared 0.01" in result.evidence[0] and "temperature 0" in result.remediation
+
+
+def test_an_llm_judged_env_declares_its_judge_and_variance_in_the_openenv_block(style_with_judge):
+    from judge_answers import ratings
+
+    env = style_with_judge([ratings()] * 400)
+    report = validate(env, max_scenarios=1, replays=2, declaration=ValidationDeclaration(variance_tolerance=0.02))
+    block = report.validation_block()
+    assert block["capabilities"]["llm_judged"] is True and block["reward"]["variance_tolerance"] == 0.02
+    assert block["judge"]["model"] == "dummy"
+
+
+# ------------------------------------------------------------------ check_env runs the same checks
+def test_check_env_runs_the_validate_checks_and_warns_where_validate_fails_calibration():
+    report = check_env(UnreachableTopEnv(), fuzz_actions=50, max_scenarios=3)
+    assert [result.check_id for result in report.results] == list(CHECKS)
+    assert not report.problems and any(w.startswith("oracle below 2") and w.endswith("(oracle_max)") for w in report.warnings)
+    with pytest.raises(AssertionError, match=r"1 canaries score above the floor .*\(canary_floor\)"):
+        check_env(HackableEnv(), fuzz_actions=50, max_scenarios=1)
