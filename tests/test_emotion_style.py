@@ -264,11 +264,28 @@ def test_the_shuffled_target_control_scores_the_classifier_for_another_emotion_a
     assert {shuffled_target(s).emotion for s in honest.scenarios if s.emotion == "joy"} == set(BASIC_LABELS) - {"joy"}
 
 
+def test_the_classifier_only_rubric_pays_p_target_alone_and_logs_the_rules_it_does_not_read() -> None:
+    env = EmotionStyleEnv(classifier=constant_classifier(label="anger"), rubric="classifier-only")
+    scenario = env.get_scenario("es001:anger")
+    hacked = env.score(scenario, "(slams fist) ANGER! I am so angry, angry, angry, angry, angry!", [])
+    assert hacked.total == 1.0 and not any(name.startswith("cap:") for name in hacked.components)
+    assert hacked.components["names_emotion"] == 1.0 and hacked.components["stage_direction"] == 1.0
+    weights = env.rubric.weights
+    assert weights["emotion_probability"] == 1.0 and "judge" not in weights
+    read = {name: weight for name, weight in weights.items() if weight}
+    assert read == {"emotion_probability": 1.0, "invalid_actions": -0.05}, "the env's own price of an empty message stays"
+    assert env.score(env.get_scenario("es001:joy"), "Job interviews. Every single time.", []).total == 0.0
+    judged = EmotionStyleEnv(classifier=constant_classifier(), rubric="classifier-only", judge=dummy_judge({}))
+    assert judged.rubric.weights["emotion_probability"] == 1.0 and not judged.rubric.scorers
+    with pytest.raises(ValueError, match="rubric='classifier-only' reads the classifier alone; pass labels='basic'"):
+        EmotionStyleEnv(classifier=constant_classifier(), rubric="classifier-only", labels="all", judge=dummy_judge({}))
+
+
 def test_emotion_style_takes_a_rubric_of_ones_own_and_refuses_an_unknown_name() -> None:
     short = Rubric([Criterion("short", lambda scenario, reply, trace: float(len(reply.text or "") < 20))])
     env = EmotionStyleEnv(classifier=constant_classifier(), rubric=short)
     assert env.score(env.scenarios[0], "Tides. Moon.", []).total == 1.0 and env.reward_range == (-0.05, 1.0)
-    with pytest.raises(ValueError, match=r"rubric must be one of \['default', 'shuffled-target'\] or a Rubric"):
+    with pytest.raises(ValueError, match=r"rubric must be one of \['default', 'shuffled-target', 'classifier-only'\] or a Rubric"):
         EmotionStyleEnv(classifier=constant_classifier(), rubric="shuffled")
 
 

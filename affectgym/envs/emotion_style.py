@@ -263,8 +263,9 @@ class EmotionStyleEnv(AffectEnv):
     path | EmotionClassifier | callable), ``classifier_device``, ``classifier_options``,
     ``judge`` (None | EmotionJudge | dspy LM), ``judge_url``, ``judge_model``,
     ``judge_api_key_env``, ``judge_config``, ``reward_weights``, ``rubric`` ("default" |
-    "shuffled-target", the control that scores another emotion than the one shown, see
-    :data:`STYLE_RUBRICS` | a :class:`~affectgym.rewards.rubric.Rubric` of one's own),
+    "shuffled-target", the control that scores another emotion than the one shown |
+    "classifier-only", P(target) alone with the rules logged at weight 0, the reward that gets
+    hacked; see :data:`STYLE_RUBRICS` | a :class:`~affectgym.rewards.rubric.Rubric` of one's own),
     ``cap`` (0.60; None turns it off), ``max_turns`` (1), ``invalid_action_penalty`` (0.05),
     ``render_mode``.
 
@@ -327,6 +328,11 @@ class EmotionStyleEnv(AffectEnv):
             judge_api_key_env=judge_api_key_env,
             judge_config=judge_config,
         )
+        if self.open_labels and rubric == "classifier-only":
+            raise ValueError(
+                f"labels {list(self.open_labels)} are outside the classifier's seven {list(EMOTIONS)}, and "
+                "rubric='classifier-only' reads the classifier alone; pass labels='basic' or another rubric"
+            )
         if self.open_labels and self.judge is None:
             raise ValueError(
                 f"labels {list(self.open_labels)} are outside the classifier's seven {list(EMOTIONS)} and only a judge "
@@ -438,7 +444,9 @@ class EmotionStyleEnv(AffectEnv):
         if isinstance(self.style_rubric, Rubric):
             return self.style_rubric.with_weights(self.reward_weights)
         rubric = self._default_rubric()
-        if self.style_rubric == "shuffled-target":
+        if self.style_rubric == "classifier-only":
+            rubric = _classifier_only(rubric)
+        elif self.style_rubric == "shuffled-target":
             rubric = dataclasses.replace(rubric, criteria=tuple(
                 c.seeing(shuffled_target) if c.name in TARGET_CRITERIA else c for c in rubric.criteria))
         return rubric.with_weights(self.reward_weights)
@@ -635,6 +643,15 @@ class EmotionStyleEnv(AffectEnv):
             "(sighs) I am SO ANGRY about this!",
             "EMOTION: joy\n\nWhat a day!",
         ]
+
+
+def _classifier_only(rubric: Rubric) -> Rubric:
+    """The ``"classifier-only"`` rubric from the default one: P(target) weighs 1, the judge is dropped, the
+    rules and the overlap stay as logged components of weight 0, and nothing caps the total."""
+    for name in ("judge", "judge_implicitness", "judge_response_only"):
+        rubric = rubric.without(name)
+    criteria = tuple(dataclasses.replace(c, weight=float(c.name == "emotion_probability")) for c in rubric.criteria)
+    return dataclasses.replace(rubric, criteria=criteria, caps=())
 
 
 def _classifier_name(classifier: EmotionClassifier | None) -> str | None:

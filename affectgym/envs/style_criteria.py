@@ -49,11 +49,14 @@ CORE_RULES: tuple[str, ...] = (
 )
 """Rules whose breach caps the total (implicitness and response-only, as in EMOTRON)."""
 
-STYLE_RUBRICS: tuple[str, ...] = ("default", "shuffled-target")
+STYLE_RUBRICS: tuple[str, ...] = ("default", "shuffled-target", "classifier-only")
 """The env's named rubrics. ``"default"`` rewards the emotion the prompt asks for.
 ``"shuffled-target"`` computes the classifier's and the judge's terms for another emotion
 than the one shown (:func:`shuffled_target`) and the rules for the one shown: the control of
-a learning benchmark, which gains only what a generic emotive style or a longer reply gains."""
+a learning benchmark, which gains only what a generic emotive style or a longer reply gains.
+``"classifier-only"`` is EMOTRON's first attempt, the reward a policy learns to hack: the
+classifier's P(target) alone (and the env's price of an empty message), no judge, no cap, every
+rule logged at weight 0 (its component says whether it fired; the reward does not read it)."""
 
 TARGET_CRITERIA: tuple[str, ...] = ("emotion_probability", "judge", "judge_implicitness", "judge_response_only")
 """The criteria that read the target emotion as a scorer's label (the rules read it as words to avoid)."""

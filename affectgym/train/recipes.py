@@ -341,6 +341,21 @@ def emotion_style_grpo_config(output_dir: str | Path, *, seed: int = 0, max_step
     return TrainConfig(**options)
 
 
+def emotion_style_classifier_only_grpo_config(output_dir: str | Path, *, seed: int = 0, max_steps: int = 48,
+                                              neutral_weight: float = CALIBRATED_NEUTRAL_WEIGHT,
+                                              **overrides: Any) -> TrainConfig:
+    """:func:`emotion_style_grpo_config` on the ``"classifier-only"`` rubric: the classifier's P(target) is the
+    whole reward (no rules, no judge), EMOTRON's first attempt and the reward a policy learns to hack
+    (``benchmarks/bench_style_hacking.py``). The calibrated classifier by default.
+
+    >>> emotion_style_classifier_only_grpo_config("runs/x").env_kwargs["rubric"]
+    'classifier-only'
+    """
+    return emotion_style_grpo_config(output_dir, seed=seed, max_steps=max_steps, neutral_weight=neutral_weight,
+                                     **{"env_kwargs": _style_env_kwargs(neutral_weight, rubric="classifier-only"),
+                                        **overrides})
+
+
 def emotion_style_dpo_config(output_dir: str | Path, *, seed: int = 0, max_steps: int = 24,
                              neutral_weight: float = CALIBRATED_NEUTRAL_WEIGHT, model: str = "smollm2-135m",
                              **overrides: Any) -> TrainConfig:
@@ -491,6 +506,8 @@ RECIPES: dict[str, tuple[Callable[..., TrainConfig], str]] = {
                                "multi-turn GRPO: the policy's own tool calls in the rollout (environment_factory)"),
     "emotion-style-grpo": (emotion_style_grpo_config,
                            "EmotionStyle-v0: flat GRPO on the classifier's P(target) and the rules (control=True: shuffled target)"),
+    "emotion-style-classifier": (emotion_style_classifier_only_grpo_config,
+                                 "EmotionStyle-v0: the same GRPO, P(target) the whole reward (rubric classifier-only, hackable)"),
     "emotion-style-dpo": (emotion_style_dpo_config,
                           "EmotionStyle-v0: one round of DPO on the policy's replies ranked by the env (calibrated classifier)"),
     "emotion-style-best-of": (emotion_style_best_of_config,
@@ -581,6 +598,7 @@ __all__ = [
     "dialogue_dpo_config",
     "dialogue_reference_sft_config",
     "emotion_style_best_of_config",
+    "emotion_style_classifier_only_grpo_config",
     "emotion_style_grpo_config",
     "sarcasm_anchored_chat_grpo_config",
     "sarcasm_chat_grpo_config",
