@@ -8,20 +8,25 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
 import socket
 import threading
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 from served_env import ServedEnv, serve_process
 from websockets.sync.client import connect
 
+import affectgym
 from affectgym.agents.base import tool_call_text
 from affectgym.integrations.openenv.client import RemoteEnv
 from affectgym.integrations.openenv.environment import NO_EPISODE
 
 SARCASM = "affectgym/Sarcasm-v0"
+SPEECH = "affectgym/SpeechEmotion-v0"
+SHIPPED_CLIPS = Path(affectgym.__file__).parent / "data" / "speech_v2"
 PROSODY_CALL = tool_call_text("get_prosody_features", {})
 
 
@@ -141,3 +146,42 @@ def test_clients_that_pipeline_steps_and_never_read_lose_their_sessions_after_th
         finally:
             for hog in hogs:
                 hog.connection.close()
+
+
+# --------------------------------------------------------------------------- files that change under a server
+def clip_folder(root: Path, per_label: int = 8) -> Path:
+    """``root/<label>/<clip>.flac``: the first ``per_label`` shipped clips of each sarcasm label."""
+    rows = [json.loads(line) for line in (SHIPPED_CLIPS / "manifest.jsonl").read_text().splitlines()]
+    for label in ("sarcastic", "sincere"):
+        (root / label).mkdir(parents=True)
+        for row in [row for row in rows if row["label"] == label][:per_label]:
+            shutil.copy(SHIPPED_CLIPS / row["audio"], root / label / Path(row["audio"]).name)
+    return root
+
+
+def test_clips_damaged_after_the_server_started_still_reset_in_new_sessions_banded_by_the_same_norms(tmp_path):
+    folder = clip_folder(tmp_path / "clips")
+    norm_pool = affectgym.make(SPEECH, data_dir=str(folder), split="all").unwrapped.norm_clips()
+    victims, witness = norm_pool[:4], norm_pool[4]  # four of the clips the norms are fitted on
+    options = ("--split", "all", "--env-kwargs", json.dumps({"data_dir": str(folder)}), "--max-sessions", "4")
+    with serve_process(SPEECH, *options, log=tmp_path / "serve.log") as url:
+        with urllib.request.urlopen(url + "/affectgym/env") as response:
+            described = json.load(response)["scenario_ids"]
+        first = RemoteEnv(url.replace("http://", "ws://"))
+        first.reset(options={"scenario_id": witness.id})
+        banded_before = first.step(PROSODY_CALL)[0]
+        for victim in victims:
+            Path(victim.audio_path).write_bytes(b"not audio any more")
+        later = RemoteEnv(url.replace("http://", "ws://"))
+        try:
+            later.reset(options={"scenario_id": witness.id})
+            banded_after = later.step(PROSODY_CALL)[0]
+            reset_ids = [later.reset(options={"scenario_id": scenario_id})[1]["scenario_id"] for scenario_id in described]
+            later.reset(options={"scenario_id": victims[0].id})
+            damaged = later.step(PROSODY_CALL)
+        finally:
+            first.close()
+            later.close()
+    assert {victim.id for victim in victims} < set(described) and reset_ids == described
+    assert banded_after == banded_before and "Pitch: mean=" in banded_before
+    assert damaged[0].startswith("No audio for this clip") and not damaged[2]

@@ -15,19 +15,26 @@ adds its own through the entry-point group ``affectgym.datasets``: each entry po
 
 ``affectgym list --datasets`` lists them.
 
+:func:`load_speech_dataset` reads a dataset once into a :class:`LoadedSpeechDataset`: its
+checked clips, which any number of envs share when given it as ``dataset=``, with the norms
+their tools band the delivery against (``affectgym serve`` gives every session its one).
+
 >>> speech_dataset("ravdess").needs_data_dir, "manifest" in speech_datasets()
 (True, True)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
-from affectgym.data.speech_sources import SpeechClip
+from affectgym.data.speech_sources import BAD_CLIP_POLICIES, DatasetError, SpeechClip, screen_clips
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +53,107 @@ class SpeechDataset:
             every clip (:func:`~affectgym.data.speech_sources.screen_clips`) after loading.
         summary: One line for ``affectgym list --datasets``.
         needs_data_dir: Whether ``data_dir`` is required.
+        checked: Whether the loader checks every file itself (the shipped corpora, by their
+            manifests); the others' clips are screened after loading.
     """
 
     name: str
     load: Callable[[str | Path | None, str], list[SpeechClip]]
     summary: str
     needs_data_dir: bool = True
+    checked: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class LoadedSpeechDataset:
+    """A speech dataset read and checked once, shared by every env given it as ``dataset=``.
+
+    Made by :func:`load_speech_dataset`, or taken from an env that read its own
+    (``env.unwrapped.loaded_dataset``). An env given one reads no file when it is made: it
+    takes these clips as they are, so envs made later see the same clips even when a file
+    changed since, and the norms its tools band the delivery against are fitted once here
+    for all of them. ``affectgym serve`` gives every session the server's; a vector env
+    gives it to each of its envs (``gymnasium.make_vec(..., dataset=loaded)``). It is never
+    copied: a copy is the same object, and a pickled one (an async vector env's worker)
+    carries the clips and the norms fitted so far.
+
+    Attributes:
+        name: What ``dataset=`` said (``"embedded"``, ``"folder"``, a registered name); the
+            norms are named after it.
+        data_dir: The folder or manifest the clips were read from, or ``None``.
+        clips: Every usable clip, in the loader's order.
+
+    >>> import affectgym
+    >>> loaded = affectgym.make("affectgym/Sarcasm-v0").unwrapped.loaded_dataset
+    >>> held_out = affectgym.make("affectgym/Sarcasm-v0", dataset=loaded, split="eval").unwrapped
+    >>> held_out.loaded_dataset is loaded, len(loaded.clips) == len(held_out.all_clips)
+    (True, True)
+    """
+
+    name: str
+    data_dir: str | None
+    clips: tuple[SpeechClip, ...]
+    _norms: dict[Hashable, Any] = field(default_factory=dict, init=False, repr=False)
+    _fitting: dict[Hashable, threading.Lock] = field(default_factory=dict, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def fitted_norms(self, key: Hashable, fit: Callable[[], Any]) -> Any:
+        """The norms stored under ``key``, else ``fit()``'s, fitted once whichever env or thread asks first."""
+        with self._lock:
+            fitting = self._fitting.setdefault(key, threading.Lock())
+        with fitting:
+            if key not in self._norms:
+                self._norms[key] = fit()
+            return self._norms[key]
+
+    def __copy__(self) -> LoadedSpeechDataset:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> LoadedSpeechDataset:
+        return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        with self._lock:
+            return {"name": self.name, "data_dir": self.data_dir, "clips": self.clips, "norms": dict(self._norms)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name in ("name", "data_dir", "clips"):
+            object.__setattr__(self, name, state[name])
+        object.__setattr__(self, "_norms", dict(state["norms"]))
+        object.__setattr__(self, "_fitting", {})
+        object.__setattr__(self, "_lock", threading.Lock())
+
+
+def load_speech_dataset(
+    dataset: str | SpeechDataset, data_dir: str | Path | None = None, *, on_bad_clip: str = "skip", name: str | None = None
+) -> LoadedSpeechDataset:
+    """Read ``dataset``'s clips once and check every file, for envs to share (:class:`LoadedSpeechDataset`).
+
+    Args:
+        dataset: A registered name (``affectgym list --datasets``) or a :class:`SpeechDataset`.
+        data_dir: Its folder or manifest file (``None`` for a dataset that needs none).
+        on_bad_clip: ``"skip"`` (leave clips with a missing, unreadable or too short audio
+            file out, with one warning naming each) or ``"error"`` (raise, naming them); see
+            :func:`~affectgym.data.speech_sources.screen_clips`.
+        name: What the envs call the dataset (their norms are named after it); the dataset's name by default.
+
+    Raises:
+        ValueError: An unknown name (the registered ones listed) or ``on_bad_clip``.
+        DatasetError: The dataset needs a ``data_dir`` and none was given, or cannot be read.
+    """
+    if on_bad_clip not in BAD_CLIP_POLICIES:
+        raise ValueError(f"on_bad_clip must be one of {', '.join(BAD_CLIP_POLICIES)}, got {on_bad_clip!r}")
+    source = dataset if isinstance(dataset, SpeechDataset) else speech_dataset(dataset)
+    if source.needs_data_dir and data_dir is None:
+        raise DatasetError(f"dataset={name or source.name!r} needs data_dir=<{source.summary}>")
+    clips = source.load(data_dir, on_bad_clip)
+    if not source.checked:
+        # a user's files are checked here, so one bad file is reported by name now
+        # instead of breaking the corpus norms later
+        from affectgym.features.prosody import ProsodyParams
+
+        clips = screen_clips(clips, on_bad_clip, ProsodyParams().min_duration_s)
+    return LoadedSpeechDataset(name or source.name, None if data_dir is None else str(data_dir), tuple(clips))
 
 
 _DATASETS: dict[str, SpeechDataset] = {}
@@ -126,6 +228,22 @@ def iemocap(fold: int = 5, labels: str = "four") -> SpeechDataset:
     return SpeechDataset(name, load, f"IEMOCAP, {what}; session {fold} eval, the others train")
 
 
+def speaker_groups(clips: list[SpeechClip]) -> list[SpeechClip]:
+    """A manifest's clips grouped by speaker when every row names a speaker and none a group.
+
+    Speech emotion work evaluates on speakers never trained on, so a manifest with a
+    ``speaker`` column is split by speaker unless its ``group`` column says otherwise, or the
+    env's ``group_by`` does (``group_by="transcript"`` groups by line again).
+
+    >>> clips = [SpeechClip("a", "hi", "calm", speaker="s1"), SpeechClip("b", "hi", "angry", speaker="s2")]
+    >>> [c.group for c in speaker_groups(clips)]
+    ['s1', 's2']
+    """
+    if not clips or any(c.group for c in clips) or not all(c.speaker for c in clips):
+        return clips
+    return [dataclasses.replace(c, group=c.speaker) for c in clips]
+
+
 def _load_plugins() -> None:
     global _plugins_loaded
     if _plugins_loaded:
@@ -145,8 +263,9 @@ def _register_builtins() -> None:
     for dataset in (
         SpeechDataset("folder", lambda data_dir, on_bad: speech_sources.load_audio_folder(data_dir, on_bad),
                       "DIR/<label>/<clip>.<audio> with optional <clip>.txt transcripts"),
-        SpeechDataset("manifest", lambda data_dir, on_bad: speech_sources.load_manifest(data_dir),
-                      "a .csv or .jsonl of path,label[,transcript,speaker,group,split] rows"),
+        SpeechDataset("manifest", lambda data_dir, on_bad: speaker_groups(speech_sources.load_manifest(data_dir)),
+                      "a .csv or .jsonl of path,label[,transcript,speaker,group,split] rows; split by speaker "
+                      "when every row names one and none a group"),
         SpeechDataset("ravdess", lambda data_dir, on_bad: corpora.load_ravdess(data_dir),
                       "RAVDESS speech, Actor_NN/03-01-EE-II-SS-RR-NN.wav; split by actor"),
         SpeechDataset("crema-d", lambda data_dir, on_bad: corpora.load_crema_d(data_dir),
@@ -164,16 +283,16 @@ def _register_builtins() -> None:
                       "MUStARD from the Hugging Face hub (online)", needs_data_dir=False),
         SpeechDataset("embedded-emotion", lambda data_dir, on_bad: speech_sources.load_embedded("emotion"),
                       "the shipped emotion corpus v2 (120 clips, 5 labels, several deliveries each, 8 voices)",
-                      needs_data_dir=False),
+                      needs_data_dir=False, checked=True),
         SpeechDataset("embedded-emotion-v1", lambda data_dir, on_bad: speech_sources.load_embedded("emotion", "v1"),
                       "the first shipped emotion corpus (80 clips, one delivery template per label)",
-                      needs_data_dir=False),
+                      needs_data_dir=False, checked=True),
         SpeechDataset("embedded-sarcasm", lambda data_dir, on_bad: speech_sources.load_embedded("sarcasm"),
                       "the shipped sarcasm corpus v2 (116 lines each said both ways, 3 deliveries a label, 8 voices)",
-                      needs_data_dir=False),
+                      needs_data_dir=False, checked=True),
         SpeechDataset("embedded-sarcasm-v1", lambda data_dir, on_bad: speech_sources.load_embedded("sarcasm", "v1"),
                       "the first shipped sarcasm corpus (one delivery a label: one prosody threshold solves it)",
-                      needs_data_dir=False),
+                      needs_data_dir=False, checked=True),
     ):
         register_speech_dataset(dataset)
 
@@ -181,4 +300,7 @@ def _register_builtins() -> None:
 _register_builtins()
 
 
-__all__ = ["PLUGIN_GROUP", "SpeechDataset", "emobox", "iemocap", "register_speech_dataset", "speech_dataset", "speech_datasets"]
+__all__ = [
+    "PLUGIN_GROUP", "LoadedSpeechDataset", "SpeechDataset", "emobox", "iemocap", "load_speech_dataset", "register_speech_dataset",
+    "speaker_groups", "speech_dataset", "speech_datasets",
+]

@@ -8,7 +8,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from affectgym.data.speech_datasets import SpeechDataset, speech_dataset
+from affectgym.data.speech_datasets import (
+    LoadedSpeechDataset,
+    SpeechDataset,
+    load_speech_dataset,
+    speech_dataset,
+)
 from affectgym.data.speech_sources import (
     BAD_CLIP_POLICIES,
     GROUP_KEYS,
@@ -16,7 +21,6 @@ from affectgym.data.speech_sources import (
     SpeechClip,
     clip_groups,
     require_speakers,
-    screen_clips,
 )
 from affectgym.data.speech_splits import ClipSplit, HashSplit, SplitContext, coerce_split
 from affectgym.data.splits import VALIDATION_FRACTION
@@ -107,7 +111,10 @@ class SpeechEmotionEnv(AffectEnv):
     ``data_dir`` a folder or a manifest; "folder"; "manifest", ``data_dir`` then a CSV or JSONL
     file of ``path,label[,transcript,speaker,group,split]`` rows; "ravdess", "crema-d",
     "iemocap", "msp-podcast", "meld", each in its own layout under ``data_dir``
-    (:mod:`affectgym.data.corpora`); or a plug-in's), ``data_dir``, ``split`` ("train", "validation", "eval",
+    (:mod:`affectgym.data.corpora`); or a plug-in's; or a
+    :class:`~affectgym.data.speech_datasets.LoadedSpeechDataset`, one read and checked before,
+    e.g. another env's ``loaded_dataset``: no file is read again, and the norms are fitted once
+    for every env given it), ``data_dir``, ``split`` ("train", "validation", "eval",
     "all", or one of the dataset's own partitions when every clip has one, e.g. a manifest's ``split``
     column, "validation" then being its valid/dev partition; a stable hash split by group: every clip
     of a group lands on one side, and groups whose clips carry the same labels are held out in the
@@ -132,7 +139,8 @@ class SpeechEmotionEnv(AffectEnv):
     ``data_dir`` whose file is missing, a dangling link, a folder, empty, not readable
     audio or shorter than ``ProsodyParams.min_duration_s`` (0.064 s); "skip", the default,
     leaves such clips out with one warning listing each with its path and reason, "error"
-    raises a ``DatasetError`` listing them), ``max_turns`` (8), ``invalid_action_penalty``
+    raises a ``DatasetError`` listing them; a loaded dataset's clips are not checked again,
+    and the audio tools read a file damaged since as no audio), ``max_turns`` (8), ``invalid_action_penalty``
     (0.05), ``render_mode`` (None | "ansi" | "human").
 
     ```python
@@ -152,7 +160,7 @@ class SpeechEmotionEnv(AffectEnv):
     def __init__(
         self,
         *,
-        dataset: str | SpeechDataset = "embedded",
+        dataset: str | SpeechDataset | LoadedSpeechDataset = "embedded",
         data_dir: str | None = None,
         split: str | ClipSplit = "train",
         group_by: str | None = None,
@@ -181,12 +189,15 @@ class SpeechEmotionEnv(AffectEnv):
             raise ValueError(f"prosody_backend must be 'praat' or 'librosa', got {prosody_backend!r}")
         if on_bad_clip not in BAD_CLIP_POLICIES:
             raise ValueError(f"on_bad_clip must be one of {', '.join(BAD_CLIP_POLICIES)}, got {on_bad_clip!r}")
-        if not isinstance(dataset, (str, SpeechDataset)):
-            raise ValueError(f"dataset must be a registered name (affectgym list --datasets) or a SpeechDataset, "
-                             f"got {type(dataset).__name__}")
-        self.dataset = dataset.name if isinstance(dataset, SpeechDataset) else dataset
+        if not isinstance(dataset, (str, SpeechDataset, LoadedSpeechDataset)):
+            raise ValueError(f"dataset must be a registered name (affectgym list --datasets), a SpeechDataset or a "
+                             f"LoadedSpeechDataset, got {type(dataset).__name__}")
+        if isinstance(dataset, LoadedSpeechDataset) and data_dir is not None and Path(data_dir) != Path(dataset.data_dir or ""):
+            raise ValueError(f"data_dir={data_dir!r} differs from the folder the loaded dataset was read from "
+                             f"({dataset.data_dir!r}); leave data_dir out with a LoadedSpeechDataset")
+        self.dataset = dataset if isinstance(dataset, str) else dataset.name
         self._given_source = dataset if isinstance(dataset, SpeechDataset) else None
-        self.data_dir = data_dir
+        self.data_dir = dataset.data_dir if isinstance(dataset, LoadedSpeechDataset) else data_dir
         self.group_by = group_by
         self.eval_fraction = eval_fraction
         self.validation_fraction = validation_fraction
@@ -194,13 +205,10 @@ class SpeechEmotionEnv(AffectEnv):
         self.prosody_backend = prosody_backend
         self.norms_mode = norms
         self.on_bad_clip = on_bad_clip
-        self.all_clips: list[SpeechClip] = self.dataset_source().load(self.data_dir, on_bad_clip)
-        if self.dataset != "embedded" or self.data_dir is not None:
-            # the embedded corpus is checked by its manifest; a user's files are checked here,
-            # so one bad file is reported by name now instead of breaking the corpus norms later
-            from affectgym.features.prosody import ProsodyParams
-
-            self.all_clips = screen_clips(self.all_clips, on_bad_clip, ProsodyParams().min_duration_s)
+        #: The clips as read and checked once, with the norms fitted on them: shared by every env given it.
+        self.loaded_dataset = dataset if isinstance(dataset, LoadedSpeechDataset) else load_speech_dataset(
+            self.dataset_source(), self.data_dir, on_bad_clip=on_bad_clip, name=self.dataset)
+        self.all_clips: list[SpeechClip] = list(self.loaded_dataset.clips)
         if norms == "speaker":
             require_speakers(self.all_clips, "norms='speaker'")
         self.label_set = tuple(sorted({c.label for c in self.all_clips}))
@@ -240,15 +248,11 @@ class SpeechEmotionEnv(AffectEnv):
 
         Raises:
             ValueError: An unknown name (the registered ones listed).
-            DatasetError: The dataset needs a ``data_dir`` and none was given.
         """
         name = self.dataset
         if name == "embedded" and self.data_dir is not None:
             name = "manifest" if Path(self.data_dir).suffix.lower() in (".csv", ".jsonl") else "folder"
-        source = self._given_source or speech_dataset(self.dataset_aliases.get(name, name))
-        if source.needs_data_dir and self.data_dir is None:
-            raise DatasetError(f"dataset={self.dataset!r} needs data_dir=<{source.summary}>")
-        return source
+        return self._given_source or speech_dataset(self.dataset_aliases.get(name, name))
 
     def split_clips(self) -> list[SpeechClip]:
         """The clips of this env's split (:attr:`clip_split`)."""
@@ -419,8 +423,9 @@ class SpeechEmotionEnv(AffectEnv):
         try:
             # cached on disk by content, and memoised in the process by the cache itself
             return cached_prosody(clip.audio_path, backend=self.prosody_backend)
-        except AudioLoadError as exc:
-            # a file the header checks at make time could not judge (e.g. a broken mp4)
+        except (AudioLoadError, OSError) as exc:
+            # a file the header checks at make time could not judge (e.g. a broken mp4), or one
+            # damaged, removed or made unreadable since the dataset was loaded
             if clip.audio_path not in self._unmeasurable:
                 self._unmeasurable.add(clip.audio_path)
                 log.warning("clip audio cannot be measured, treated as no audio: %s", exc)
@@ -482,8 +487,9 @@ class SpeechEmotionEnv(AffectEnv):
         return self._norms_cache[key]
 
     def _fitted_norms(self, pool: Sequence[SpeechClip], name: str, *, count_clips: bool = True) -> Any:
-        """Norms of ``pool``'s prosody (built-in defaults with fewer than two measurable clips), cached on disk;
-        their name is ``name``, followed by how many clips were measured unless ``count_clips`` is false."""
+        """Norms of ``pool``'s prosody (built-in defaults with fewer than two measurable clips), cached on disk
+        and fitted once for every env sharing :attr:`loaded_dataset`; their name is ``name``, followed by how
+        many clips were measured unless ``count_clips`` is false."""
         from affectgym.features.norms_cache import cached_norms, norms_key
         from affectgym.features.prosody import ProsodyParams
         from affectgym.features.render import ProsodyNorms
@@ -494,9 +500,13 @@ class SpeechEmotionEnv(AffectEnv):
                 return ProsodyNorms()
             return ProsodyNorms.from_corpus(prosodies, name=f"{name}, {len(prosodies)} clips" if count_clips else name)
 
-        # computed once per pool and kept on disk (affectgym features precompute fills it ahead)
-        stored = norms_key([c.audio_path for c in pool], self.prosody_backend, ProsodyParams(), name)
-        return cached_norms(stored, from_pool)
+        def stored() -> ProsodyNorms:
+            # kept on disk under the files' state now (affectgym features precompute fills it ahead)
+            return cached_norms(norms_key([c.audio_path for c in pool], self.prosody_backend, ProsodyParams(), name), from_pool)
+
+        # Once per pool for all the envs that share the dataset: a clip damaged since does not change their bands.
+        pool_key = (tuple(c.audio_path for c in pool), self.prosody_backend, name, count_clips)
+        return self.loaded_dataset.fitted_norms(pool_key, stored)
 
     # ------------------------------------------------------------------ reward
     def weighted_rubric(self) -> Rubric:

@@ -5,7 +5,8 @@ OpenEnv's clients (``GenericEnvClient``, ``EnvClient`` subclasses) and the train
 them drive it unchanged:
 
 * ``WS /ws``: one session per connection, one env per session (``reset`` with ``seed`` and
-  ``options``, ``step`` with an ``AffectAction``, ``state``); at most ``max_sessions`` at a
+  ``options``, ``step`` with an ``AffectAction``, ``state``), all made from the data the
+  server read when it started (:func:`session_env_kwargs`); at most ``max_sessions`` at a
   time per worker process (the next connection is refused with OpenEnv's
   ``CAPACITY_REACHED`` error), closed after ``idle_timeout_s`` seconds without a message
   (:mod:`affectgym.integrations.openenv.sockets`), freed when the client disconnects, even
@@ -19,7 +20,7 @@ them drive it unchanged:
   of the text, for the agents that check an env accepts their answer format).
 
 :func:`serve` runs it under uvicorn with ``workers`` processes; each worker builds its own
-app from the settings in the environment variable :data:`CONFIG_VARIABLE`. Its connections
+app, and reads the env's data once, from the settings in the environment variable :data:`CONFIG_VARIABLE`. Its connections
 time out what uvicorn does not (:mod:`affectgym.integrations.openenv.protocols`): request
 headers that take over ``header_timeout_s``, and a WebSocket client that leaves the server's
 messages unread for ``idle_timeout_s``.
@@ -139,6 +140,24 @@ def describe_env(env: Any, env_id: str, env_kwargs: dict[str, Any]) -> dict[str,
     }
 
 
+def session_env_kwargs(env: Any, env_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments every session's env is made with: ``env_kwargs``, and ``env``'s data as read once.
+
+    A speech env's :class:`~affectgym.data.speech_datasets.LoadedSpeechDataset` is passed on
+    as ``dataset=``, so that sessions read no file when made: every scenario id the server
+    describes resets in every session, even after a clip's file is damaged or removed, and
+    every session bands the delivery against the same norms.
+
+    Args:
+        env: The env the server made first, from ``env_kwargs``.
+        env_kwargs: Keyword arguments of ``affectgym.make``.
+    """
+    from affectgym.data.speech_datasets import LoadedSpeechDataset
+
+    loaded = getattr(env.unwrapped, "loaded_dataset", None)
+    return {**env_kwargs, "dataset": loaded} if isinstance(loaded, LoadedSpeechDataset) else dict(env_kwargs)
+
+
 def create_env_app(
     env_id: str,
     env_kwargs: dict[str, Any] | None = None,
@@ -183,7 +202,7 @@ def create_env_app(
     check_text_env(probe, env_id)
     description = describe_env(probe, env_id, env_kwargs)
     app = create_app(
-        environment_factory(env_id, env_kwargs),
+        environment_factory(env_id, session_env_kwargs(probe, env_kwargs)),
         AffectAction,
         AffectObservation,
         env_name=env_id,
@@ -241,5 +260,5 @@ def serve(config: ServeConfig) -> None:
 
 __all__ = [
     "CONFIG_VARIABLE", "DESCRIPTION_PATH", "PARSE_FINAL_PATH", "ServeConfig", "app_from_environment", "check_text_env",
-    "create_env_app", "describe_env", "serve",
+    "create_env_app", "describe_env", "serve", "session_env_kwargs",
 ]

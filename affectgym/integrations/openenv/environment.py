@@ -4,7 +4,9 @@
 calls once per WebSocket session (and once per stateless HTTP request). Each call builds
 an :class:`AffectGymEnvironment` holding its own env, made with ``affectgym.make(env_id,
 **env_kwargs)`` on the session's first reset (making it is the slow part, and OpenEnv
-calls the factory on the event loop), so sessions share nothing.
+calls the factory on the event loop). Sessions share nothing but what the server read
+once and never changes: a speech env's loaded dataset
+(:func:`~affectgym.integrations.openenv.app.session_env_kwargs`).
 
 * ``reset(seed=, episode_id=, options=)``: ``options`` as ``AffectEnv.reset`` takes them,
   e.g. ``{"scenario_id": "..."}``; returns the first :class:`~affectgym.integrations.openenv.models.AffectObservation`;
