@@ -626,9 +626,57 @@ def test_an_emobox_fold_that_does_not_exist_lists_the_folds_found(tmp_path):
         emobox(fold=0)
 
 
-def test_dataset_must_be_a_name_or_a_speech_dataset():
-    with pytest.raises(ValueError, match="dataset must be a registered name .* or a SpeechDataset, got int"):
+def test_dataset_must_be_a_name_a_speech_dataset_or_a_loaded_one():
+    with pytest.raises(ValueError, match="dataset must be a registered name .*, a SpeechDataset or a LoadedSpeechDataset, got int"):
         affectgym.make("affectgym/SpeechEmotion-v0", dataset=3)
+
+
+# --------------------------------------------------------------------------- a dataset loaded once, shared
+def test_envs_given_a_loaded_dataset_read_no_file_again_and_share_its_clips_and_norms(tmp_path, caplog):
+    from affectgym.data.speech_datasets import load_speech_dataset
+
+    loaded = load_speech_dataset("folder", _folder(tmp_path))
+    first = affectgym.make("affectgym/SpeechEmotion-v0", dataset=loaded, split="all")
+    norms = first.unwrapped.corpus_norms()
+    damaged = first.unwrapped.norm_clips()[0]
+    with open(damaged.audio_path, "wb") as audio:
+        audio.write(b"not audio any more")
+    with caplog.at_level("WARNING"):
+        later = affectgym.make("affectgym/SpeechEmotion-v0", dataset=loaded, split="all")
+    assert "skipping" not in caplog.text, "the clips were checked once, when loaded"
+    assert later.unwrapped.all_clips == first.unwrapped.all_clips == list(loaded.clips) and len(loaded.clips) == 4
+    assert later.unwrapped.corpus_norms() is norms
+    later.reset(options={"scenario_id": damaged.id})
+    observation, _, terminated, _, _ = later.step(PROSODY)
+    assert observation.startswith("No audio for this clip") and not terminated
+
+
+def test_a_loaded_dataset_is_never_copied_and_a_pickled_one_carries_its_clips_and_norms(tmp_path):
+    import copy
+    import pickle
+
+    first = affectgym.make("affectgym/SpeechEmotion-v0", data_dir=str(_folder(tmp_path)), split="all").unwrapped
+    loaded, norms = first.loaded_dataset, first.corpus_norms()
+    assert copy.copy(loaded) is loaded and copy.deepcopy(loaded) is loaded
+    unpickled = pickle.loads(pickle.dumps(loaded))
+    with open(first.norm_clips()[0].audio_path, "wb") as audio:  # refitted now, the norms would change
+        audio.write(b"not audio any more")
+    worker = affectgym.make("affectgym/SpeechEmotion-v0", dataset=unpickled, split="all").unwrapped
+    assert unpickled.clips == loaded.clips and worker.data_dir == str(tmp_path)
+    assert worker.corpus_norms() == norms and worker.corpus_norms().name == norms.name
+
+
+def test_a_loaded_dataset_with_another_data_dir_or_none_is_refused_naming_the_folder(tmp_path):
+    from affectgym.data.speech_datasets import load_speech_dataset
+
+    loaded = load_speech_dataset("folder", _folder(tmp_path / "a"))
+    with pytest.raises(ValueError, match=r"data_dir='.*/b' differs from the folder the loaded dataset was read from \('.*/a'\)"):
+        affectgym.make("affectgym/SpeechEmotion-v0", dataset=loaded, data_dir=str(tmp_path / "b"))
+    assert affectgym.make("affectgym/SpeechEmotion-v0", dataset=loaded, data_dir=str(tmp_path / "a")).unwrapped.loaded_dataset is loaded
+    with pytest.raises(DatasetError, match=r"dataset='folder' needs data_dir=<DIR/<label>/<clip>"):
+        load_speech_dataset("folder")
+    with pytest.raises(ValueError, match="on_bad_clip must be one of skip, error, got 'keep'"):
+        load_speech_dataset("folder", tmp_path / "a", on_bad_clip="keep")
 
 
 def test_a_clip_too_long_to_measure_is_named_when_the_env_is_made_not_served_as_no_audio(tmp_path, caplog):
