@@ -152,16 +152,35 @@ def assign_splits(
     def fixed_eval(group: tuple[bool, str]) -> bool:
         return eval_groups is not None and bool(eval_groups(group[1]))
 
-    sides: dict[str, str] = {}
+    group_sides: dict[tuple[bool, str], str] = {}
     for stratum_groups in by_stratum.values():
         # a fixed rule's eval groups rank first; the hash orders the rest
         ranked = sorted(stratum_groups, key=lambda g: (not fixed_eval(g), stable_hash(g[1], salt), g))
         n_fixed = None if eval_groups is None else sum(map(fixed_eval, ranked))
         n_eval, n_validation = held_out_counts(len(ranked), eval_fraction, validation_fraction, n_eval=n_fixed)
         for rank, group in enumerate(ranked):
-            side = "eval" if rank < n_eval else "validation" if rank < n_eval + n_validation else "train"
-            sides.update(dict.fromkeys(members[group], side))
-    return sides
+            group_sides[group] = "eval" if rank < n_eval else "validation" if rank < n_eval + n_validation else "train"
+    fill_empty_sides(group_sides, salt, eval_fraction > 0 and eval_groups is None, validation_fraction > 0)
+    return {item_id: side for group, side in group_sides.items() for item_id in members[group]}
+
+
+def fill_empty_sides(group_sides: dict[Hashable, str], salt: str, fill_eval: bool, fill_validation: bool) -> None:
+    """Give eval one group (from 2 groups on) and validation one (from 3 on) where every stratum left it none.
+
+    Strata too small to hold a group out (a few speakers, each with labels of their own; two
+    sentences said in every emotion) would otherwise leave a side empty for the whole
+    dataset. The train group with the lowest hash moves, train keeping at least one; a
+    dataset whose sides all have groups is not changed. Changes ``group_sides`` in place.
+
+    >>> sides = {(True, speaker): "train" for speaker in ("a", "b", "c")}  # three one-group strata
+    >>> fill_empty_sides(sides, SPLIT_SALT, fill_eval=True, fill_validation=True)
+    >>> sorted(sides.values())
+    ['eval', 'train', 'validation']
+    """
+    for side, fill, fewest_groups in (("eval", fill_eval, 2), ("validation", fill_validation, MIN_GROUPS_FOR_VALIDATION)):
+        train = sorted((g for g, s in group_sides.items() if s == "train"), key=lambda g: (stable_hash(str(g), salt), str(g)))
+        if fill and len(group_sides) >= fewest_groups and side not in group_sides.values() and len(train) >= 2:
+            group_sides[train[0]] = side
 
 
 def balanced_eval_ids(
@@ -226,6 +245,7 @@ __all__ = [
     "assign_splits",
     "balanced_eval_ids",
     "check_split_name",
+    "fill_empty_sides",
     "held_out_counts",
     "select_split",
     "stable_hash",
