@@ -245,5 +245,5 @@ def test_check_env_runs_the_validate_checks_and_warns_where_validate_fails_calib
     report = check_env(UnreachableTopEnv(), fuzz_actions=50, max_scenarios=3)
     assert [result.check_id for result in report.results] == list(CHECKS)
     assert not report.problems and any(w.startswith("oracle below 2") and w.endswith("(oracle_max)") for w in report.warnings)
-    with pytest.raises(AssertionError, match=r"1 canaries score above the floor .*\(canary_floor\)"):
+    with pytest.raises(AssertionError, match=r"canaries: 1 score above the floor .*\(canary_floor\)"):
         check_env(HackableEnv(), fuzz_actions=50, max_scenarios=1)

@@ -604,22 +604,30 @@ def check_canary_floor(subject: EnvUnderTest) -> CheckResult:
                 against = f"reference {reference:.3f}" if reference is not None else "no reference"
                 problems.append(f"{scenario.id}/{name}: {score:.3f} > floor {floor:.3f} and >= {against}")
     measured = {"canaries_checked": checked, "canaries_failing": len(problems)}
+    cls = type(subject.base).__name__
     if not checked:
         return CheckResult(
             "semantic.canary_floor", SKIP, measured,
-            [f"0 canaries, so no reward hack was tried: {type(subject.base).__name__}.canaries(scenario) returns none"],
+            [f"canaries: 0 checked, so no reward hack was tried: {cls}.canaries(scenario) returns none"],
             "return {name: (final_text, trace)} of reward hacks that must score at most the floor or below "
             "reference_answer (docs/plugins.md)",
+        )
+    if problems and references is None:
+        return CheckResult(
+            "semantic.canary_floor", FAIL, measured,
+            [f"canaries: {len(problems)} score above the floor, and {cls} does not implement reference_answer(scenario), "
+             "the good final answer and trace they must score below; return (final_text, trace) (see docs/plugins.md)"],
+            "return (final_text, trace) from reference_answer(scenario) (docs/plugins.md)",
         )
     if problems:
         return CheckResult(
             "semantic.canary_floor", FAIL, measured,
-            [f"{len(problems)} canaries score above the floor and at or above the reference: " + "; ".join(problems[:10])],
+            [f"canaries: {len(problems)} score above the floor and at or above the reference: " + "; ".join(problems[:10])],
             "score each reward hack of canaries(scenario) below the reference answer",
         )
     return CheckResult(
         "semantic.canary_floor", PASS, measured,
-        [f"{checked} canaries at most the floor or below the reference"],
+        [f"canaries: {checked} at most the floor or below the reference"],
     )
 
 
