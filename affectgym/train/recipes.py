@@ -59,6 +59,7 @@ control; ``affectgym demo`` runs a short version.
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -76,8 +77,26 @@ AGENT_MAX_NEW_TOKENS = 64
 #: Tokens of a whole multi-turn rollout in TRL (its limit counts the tool results too): the
 #: tool-call message (~45), the two tool results (~90) and the answer.
 MULTITURN_COMPLETION_TOKENS = 192
-#: LoRA of the transfer recipes: rank 16 on the last 10 of 30 layers (as the short-form recipe).
+#: LoRA of the transfer recipes: rank 16 on the last 10 of SmolLM2's 30 layers (as the short-form recipe).
 _TRANSFER_LORA: dict[str, Any] = {"lora_r": 16, "lora_alpha": 32, "lora_dropout": 0.0, "lora_layers": 10}
+
+
+def last_layers(model: str, wanted: int) -> int:
+    """A recipe's ``lora_layers`` for ``model``: ``wanted``, or every layer of a local model that has fewer.
+
+    The recipes adapt the last 10 of SmolLM2-135M's 30 layers; a smaller model (a test's
+    two-layer one) is adapted whole, where ``--lora-layers 10`` given by hand is refused.
+
+    >>> last_layers("smollm2-135m", 10)
+    10
+    """
+    config = Path(model).expanduser() / "config.json"
+    layers = json.loads(config.read_text(encoding="utf-8")).get("num_hidden_layers") if config.is_file() else None
+    return min(wanted, layers) if isinstance(layers, int) and layers > 0 else wanted
+
+
+def _transfer_lora(model: str) -> dict[str, Any]:
+    return {**_TRANSFER_LORA, "lora_layers": last_layers(model, _TRANSFER_LORA["lora_layers"])}
 
 
 def sarcasm_cpu_config(output_dir: str | Path, *, max_steps: int = 80, seed: int = 0, control: bool = False,
@@ -113,7 +132,7 @@ def sarcasm_cpu_config(output_dir: str | Path, *, max_steps: int = 80, seed: int
         "lora_r": 16,
         "lora_alpha": 32,
         "lora_dropout": 0.0,
-        "lora_layers": 10,
+        "lora_layers": last_layers(model, 10),
         "n_train": max_steps * 2,
         "group_batches": True,
         "eval_every_steps": min(10, max_steps) if eval_every_steps is None else eval_every_steps,
@@ -143,7 +162,8 @@ def sarcasm_protocol_sft_config(output_dir: str | Path, demos: list[str], *, see
     """
     options: dict[str, Any] = {
         "env_id": SARCASM_ENV_ID, "algo": "sft", "model": model, "demos": list(demos), "max_steps": max_steps,
-        "batch_size": 4, "learning_rate": 1e-3, "warmup_steps": min(2, max_steps - 1), "lr_scheduler": "constant", **_TRANSFER_LORA,
+        "batch_size": 4, "learning_rate": 1e-3, "warmup_steps": min(2, max_steps - 1), "lr_scheduler": "constant",
+        **_transfer_lora(model),
         "eval_episodes": 0, "eval_max_new_tokens": AGENT_MAX_NEW_TOKENS, "env_kwargs": dict(SARCASM_AGENT_FORM),
         "seed": seed, "output_dir": str(output_dir),
     }
@@ -202,7 +222,7 @@ def sarcasm_chat_grpo_config(output_dir: str | Path, init_adapter: str | None, *
         "env_id": SARCASM_ENV_ID, "model": model, "init_adapter": init_adapter, "mode": "flat", "prompt_form": "chat",
         "max_steps": max_steps, "num_generations": 128, "batch_size": 256, "learning_rate": 5e-4,
         "warmup_steps": max_steps // 6, "lr_scheduler": "constant", "max_completion_length": 1,
-        "temperature": 1.0, "beta": 0.0, **_TRANSFER_LORA,
+        "temperature": 1.0, "beta": 0.0, **_transfer_lora(model),
         "n_train": max_steps * 2, "group_batches": True,
         "eval_every_steps": min(20, max_steps) if eval_every_steps is None else eval_every_steps, "eval_episodes": 0,
         "eval_max_new_tokens": AGENT_MAX_NEW_TOKENS, "env_kwargs": dict(SARCASM_AGENT_FORM), "seed": seed,
@@ -260,7 +280,7 @@ def sarcasm_multiturn_grpo_config(output_dir: str | Path, init_adapter: str | No
         "env_id": SARCASM_ENV_ID, "model": model, "init_adapter": init_adapter, "mode": "multiturn",
         "max_steps": max_steps, "num_generations": 4, "batch_size": 8, "learning_rate": 5e-4,
         "warmup_steps": max_steps // 6, "lr_scheduler": "constant", "max_completion_length": MULTITURN_COMPLETION_TOKENS,
-        "max_tool_calling_iterations": 2, "temperature": 1.0, "beta": 0.0, **_TRANSFER_LORA,
+        "max_tool_calling_iterations": 2, "temperature": 1.0, "beta": 0.0, **_transfer_lora(model),
         "n_train": max_steps * 2, "group_batches": True, "eval_episodes": 0,
         "eval_max_new_tokens": AGENT_MAX_NEW_TOKENS, "env_kwargs": dict(SARCASM_AGENT_FORM), "seed": seed,
         "output_dir": str(output_dir),
@@ -332,7 +352,7 @@ def emotion_style_grpo_config(output_dir: str | Path, *, seed: int = 0, max_step
     options: dict[str, Any] = {
         "env_id": EMOTION_STYLE_ENV_ID, "model": model, "mode": "flat", "max_steps": max_steps, "num_generations": 8,
         "batch_size": 32, "learning_rate": 1e-3, "warmup_steps": max_steps // 6, "lr_scheduler": "constant",
-        "max_completion_length": STYLE_MAX_NEW_TOKENS, "temperature": 1.0, "beta": 0.0, **_TRANSFER_LORA,
+        "max_completion_length": STYLE_MAX_NEW_TOKENS, "temperature": 1.0, "beta": 0.0, **_transfer_lora(model),
         "lora_layers": 0,
         "n_train": max_steps * 4, "eval_every_steps": 0, "eval_episodes": 0, "eval_max_new_tokens": STYLE_MAX_NEW_TOKENS,
         "env_kwargs": env_kwargs, "seed": seed, "output_dir": str(output_dir),
@@ -382,7 +402,7 @@ def emotion_style_dpo_config(output_dir: str | Path, *, seed: int = 0, max_steps
         "env_id": EMOTION_STYLE_ENV_ID, "algo": "dpo", "model": model, "rounds": 1, "samples_per_prompt": 8,
         "pair_margin": 0.1, "dpo_beta": 0.1, "n_train": 128, "max_steps": max_steps, "batch_size": 4,
         "learning_rate": 1e-4, "max_completion_length": STYLE_MAX_NEW_TOKENS, "temperature": 1.0,
-        **_TRANSFER_LORA, "lora_layers": 0, "eval_episodes": 0, "eval_max_new_tokens": STYLE_MAX_NEW_TOKENS,
+        **_transfer_lora(model), "lora_layers": 0, "eval_episodes": 0, "eval_max_new_tokens": STYLE_MAX_NEW_TOKENS,
         "env_kwargs": env_kwargs, "seed": seed, "output_dir": str(output_dir),
     }
     options.update(overrides)
@@ -422,7 +442,7 @@ def emotion_style_best_of_config(output_dir: str | Path, *, seed: int = 0, max_s
     options: dict[str, Any] = {
         "env_id": EMOTION_STYLE_ENV_ID, "algo": "sft", "model": model, "best_of": 8, "n_train": 128,
         "min_reward": STYLE_BEST_OF_MIN_REWARD, "temperature": 1.0, "max_completion_length": STYLE_MAX_NEW_TOKENS,
-        "max_steps": max_steps, "batch_size": 4, "learning_rate": 5e-4, **_TRANSFER_LORA, "lora_layers": 0,
+        "max_steps": max_steps, "batch_size": 4, "learning_rate": 5e-4, **_transfer_lora(model), "lora_layers": 0,
         "eval_episodes": 0, "eval_max_new_tokens": STYLE_MAX_NEW_TOKENS, "env_kwargs": env_kwargs, "seed": seed,
         "output_dir": str(output_dir),
     }
@@ -454,7 +474,7 @@ def dialogue_reference_sft_config(output_dir: str | Path, *, seed: int = 0, max_
     """
     options: dict[str, Any] = {
         "env_id": DIALOGUE_ENV_ID, "algo": "sft", "model": model, "references": True, "max_steps": max_steps,
-        "batch_size": 4, "learning_rate": 5e-4, **_TRANSFER_LORA, "lora_layers": 0, "eval_episodes": 0,
+        "batch_size": 4, "learning_rate": 5e-4, **_transfer_lora(model), "lora_layers": 0, "eval_episodes": 0,
         "eval_max_new_tokens": DIALOGUE_MAX_NEW_TOKENS, "seed": seed, "output_dir": str(output_dir),
     }
     options.update(overrides)
@@ -483,7 +503,7 @@ def dialogue_dpo_config(output_dir: str | Path, init_adapter: str | None, *, see
         "env_id": DIALOGUE_ENV_ID, "algo": "dpo", "model": model, "init_adapter": init_adapter, "rounds": rounds,
         "samples_per_prompt": 4, "pair_margin": 0.1, "dpo_beta": 0.1, "n_train": 32, "max_steps": max_steps,
         "batch_size": 4, "learning_rate": 1e-4, "max_completion_length": DIALOGUE_MAX_NEW_TOKENS, "temperature": 1.0,
-        **_TRANSFER_LORA, "eval_episodes": 0, "eval_max_new_tokens": DIALOGUE_MAX_NEW_TOKENS, "seed": seed,
+        **_transfer_lora(model), "eval_episodes": 0, "eval_max_new_tokens": DIALOGUE_MAX_NEW_TOKENS, "seed": seed,
         "output_dir": str(output_dir),
     }
     options.update(overrides)
