@@ -12,8 +12,10 @@ small margin. A split drawn clip by clip from a corpus of pivot pairs (the same 
 sincerely and sarcastically) fails: ``flip`` answers nearly every eval clip right.
 
 Any env with hidden labels (``label_set`` and ``scenario.label``) and a
-``scenario_text(scenario)`` method can be checked; :func:`affectgym.check_env` runs this
-check on registered envs by remaking their train and eval splits.
+``scenario_text(scenario)`` method can be checked; ``affectgym validate`` and
+:func:`affectgym.check_env` run this check on registered envs as part of
+``no_solution_leakage``, by remaking their train, eval and validation splits
+(:func:`affectgym.envs.validation.split_memoriser`).
 """
 
 from __future__ import annotations

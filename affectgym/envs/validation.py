@@ -22,8 +22,7 @@ of a check, the ``pass``/``warn``/``fail`` verdict of severity policy v2, exit c
   at most the floor or below the oracle (none shipped: skipped);
 * ``semantic.no_solution_leakage``: with only the gold label changed, everything an agent sees
   is identical (observations, tool outputs, messages, tool schemas, the flat prompt); no
-  scenario id holds a label word; an env that hides no label never shows its reference reply;
-  and a text-only memoriser of the train split stays at chance on eval and validation
+  scenario id holds a label word; and a text-only memoriser of the train split stays at chance on eval and validation
   (:mod:`affectgym.envs.leakage`; for envs made by ``gym.make`` with ``scenario_text``);
 * ``semantic.verifier_determinism``: the oracle's reply scored ``replays`` times (20) gives one
   reward; with an LLM judge (``llm_judged``: a criterion with ``scorer="judge"``) each replay
@@ -632,8 +631,7 @@ def check_canary_floor(subject: EnvUnderTest) -> CheckResult:
 
 
 def check_no_solution_leakage(subject: EnvUnderTest) -> CheckResult:
-    """``semantic.no_solution_leakage``: the label flip, label words in ids, the reference reply in
-    view (envs that hide no label) and the text memoriser on the env's splits."""
+    """``semantic.no_solution_leakage``: the label flip, label words in ids and the text memoriser on the env's splits."""
     if not subject.text:
         return CheckResult(
             "semantic.no_solution_leakage", SKIP, {},
@@ -652,23 +650,17 @@ def check_no_solution_leakage(subject: EnvUnderTest) -> CheckResult:
         for label in base.label_set:
             if re.search(re.escape(str(label)), str(scenario.id), re.IGNORECASE):
                 problems.append(f"scenario id {scenario.id!r} contains the label word {label!r}")
-    shown = 0
-    if not flipped and subject.references is not None:  # no hidden label: the solution is the reference reply
-        for scenario, text, _, _ in subject.references:
-            if text and text.strip() and text.strip() in json.dumps(agent_view(base, scenario), ensure_ascii=False):
-                problems.append(f"scenario {scenario.id!r}: the reference reply appears in what the agent sees")
-            shown += 1
     memoriser, memoriser_problems = split_memoriser(subject.env)
     problems += memoriser_problems
-    measured = {"label_flip_scenarios": flipped, "reference_replies_checked": shown, "memoriser": memoriser}
+    measured = {"label_flip_scenarios": flipped, "memoriser": memoriser}
     if problems:
         return CheckResult(
             "semantic.no_solution_leakage", FAIL, measured, problems[:10],
             "keep the gold label out of observations, tool outputs, tool schemas, the flat prompt and scenario ids; "
             "split by group (split_group) so no eval item has a twin in train",
         )
-    parts = [f"label flip: {flipped} scenarios" if flipped else f"no hidden label; reference reply unseen on {shown}"]
-    return CheckResult("semantic.no_solution_leakage", PASS, measured, [*parts, f"memoriser: {memoriser}"])
+    flip = f"label flip: {flipped} scenarios" if flipped else "label flip: none (flip_label gives no other label)"
+    return CheckResult("semantic.no_solution_leakage", PASS, measured, [flip, f"memoriser: {memoriser}"])
 
 
 def check_verifier_determinism(subject: EnvUnderTest) -> CheckResult:
