@@ -9,6 +9,7 @@ the results table without a progress bar, vf-eval's endpoint flags).
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
@@ -233,6 +234,17 @@ def test_list_filters_by_text_in_the_id_or_the_summary():
     assert "affectgym/Sarcasm-v0" in affectgym_cli("list", "SARCASTIC").stdout
     nothing = affectgym_cli("list", "no-such-env")
     assert nothing.returncode == 1 and "no environment id or summary contains 'no-such-env'" in nothing.stdout
+
+
+def test_eval_help_shows_the_reply_token_defaults_of_a_local_and_an_api_model():
+    from affectgym.agents.openai_agent import OpenAIAgent
+    from affectgym.agents.transformers_agent import TransformersAgent
+
+    shown = " ".join(affectgym_cli("eval", "--help", env={"COLUMNS": "400"}).stdout.split())
+    local = inspect.signature(TransformersAgent).parameters["max_new_tokens"].default
+    api = inspect.signature(OpenAIAgent).parameters["max_tokens"].default
+    assert f"(default {api} for an OpenAI-compatible agent, {local} a message for a local model)" in shown
+    assert local <= 128, "a base model that never ends its turn costs this much a message on a CPU"
 
 
 def test_no_progress_prints_plain_progress_lines_and_the_results_table_but_no_bar(tmp_path):

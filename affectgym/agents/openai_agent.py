@@ -117,6 +117,9 @@ def sampling_kwargs(sampling_args: Mapping[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
+#: An OpenAI-compatible agent's longest reply by default, in tokens.
+DEFAULT_MAX_TOKENS = 512
+
 class OpenAIAgent(Agent):
     """A chat model behind an OpenAI-compatible endpoint.
 
@@ -145,7 +148,7 @@ class OpenAIAgent(Agent):
         api_key: str | None = None,
         temperature: float = 0.0,
         top_p: float | None = None,
-        max_tokens: int = 512,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
         timeout_s: float = 60.0,
         max_retries: int = 3,
         max_concurrency: int = 16,
@@ -269,6 +272,7 @@ def _empty_log() -> dict[str, Any]:
 
 __all__ = [
     "AGENT_SAMPLING_KEYS",
+    "DEFAULT_MAX_TOKENS",
     "NATIVE_TOOL_INSTRUCTION",
     "OpenAIAgent",
     "action_from_message",

@@ -20,6 +20,10 @@ from affectgym.agents.base import Agent, TokenCount, raw_text_messages
 from affectgym.agents.models import CHATML_TOOL_TEMPLATE, resolve_model
 from affectgym.hub import pretrained_problem
 
+#: A local model's longest message by default, in tokens: a tool call or an answer takes 20-60,
+#: and a base model that never ends its turn costs at most this much a message on a CPU.
+DEFAULT_MAX_NEW_TOKENS = 128
+
 
 class GenerationBatcher:
     """Gathers prompts from concurrent callers into batched calls of ``generate_batch``.
@@ -103,7 +107,7 @@ class TransformersAgent(Agent):
             ``PreTrainedModel`` (then ``tokenizer`` is required).
         tokenizer: A tokenizer object or folder; default: the model's.
         adapter: Folder of a PEFT (LoRA) adapter to apply, e.g. a trained checkpoint.
-        max_new_tokens: Longest reply.
+        max_new_tokens: Longest reply (:data:`DEFAULT_MAX_NEW_TOKENS`).
         temperature: Sampling temperature; ``0`` means greedy decoding.
         top_p: Nucleus sampling mass (when sampling).
         top_k: Top-k sampling (when sampling); ``None`` leaves the model's default.
@@ -125,7 +129,7 @@ class TransformersAgent(Agent):
         *,
         tokenizer: Any = None,
         adapter: str | None = None,
-        max_new_tokens: int = 256,
+        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
         temperature: float = 0.0,
         top_p: float = 1.0,
         top_k: int | None = None,
@@ -281,4 +285,4 @@ def _is_tokenizer(value: Any) -> bool:
     return value is not None and not isinstance(value, str)
 
 
-__all__ = ["GenerationBatcher", "TransformersAgent", "generation_config"]
+__all__ = ["DEFAULT_MAX_NEW_TOKENS", "GenerationBatcher", "TransformersAgent", "generation_config"]

@@ -11,6 +11,9 @@ from typing import Any
 
 def register(subparsers: Any) -> None:
     """Add ``eval`` and ``report`` to the ``affectgym`` command."""
+    from affectgym.agents.openai_agent import DEFAULT_MAX_TOKENS
+    from affectgym.agents.transformers_agent import DEFAULT_MAX_NEW_TOKENS
+
     evaluate = subparsers.add_parser(
         "eval",
         help="play an agent on an env's scenarios; write results.jsonl, metadata.json, summary.json",
@@ -45,7 +48,11 @@ def register(subparsers: Any) -> None:
         "-k", "--api-key-var", default=None, metavar="VAR",
         help="environment variable holding the API key (default: OPENAI_API_KEY, or none for local servers)",
     )
-    endpoint.add_argument("-t", "--max-tokens", type=int, default=None, metavar="N", help="longest reply, in tokens")
+    endpoint.add_argument(
+        "-t", "--max-tokens", type=int, default=None, metavar="N",
+        help=f"longest reply, in tokens (default {DEFAULT_MAX_TOKENS} for an OpenAI-compatible agent, "
+             f"{DEFAULT_MAX_NEW_TOKENS} a message for a local model)",
+    )
     endpoint.add_argument("-T", "--temperature", type=float, default=None, metavar="T", help="sampling temperature")
     endpoint.add_argument(
         "-S", "--sampling-args", type=json_object_argument, default={}, metavar="JSON",
@@ -84,7 +91,10 @@ def register(subparsers: Any) -> None:
         "--max-fail-fraction", type=float, default=0.5, metavar="F",
         help="stop when more than this fraction of the episodes fail (default 0.5)",
     )
-    evaluate.add_argument("--no-progress", action="store_true", help="no progress bar (the results table is still printed)")
+    evaluate.add_argument(
+        "--no-progress", action="store_true",
+        help="plain progress lines instead of a bar (episodes done, mean reward, tokens/s), then the results table",
+    )
     evaluate.add_argument(
         "--push-to-hub", default=None, metavar="REPO_ID",
         help="after the run, upload its episodes as the Hugging Face dataset REPO_ID (namespace/name); "
