@@ -87,13 +87,6 @@ def test_emotion_style_tag_only_format_shows_the_emotion_tag_alone_and_scores_as
     assert tag_only.score(scenario, reply, []).total == default.score(scenario, reply, []).total
 
 
-def test_emotion_style_former_prompt_arguments_warn_naming_the_task_format():
-    with pytest.warns(FutureWarning, match=r"pass task_format=\{'system_message': 'Be brief.'\}"):
-        env = affectgym.make(STYLE[0], **STYLE[1], system_message="Be brief.").unwrapped
-    assert env.task_format == StyleFormat(system_message="Be brief.")
-    assert env.flat_prompt(env.scenarios[0])[0] == {"role": "system", "content": "Be brief."}
-
-
 def test_dialogue_no_hint_format_asks_with_the_humans_line_alone_and_scores_as_the_default():
     default = affectgym.make(DIALOGUE[0]).unwrapped
     no_hint = affectgym.make(DIALOGUE[0], task_format={"turn_hint": False}).unwrapped
@@ -124,7 +117,6 @@ def test_emotion_state_text_given_a_rubric_scores_with_it_and_ranges_from_its_we
 @pytest.mark.parametrize(("env", "kwargs", "message"), [
     (STYLE, {"task_format": "loud"}, "unknown task_format 'loud'; named formats: default, preface, tag-only"),
     (STYLE, {"task_format": {"preface_fraction": 2}}, r"preface_fraction must be a number in \[0, 1\], got 2"),
-    (STYLE, {"task_format": "default", "preface_fraction": 0.5}, r"pass \['preface_fraction'\] inside task_format"),
     (DIALOGUE, {"task_format": {"turn_hint": "yes"}}, "turn_hint must be true or false, got 'yes'"),
     (DIALOGUE, {"task_format": 3}, r"task_format must be a DialogueFormat, one of default, no-hint or a mapping"),
     (STATE_TEXT, {"task_format": {"numbers": True}}, r"unknown task_format fields \['numbers'\]; accepted: \['situation', 'previous_state'\]"),

@@ -34,7 +34,7 @@ from affectgym.envs.style_criteria import (
     shuffled_target,
 )
 from affectgym.envs.style_format import STYLE_FORMATS, StyleFormat, style_prompt
-from affectgym.envs.task_format import with_former_arguments
+from affectgym.envs.task_format import coerce_task_format
 from affectgym.rewards.classifier import EmotionClassifier, MemoisedClassifier
 from affectgym.rewards.factories import log_once, make_classifier, make_judge
 from affectgym.rewards.judge import JudgeConfig, JudgeVerdict
@@ -308,8 +308,6 @@ class EmotionStyleEnv(AffectEnv):
         max_turns: int = 1,
         invalid_action_penalty: float = 0.05,
         render_mode: str | None = None,
-        preface_fraction: float | None = None,
-        system_message: str | None = None,
     ):
         if instructions not in ("embedded", "wizardlm"):
             raise ValueError(f"instructions must be 'embedded' or 'wizardlm', got {instructions!r}")
@@ -343,9 +341,7 @@ class EmotionStyleEnv(AffectEnv):
         self.max_instructions = max_instructions
         self.eval_fraction = eval_fraction
         self.emotions_per_instruction = emotions_per_instruction
-        self.task_format = with_former_arguments(
-            task_format, StyleFormat, STYLE_FORMATS,
-            {"preface_fraction": preface_fraction, "system_message": system_message}, type(self).__name__)
+        self.task_format = coerce_task_format(task_format, StyleFormat, STYLE_FORMATS)
         self.reward_weights = dict(reward_weights or {})
         self.style_rubric = rubric
         self.cap = cap

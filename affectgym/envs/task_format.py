@@ -14,8 +14,6 @@ Formats travel as names or mappings where a Python object cannot (YAML configs,
 
 from __future__ import annotations
 
-import dataclasses
-import warnings
 from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any, TypeVar
@@ -65,36 +63,4 @@ def coerce_task_format(value: Any, kind: type[Format], named: Mapping[str, Forma
     )
 
 
-def with_former_arguments(
-    value: Any, kind: type[Format], named: Mapping[str, Format], former: Mapping[str, Any], env: str
-) -> Format:
-    """The format ``task_format=value`` names, with the fields an env took as arguments before.
-
-    A former argument still works for one release, with a FutureWarning that gives the new
-    form; given beside ``task_format`` it is refused (which would win is not obvious).
-
-    Args:
-        value: The env's ``task_format`` argument.
-        kind: The env's format class.
-        named: The env's named formats.
-        former: The former arguments given (``None`` = not given), by field name.
-        env: The env's class name, for the message.
-
-    Raises:
-        ValueError: A former argument beside ``task_format``, or a bad value.
-    """
-    given = {name: v for name, v in former.items() if v is not None}
-    if given and value is not None:
-        raise ValueError(f"pass {sorted(given)} inside task_format, not beside it")
-    task_format = coerce_task_format(value, kind, named)
-    if not given:
-        return task_format
-    task_format = dataclasses.replace(task_format, **given)  # type: ignore[type-var]
-    arguments = ", ".join(f"{name}={v!r}" for name, v in given.items())
-    warnings.warn(
-        f"{env}({arguments}) is deprecated and will be removed in the next release; pass "
-        f"task_format={given!r} (or a {kind.__name__}) instead", FutureWarning, stacklevel=3)
-    return task_format
-
-
-__all__ = ["coerce_task_format", "with_former_arguments"]
+__all__ = ["coerce_task_format"]
