@@ -47,6 +47,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -128,12 +129,12 @@ def train_stage(arm: str, seed: int, steps: int, neutral_weight: float) -> tuple
     return out / "adapter", json.loads((out / "summary.json").read_text(encoding="utf-8"))
 
 
-def play(arm: str, seed: int, adapter: Path | None, neutral_weight: float) -> dict[str, Any]:
-    """The arm's held-out replies through the eval runner: its metrics and every reply."""
+def play(arm: str, seed: int, adapter: Path | None, neutral_weight: float, work: Path = WORK) -> dict[str, Any]:
+    """The arm's held-out replies through the eval runner (its folder under ``work``): its metrics and every reply."""
     from affectgym.eval.results import read_results
     from affectgym.eval.runner import EvalConfig, run_eval
 
-    out = WORK / (f"eval-base{neutral_suffix(neutral_weight)}" if adapter is None else f"s{seed}/eval-{adapter.parent.name}")
+    out = work / (f"eval-base{neutral_suffix(neutral_weight)}" if adapter is None else f"s{seed}/eval-{adapter.parent.name}")
     agent_kwargs: dict[str, Any] = {"max_new_tokens": STYLE_MAX_NEW_TOKENS, "temperature": 0.0, "max_batch_size": 16}
     if adapter is not None:
         agent_kwargs["adapter"] = str(adapter)
@@ -193,8 +194,9 @@ def episode_metrics(sample: dict[str, Any]) -> dict[str, float]:
     return values if agrees is None else {**values, "valence_agreement": float(agrees)}
 
 
-def rows_with_samples(rows: list[dict[str, Any]], samples: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
-    """Each arm's row with its replies.
+def rows_with_samples(rows: list[dict[str, Any]], samples: list[dict[str, Any]],
+                      source: str = SAMPLES_FILE.name) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """Each arm's row with its replies (``source`` names the samples file in the error).
 
     A run appends its replies, then its row, so an (arm, seed, neutral weight)'s replies lie in
     the samples file in the order of its rows, ``episodes`` of them a row (the replies name no
@@ -217,15 +219,16 @@ def rows_with_samples(rows: list[dict[str, Any]], samples: list[dict[str, Any]])
         block = blocks.get(key, [])[start:start + row["episodes"]]
         taken[key] = start + row["episodes"]
         if len(block) != row["episodes"] or abs(sum(s["reward"] for s in block) / len(block) - row["reward"]) > 1e-9:
-            raise ValueError(f"{SAMPLES_FILE.name} does not hold the {row['episodes']} replies of the run {key} "
+            raise ValueError(f"{source} does not hold the {row['episodes']} replies of the run {key} "
                              f"({row['grpo_steps']} steps) in the runs file's order")
         paired.append((row, block))
     return paired
 
 
-def observations(samples: list[dict[str, Any]], metric: str) -> list[Observation]:
-    """One arm's replies as the bootstrap's ``(seed, scenario, instruction, value)`` of ``metric``."""
-    found = [(sample, episode_metrics(sample)) for sample in samples]
+def observations(samples: list[dict[str, Any]], metric: str,
+                 measure: Callable[[dict[str, Any]], dict[str, float]] = episode_metrics) -> list[Observation]:
+    """One arm's replies as the bootstrap's ``(seed, scenario, instruction, value)`` of ``metric`` (of ``measure``'s values)."""
+    found = [(sample, measure(sample)) for sample in samples]
     return [Observation(sample["seed"], sample["scenario_id"], sample["scenario_id"].split(":")[0], values[metric])
             for sample, values in found if metric in values]
 
