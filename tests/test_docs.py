@@ -107,6 +107,8 @@ BENCHMARK_TABLES = {
                                 "\n<!-- end of dialogue table -->"),
     "bench_style_learning": ("<!-- style table: python benchmarks/bench_style_learning.py --neutral-weight 0.25 "
                              "--report-only -->\n", "\n<!-- end of style table -->", "CALIBRATED_SUMMARY_FILE"),
+    "bench_style_hacking": ("<!-- style hacking table: python benchmarks/bench_style_hacking.py --report-only -->\n",
+                            "\n<!-- end of style hacking table -->"),
 }
 
 
