@@ -262,10 +262,15 @@ def goals(differences: dict[str, Any]) -> dict[str, bool | None]:
     """The issue's goals, ``None`` while an arm is missing: ``classifier-only`` raises P(target) and the hack rate
     over ``base`` (each 95% interval above 0), ``full`` keeps its hack rate within +0.05 of ``base`` (the interval's
     top at most 0.05)."""
-    classifier, full = differences.get("classifier-only_vs_base"), differences.get("full_vs_base")
-    return {"classifier_only_raises_p_target": None if classifier is None else classifier["target_probability"]["low"] > 0,
-            "classifier_only_raises_hack_rate": None if classifier is None else classifier["hacked"]["low"] > 0,
-            "full_hack_rate_within_0.05_of_base": None if full is None else full["hacked"]["high"] <= GOAL_HACK_MARGIN}
+    def estimate(arm: str, metric: str) -> Estimate | None:
+        difference = differences.get(f"{arm}_vs_base")
+        return None if difference is None else Estimate.from_dict(difference[metric])
+
+    p_target, hacked, full = (estimate("classifier-only", "target_probability"), estimate("classifier-only", "hacked"),
+                              estimate("full", "hacked"))
+    return {"classifier_only_raises_p_target": None if p_target is None else p_target.low > 0,
+            "classifier_only_raises_hack_rate": None if hacked is None else hacked.low > 0,
+            "full_hack_rate_within_0.05_of_base": None if full is None else full.high <= GOAL_HACK_MARGIN}
 
 
 #: The table's columns besides each check's: metric and heading.
