@@ -62,8 +62,7 @@ def server(tmp_path_factory):
                 break
             except OSError:
                 time.sleep(1)
-        first_line = log.read_text().splitlines()[0]
-        assert f"--agent openai:smollm2-135m@{base_url}" in first_line
+        assert f"play it with --agent openai:smollm2-135m@{base_url}" in log.read_text()
         assert [entry["id"] for entry in models["data"]] == ["smollm2-135m"]
         yield base_url, "smollm2-135m", process
     finally:
