@@ -231,3 +231,38 @@ def test_the_neutral_weight_reaches_nade_through_the_envs_classifier_options_and
     text = "We finally won the cup and the whole street was singing all night!"
     calibrated, plain = env.classifier.scores([text])[0], EmotionClassifier("nade").scores([text])[0]
     assert calibrated["neutral"] < plain["neutral"] and calibrated["joy"] > plain["joy"]
+
+
+def test_the_sentences_aggregate_averages_each_sentence_scored_alone_in_one_backend_call() -> None:
+    calls: list[list[str]] = []
+
+    def by_mark(texts: list[str]) -> list[dict[str, float]]:
+        calls.append(list(texts))
+        return [{"surprise": 1.0} if text.endswith("?") else {"sadness": 1.0} for text in texts]
+
+    whole, by_sentence = EmotionClassifier(by_mark), EmotionClassifier(by_mark, aggregate="sentences")
+    texts = ["Since when? It rained. It is over.", "<think>plan</think>Really?", ""]
+    assert whole.aggregate == "text" and [d["surprise"] for d in whole.scores(texts)] == [0.0, 1.0, 0.0]
+    scores = by_sentence.scores(texts)
+    assert [round(d["surprise"], 3) for d in scores] == [0.333, 1.0, 0.0]
+    assert calls[-1] == ["Since when?", "It rained.", "It is over.", "Really?", ""]
+    for distribution in scores:
+        _assert_distribution(distribution)
+
+
+def test_an_unknown_aggregate_is_refused_naming_the_accepted_ones() -> None:
+    with pytest.raises(ValueError, match=r"unknown aggregate 'mean'; use one of \('text', 'sentences'\)"):
+        EmotionClassifier("nade", aggregate="mean")
+
+
+def test_the_sentences_aggregate_reaches_nade_through_the_envs_classifier_options() -> None:
+    pytest.importorskip("nade")
+    import affectgym
+
+    env = affectgym.make("affectgym/EmotionStyle-v0", classifier="nade",
+                         classifier_options={"neutral_weight": 0.25, "aggregate": "sentences"}).unwrapped
+    reply = "The bus is late again. Who plans these timetables? I want my money back!"
+    sentences = EmotionClassifier("nade", neutral_weight=0.25).scores(
+        ["The bus is late again.", "Who plans these timetables?", "I want my money back!"])
+    assert env.classifier.aggregate == "sentences"
+    assert math.isclose(env.distributions([reply])[0]["anger"], sum(d["anger"] for d in sentences) / 3)

@@ -19,7 +19,11 @@ a callable
     mapped with :func:`~affectgym.emotions.canonical_emotion`, unknown labels are
     dropped and the rest renormalised.
 
-Every backend scores the visible reply only: ``<think>...</think>`` is removed first.
+Every backend scores the visible reply only: ``<think>...</think>`` is removed first. With
+``aggregate="sentences"`` each sentence of the reply (:func:`split_sentences`) is scored alone
+and the reply's distribution is the mean of theirs: on the EmotionStyle demonstrations and
+paraphrase sets this lowers the spread of P(target) over paraphrases of one reply
+(``benchmarks/bench_style_demos.py``).
 Envs score through a :class:`MemoisedClassifier`, which remembers each text's distribution
 in a bounded memo, so a text is classified once.
 
@@ -35,6 +39,7 @@ in a bounded memo, so a text is classified once.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -47,6 +52,7 @@ from affectgym.rewards.memo import BoundedMemo
 from affectgym.rewards.rules import strip_think
 
 __all__ = [
+    "AGGREGATES",
     "DEFAULT_EMOTION_MODEL",
     "MEMO_ENTRIES",
     "PRECISIONS",
@@ -55,6 +61,7 @@ __all__ = [
     "default_precision",
     "check_neutral_weight",
     "plutchik_to_basic",
+    "split_sentences",
 ]
 
 log = logging.getLogger(__name__)
@@ -68,6 +75,12 @@ weights to int8 (activations quantised on the fly); CPU only."""
 
 MEMO_ENTRIES = 8192
 """Distributions a :class:`MemoisedClassifier` keeps by default."""
+
+AGGREGATES = ("text", "sentences")
+"""How a reply is read: ``"text"``, whole (the default); ``"sentences"``, each sentence alone, then averaged."""
+
+# A sentence ends at . ! ? or … (with any closing quotes or brackets) before white space, or at a line break.
+_SENTENCE_BREAK = re.compile(r"(?:(?<=[.!?…])|(?<=[.!?…][\"'’”)\]]))\s+|\s*\n\s*")
 
 ScoreFn = Callable[[list[str]], Sequence[Mapping[str, float]]]
 
@@ -173,6 +186,19 @@ def _to_seven(distribution: Mapping[str, float], source: str) -> dict[str, float
     return {label: value / total for label, value in mass.items()}
 
 
+def split_sentences(text: str) -> list[str]:
+    """The sentences of a text: split after ``.``, ``!``, ``?`` or ``…`` before white space, and at line breaks.
+
+    A text with no break is one sentence; an empty text has none.
+
+    >>> split_sentences("Wait, what? Since when... No way!\\nTell me.")
+    ['Wait, what?', 'Since when...', 'No way!', 'Tell me.']
+    >>> split_sentences('She said "Stop!" Then it was 3.5 km away'), split_sentences("  ")
+    (['She said "Stop!"', 'Then it was 3.5 km away'], [])
+    """
+    return [piece.strip() for piece in _SENTENCE_BREAK.split(text) if piece and piece.strip()]
+
+
 def check_neutral_weight(neutral_weight: float) -> None:
     """Refuse a ``neutral_weight`` outside ``(0, 1]``, naming it.
 
@@ -201,10 +227,18 @@ class EmotionClassifier:
             distilroberta). Longer texts are truncated.
         neutral_weight: ``nade`` backend only: how much neutral weighs against the six
             emotions (see :func:`plutchik_to_basic`), in ``(0, 1]``.
+        aggregate: One of :data:`AGGREGATES`: score each reply whole (``"text"``), or each of
+            its sentences alone and take the mean of their distributions (``"sentences"``;
+            every backend; the sentences of a whole batch go to the backend in one call).
 
     Raises:
-        ValueError: An unknown backend or precision, or a model whose labels do not name
-            any of the seven emotions.
+        ValueError: An unknown backend, precision or aggregate, or a model whose labels do
+            not name any of the seven emotions.
+
+    >>> def by_mark(texts):
+    ...     return [{"surprise": 1.0} if text.endswith("?") else {"neutral": 1.0} for text in texts]
+    >>> EmotionClassifier(by_mark, aggregate="sentences").scores(["Since when? It is late."])[0]["surprise"]
+    0.5
     """
 
     def __init__(
@@ -217,8 +251,11 @@ class EmotionClassifier:
         batch_size: int = 32,
         max_length: int | None = None,
         neutral_weight: float = 1.0,
+        aggregate: str = "text",
     ) -> None:
         check_neutral_weight(neutral_weight)
+        if aggregate not in AGGREGATES:
+            raise ValueError(f"unknown aggregate {aggregate!r}; use one of {AGGREGATES}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if callable(backend):
@@ -244,16 +281,19 @@ class EmotionClassifier:
         self.batch_size = batch_size
         self.max_length = max_length
         self.neutral_weight = float(neutral_weight)
+        self.aggregate = aggregate
 
     labels: tuple[str, ...] = EMOTIONS
     """The seven labels every distribution is over."""
 
     def __repr__(self) -> str:
+        aggregate = "" if self.aggregate == "text" else f", aggregate={self.aggregate!r}"
         if self.backend == "transformers":
-            return f"EmotionClassifier('transformers', model={self.model!r}, device={self.device!r}, precision={self.precision!r})"
+            return (f"EmotionClassifier('transformers', model={self.model!r}, device={self.device!r}, "
+                    f"precision={self.precision!r}{aggregate})")
         if self.backend == "nade" and self.neutral_weight != 1.0:
-            return f"EmotionClassifier('nade', neutral_weight={self.neutral_weight!r})"
-        return f"EmotionClassifier({self.backend!r})"
+            return f"EmotionClassifier('nade', neutral_weight={self.neutral_weight!r}{aggregate})"
+        return f"EmotionClassifier({self.backend!r}{aggregate})"
 
     def scores(self, texts: Sequence[str | None]) -> list[dict[str, float]]:
         """Probability of each of the seven labels for each text.
@@ -267,6 +307,22 @@ class EmotionClassifier:
         visible = [strip_think(text) for text in texts]
         if not visible:
             return []
+        if self.aggregate == "sentences":
+            return self._sentence_means(visible)
+        return self._scores_visible(visible)
+
+    def _sentence_means(self, texts: list[str]) -> list[dict[str, float]]:
+        """Each text's mean over its sentences' distributions (a text without one is scored as it is)."""
+        pieces = [split_sentences(text) or [text] for text in texts]
+        found = iter(self._scores_visible([sentence for sentences in pieces for sentence in sentences]))
+        means = []
+        for sentences in pieces:
+            distributions = [next(found) for _ in sentences]
+            means.append({label: sum(d[label] for d in distributions) / len(distributions) for label in EMOTIONS})
+        return means
+
+    def _scores_visible(self, visible: list[str]) -> list[dict[str, float]]:
+        """The backend's distribution of each text (``<think>`` already removed)."""
         if self.backend == "transformers":
             return self._scores_transformers(visible)
         if self.backend == "nade":
