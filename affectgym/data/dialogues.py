@@ -1,4 +1,4 @@
-"""Emotionally tagged dialogues: labels, tag splitting, and the three sources (embedded, file, hub).
+"""Emotionally tagged dialogues: labels, tag splitting, and the datasets ``dataset=`` names.
 
 The emotional-RLAIF data (LLaMA-Factory "alpaca with history" JSON) stores one record per
 dialogue: ``system``, ``history`` (``[[human, chatbot], ...]``), ``instruction`` (the last
@@ -9,10 +9,13 @@ tagged sentences (``(SADNESS) ... (HAPPINESS) ... (NEUTRAL) ...?``). Each dialog
 history before it (with the reference replies), the user's emotion, the emotion requested of
 the chatbot's second sentence (the second tag of the reference reply) and the reference reply.
 
-Sources: :func:`load_embedded_dialogues` (44 dialogues written for affectgym, shipped in
-``affectgym/data/dialogues/``), :func:`load_dialogue_file` (a local JSON / JSONL file) and
-:func:`load_hub_dialogues` (``mario-rc/aif-emotional-generation`` through ``datasets``; with
-no network it fails with one line naming ``data_file``).
+Datasets (kind ``"dialogue"`` of :mod:`affectgym.data.registry`; :func:`load_dialogues` reads
+one by name): ``"embedded"`` (:func:`load_embedded_dialogues`, 44 dialogues written for
+affectgym, shipped in ``affectgym/data/dialogues/``), ``"file"`` (:func:`load_dialogue_file`,
+a local JSON / JSONL file) and ``"hub"`` (:func:`load_hub_dialogues`,
+``mario-rc/aif-emotional-generation`` through ``datasets``; with no network it fails with one
+line naming ``data_file``), and any a package adds through the entry-point group
+``affectgym.datasets.dialogue``: a :class:`DialogueLoader`.
 
 >>> dialogue_label("happiness"), dialogue_label(" Joy "), dialogue_label("(fear)"), dialogue_label("pride")
 ('HAPPINESS', 'HAPPINESS', 'FEAR', None)
@@ -31,8 +34,9 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from affectgym.data.registry import dataset_loader, register_dataset
 from affectgym.data.speech_sources import DatasetError
 from affectgym.data.splits import select_split, stable_hash
 from affectgym.emotions import canonical_emotion
@@ -380,6 +384,62 @@ def load_hub_dialogues(name: str = HUB_DATASET, config: str | None = None) -> li
     return dialogues_from_records(records, source=name)
 
 
+class DialogueLoader(Protocol):
+    """Reads a dialogue dataset, given the env's data arguments as keywords (a loader may ignore them)."""
+
+    def __call__(self, *, data_file: str | None, hub_name: str) -> list[Dialogue]:
+        """The dataset's dialogues; ``data_file`` and ``hub_name`` are what the env was given."""
+
+
+def load_dialogues(dataset: str, *, data_file: str | None = None, hub_name: str = HUB_DATASET) -> list[Dialogue]:
+    """The dialogues of the dataset registered as ``dataset`` (``"embedded"``, ``"file"``, ``"hub"``, a plug-in's).
+
+    Args:
+        dataset: A name of :func:`affectgym.data.registry.datasets` ``("dialogue")``.
+        data_file: A LLaMA-Factory JSON/JSONL file: what ``"file"`` reads, and ``"hub"``
+            instead of the hub (a local copy).
+        hub_name: The hub dataset ``"hub"`` reads.
+
+    Raises:
+        ValueError: An unknown name (the message lists the known ones and the plug-in way).
+        DatasetError: The dataset cannot be read, or its loader returned no dialogues.
+
+    >>> [d.id for d in load_dialogues("embedded")][:2]
+    ['ed001', 'ed002']
+    """
+    loader = dataset_loader("dialogue", dataset)
+    if not callable(loader):
+        raise DatasetError(f"dialogue dataset {dataset!r} is a {type(loader).__name__}, not a loader "
+                           "(a function of data_file=, hub_name= returning a list of Dialogue)")
+    dialogues = loader(data_file=data_file, hub_name=hub_name)
+    if not isinstance(dialogues, list) or not dialogues or not all(isinstance(d, Dialogue) for d in dialogues):
+        raise DatasetError(f"dialogue dataset {dataset!r} gave {type(dialogues).__name__} {str(dialogues)[:80]!r}; "
+                           "its loader must return a non-empty list of Dialogue")
+    return dialogues
+
+
+def _embedded(*, data_file: str | None, hub_name: str) -> list[Dialogue]:
+    """The 44 dialogues shipped with affectgym."""
+    return load_embedded_dialogues()
+
+
+def _file(*, data_file: str | None, hub_name: str) -> list[Dialogue]:
+    """A local LLaMA-Factory JSON or JSONL file, ``data_file``."""
+    if data_file is None:
+        raise DatasetError("dataset='file' needs data_file=PATH (a LLaMA-Factory JSON or JSONL file)")
+    return load_dialogue_file(data_file)
+
+
+def _hub(*, data_file: str | None, hub_name: str) -> list[Dialogue]:
+    """The hub dataset ``hub_name``, or ``data_file`` as its local copy."""
+    return load_hub_dialogues(hub_name) if data_file is None else load_dialogue_file(data_file)
+
+
+register_dataset("dialogue", "embedded", _embedded)
+register_dataset("dialogue", "file", _file)
+register_dataset("dialogue", "hub", _hub)
+
+
 def split_dialogues(dialogues: Sequence[Dialogue], split: str, eval_fraction: float = 0.2) -> list[Dialogue]:
     """The dialogues of ``split`` (``"train"``, ``"validation"``, ``"eval"``, ``"all"``): a stable hash split by dialogue id.
 
@@ -400,6 +460,7 @@ __all__ = [
     "HUB_DATASET",
     "LABEL_OF_EMOTION",
     "Dialogue",
+    "DialogueLoader",
     "DialogueTurn",
     "TaggedSegment",
     "classifier_label",
@@ -407,6 +468,7 @@ __all__ = [
     "dialogue_label",
     "dialogues_from_records",
     "load_dialogue_file",
+    "load_dialogues",
     "load_embedded_dialogues",
     "load_hub_dialogues",
     "normalise_text",

@@ -1,15 +1,18 @@
-"""Open-ended instructions for emotion-conditioned generation, from three kinds of source.
+"""Open-ended instructions for emotion-conditioned generation, and the instruction sets ``instructions=`` names.
 
 Every loader returns :class:`Instruction` records (an id, the instruction text, and where
-known a short topic phrase that a reference reply can talk about).
+known a short topic phrase that a reference reply can talk about). The sets are kind
+``"instructions"`` of :mod:`affectgym.data.registry` (:func:`load_instructions` reads one by
+name): ``"embedded"``, ``"file"`` and ``"wizardlm"`` below, and any a package adds through the
+entry-point group ``affectgym.datasets.instructions``: an :class:`InstructionLoader`.
 
-* :func:`load_embedded_instructions` -- 221 varied instructions written for affectgym
+* :func:`load_embedded_instructions` (``"embedded"``) -- 221 varied instructions written for affectgym
   (advice, descriptions, stories, explanations, opinions, short letters, talks), shipped in
   ``affectgym/data/instructions/instructions.jsonl``; works offline.
-* :func:`load_instruction_file` -- a local JSON, JSON Lines or parquet file: either
+* :func:`load_instruction_file` (``"file"``) -- a local JSON, JSON Lines or parquet file: either
   WizardLM-style records (the instruction is the first human turn of ``conversations``) or
   records with an ``instruction`` field.
-* :func:`load_wizardlm_instructions` -- ``WizardLMTeam/WizardLM_evol_instruct_V2_196k`` from
+* :func:`load_wizardlm_instructions` (``"wizardlm"``) -- ``WizardLMTeam/WizardLM_evol_instruct_V2_196k`` from
   the Hugging Face hub (instructions only, never the answers); with no network it fails
   with one line naming the ``data_file=`` alternative.
 
@@ -33,7 +36,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
+
+from affectgym.data.registry import dataset_loader, register_dataset
 
 WIZARDLM_HUB_ID = "WizardLMTeam/WizardLM_evol_instruct_V2_196k"
 EMBEDDED_INSTRUCTIONS = Path(__file__).parent / "instructions" / "instructions.jsonl"
@@ -46,10 +51,12 @@ __all__ = [
     "WIZARDLM_HUB_ID",
     "Instruction",
     "InstructionDataError",
+    "InstructionLoader",
     "first_human_turn",
     "instruction_topic",
     "load_embedded_instructions",
     "load_instruction_file",
+    "load_instructions",
     "load_reference_replies",
     "load_wizardlm_instructions",
 ]
@@ -317,3 +324,58 @@ def _to_instructions(records: Iterable[Any], *, source: str, id_prefix: str) -> 
             )
         )
     return instructions
+
+
+class InstructionLoader(Protocol):
+    """Reads an instruction set, given the env's ``data_file`` as a keyword (a loader may ignore it)."""
+
+    def __call__(self, *, data_file: str | Path | None) -> list[Instruction]:
+        """The set's instructions; ``data_file`` is what the env was given."""
+
+
+def load_instructions(name: str, *, data_file: str | Path | None = None) -> list[Instruction]:
+    """The instructions of the set registered as ``name`` (``"embedded"``, ``"file"``, ``"wizardlm"``, a plug-in's).
+
+    Args:
+        name: A name of :func:`affectgym.data.registry.datasets` ``("instructions")``.
+        data_file: A local JSON, JSON Lines or parquet file: what ``"file"`` reads, and
+            ``"wizardlm"`` instead of the hub (a local copy).
+
+    Raises:
+        ValueError: An unknown name (the message lists the known ones and the plug-in way).
+        InstructionDataError: The set cannot be read, or its loader returned no instructions.
+
+    >>> [item.id for item in load_instructions("embedded")][:2]
+    ['es001', 'es002']
+    """
+    loader = dataset_loader("instructions", name)
+    if not callable(loader):
+        raise InstructionDataError(f"instruction set {name!r} is a {type(loader).__name__}, not a loader "
+                                   "(a function of data_file= returning a list of Instruction)")
+    items = loader(data_file=data_file)
+    if not isinstance(items, list) or not items or not all(isinstance(item, Instruction) for item in items):
+        raise InstructionDataError(f"instruction set {name!r} gave {type(items).__name__} {str(items)[:80]!r}; "
+                                   "its loader must return a non-empty list of Instruction")
+    return items
+
+
+def _embedded(*, data_file: str | Path | None) -> list[Instruction]:
+    """The 221 instructions shipped with affectgym."""
+    return load_embedded_instructions()
+
+
+def _file(*, data_file: str | Path | None) -> list[Instruction]:
+    """A local JSON, JSON Lines or parquet file, ``data_file``."""
+    if data_file is None:
+        raise InstructionDataError("instructions='file' needs data_file=PATH (a .json, .jsonl or .parquet file)")
+    return load_instruction_file(data_file)
+
+
+def _wizardlm(*, data_file: str | Path | None) -> list[Instruction]:
+    """WizardLM evol-instruct V2 from the hub, or ``data_file`` as its local copy."""
+    return load_wizardlm_instructions(data_file)
+
+
+register_dataset("instructions", "embedded", _embedded)
+register_dataset("instructions", "file", _file)
+register_dataset("instructions", "wizardlm", _wizardlm)

@@ -5,9 +5,10 @@
 Built in: ``"folder"`` (``DIR/<label>/<clip>.wav``), ``"manifest"`` (a CSV/JSONL of
 ``path,label[,transcript,speaker,group,split]``), ``"ravdess"``, ``"crema-d"``,
 ``"iemocap"``, ``"iemocap-all"`` (:func:`iemocap` for the other leave-one-session-out folds), ``"msp-podcast"``, ``"meld"``, ``"emobox"`` (:func:`emobox` for
-another fold), ``"mustard"`` (its JSON format), ``"mustard-hub"`` and the two embedded corpora. A package
-adds its own through the entry-point group ``affectgym.datasets``: each entry point is a
-:class:`SpeechDataset` (or a function returning one), registered when first looked up::
+another fold), ``"mustard"`` (its JSON format), ``"mustard-hub"`` and the two embedded corpora. They
+are kind ``"speech"`` of :mod:`affectgym.data.registry`. A package adds its own through the
+entry-point group ``affectgym.datasets``: each entry point is a :class:`SpeechDataset` (or a
+function returning one), registered when first looked up::
 
     [options.entry_points]
     affectgym.datasets =
@@ -30,16 +31,16 @@ import logging
 import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from affectgym.data.registry import KINDS, dataset_loader, datasets, register_dataset
 from affectgym.data.speech_sources import BAD_CLIP_POLICIES, DatasetError, SpeechClip, screen_clips
 
 log = logging.getLogger(__name__)
 
 #: Entry-point group of third-party datasets.
-PLUGIN_GROUP = "affectgym.datasets"
+PLUGIN_GROUP = KINDS["speech"].group
 
 
 @dataclass(frozen=True)
@@ -156,33 +157,57 @@ def load_speech_dataset(
     return LoadedSpeechDataset(name or source.name, None if data_dir is None else str(data_dir), tuple(clips))
 
 
-_DATASETS: dict[str, SpeechDataset] = {}
-_plugins_loaded = False
+_unusable_plugins: set[str] = set()
 
 
 def register_speech_dataset(dataset: SpeechDataset) -> None:
     """Make ``dataset`` available as ``dataset=<its name>`` (replacing one of the same name)."""
     if not isinstance(dataset, SpeechDataset):
         raise TypeError(f"register_speech_dataset needs a SpeechDataset, got {type(dataset).__name__}")
-    _DATASETS[dataset.name] = dataset
+    register_dataset("speech", dataset.name, dataset)
 
 
 def speech_datasets() -> dict[str, SpeechDataset]:
-    """Every registered dataset by name, the plug-ins' included."""
-    _load_plugins()
-    return dict(_DATASETS)
+    """Every registered dataset by name, the plug-ins' included (one that fails to load is left out, with a warning)."""
+    usable = {}
+    for name in datasets("speech"):
+        dataset = _speech_dataset_of(name)
+        if dataset is not None:
+            usable[name] = dataset
+    return usable
 
 
 def speech_dataset(name: str) -> SpeechDataset:
     """The dataset registered as ``name``.
 
     Raises:
-        ValueError: No dataset has that name (the message lists those that do).
+        ValueError: No usable dataset has that name (the message lists those that do).
     """
-    known = speech_datasets()
-    if name not in known:
-        raise ValueError(f"unknown dataset {name!r}; datasets: {', '.join(sorted(known))} (affectgym list --datasets)")
-    return known[name]
+    dataset_loader("speech", name)  # an unknown name is refused naming the known ones
+    dataset = _speech_dataset_of(name)
+    if dataset is None:
+        raise ValueError(f"dataset {name!r} is a plug-in that failed to load (see the warning); "
+                         f"datasets: {', '.join(sorted(speech_datasets()))} (affectgym list --datasets)")
+    return dataset
+
+
+def _speech_dataset_of(name: str) -> SpeechDataset | None:
+    """The :class:`SpeechDataset` registered as ``name``: a plug-in's function is called once, its result kept."""
+    if name in _unusable_plugins:
+        return None
+    entry = dataset_loader("speech", name)
+    if isinstance(entry, SpeechDataset):
+        return entry
+    try:
+        dataset = entry() if callable(entry) else entry
+        if not isinstance(dataset, SpeechDataset):
+            raise TypeError(f"it is a {type(dataset).__name__}, not a SpeechDataset or a function returning one")
+    except Exception as exc:  # a broken third-party dataset is reported once, not fatal
+        log.warning("affectgym dataset plug-in %r failed to load: %s", name, exc)
+        _unusable_plugins.add(name)
+        return None
+    register_dataset("speech", name, dataset)
+    return dataset
 
 
 def emobox(fold: int = 1, audio_root: str | Path | None = None) -> SpeechDataset:
@@ -242,19 +267,6 @@ def speaker_groups(clips: list[SpeechClip]) -> list[SpeechClip]:
     if not clips or any(c.group for c in clips) or not all(c.speaker for c in clips):
         return clips
     return [dataclasses.replace(c, group=c.speaker) for c in clips]
-
-
-def _load_plugins() -> None:
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    for entry_point in metadata.entry_points(group=PLUGIN_GROUP):
-        try:
-            found = entry_point.load()
-            register_speech_dataset(found() if callable(found) and not isinstance(found, SpeechDataset) else found)
-        except Exception as exc:  # a broken third-party dataset is reported, not fatal
-            log.warning("affectgym dataset plug-in %r (%s) failed to load: %s", entry_point.name, entry_point.value, exc)
 
 
 def _register_builtins() -> None:

@@ -13,9 +13,7 @@ from affectgym.data.dialogues import (
     HUB_DATASET,
     Dialogue,
     DialogueTurn,
-    load_dialogue_file,
-    load_embedded_dialogues,
-    load_hub_dialogues,
+    load_dialogues,
     normalise_text,
     split_dialogues,
     split_tagged,
@@ -232,8 +230,11 @@ class DialogueEnv(AffectEnv):
     the invalid messages, and a ``final`` entry when the dialogue was finished.
 
     ## Arguments
-    ``dataset`` ("embedded" | "file" | "hub"), ``data_file`` (a LLaMA-Factory JSON/JSONL
-    file; implies "file"), ``hub_name``, ``split`` ("train" | "validation" | "eval" | "all"; a
+    ``dataset`` ("embedded" | "file" | "hub" | a name registered with
+    :func:`~affectgym.data.registry.register_dataset` or the entry-point group
+    ``affectgym.datasets.dialogue``, see :class:`~affectgym.data.dialogues.DialogueLoader`),
+    ``data_file`` (a LLaMA-Factory JSON/JSONL file; implies "file" when ``dataset`` is left
+    "embedded"; "hub" reads it as its local copy), ``hub_name``, ``split`` ("train" | "validation" | "eval" | "all"; a
     stable hash split by dialogue id, validation carved from train so eval is unchanged by it),
     ``eval_fraction`` (0.2), ``user_simulator`` (``None``: the dataset's scripted user turns;
     or any callable ``messages -> str`` that plays the user from the second turn on: it
@@ -294,9 +295,11 @@ class DialogueEnv(AffectEnv):
         for name, value in (("completion_bonus", completion_bonus), ("truncation_penalty", truncation_penalty), ("judge_weight", judge_weight)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ValueError(f"{name} must be a finite number, got {value!r}")
-        self.dataset = "file" if data_file is not None else dataset
+        self.dataset = "file" if data_file is not None and dataset == "embedded" else dataset
         self.data_file = data_file
         self.hub_name = hub_name
+        # read before a classifier or judge is made, so an unknown name or a bad file costs nothing
+        self.all_dialogues: list[Dialogue] = load_dialogues(self.dataset, data_file=data_file, hub_name=hub_name)
         self.eval_fraction = eval_fraction
         if rubric is not None and not isinstance(rubric, Rubric):
             raise ValueError(f"rubric must be None (the default per-turn rubric) or a Rubric, got {rubric!r}")
@@ -315,7 +318,6 @@ class DialogueEnv(AffectEnv):
             )
         self.user_simulator = user_simulator
         self._emotions = MemoisedClassifier(self.classifier, EMOTION_CACHE_SIZE)
-        self.all_dialogues: list[Dialogue] = self._load_dialogues()
         self._all_by_id = {d.id: d for d in self.all_dialogues}
         self.dialogues: list[Dialogue] = split_dialogues(self.all_dialogues, split, eval_fraction)
         self._dialogue_ids = {d.id for d in self.dialogues}
@@ -330,20 +332,6 @@ class DialogueEnv(AffectEnv):
         )
 
     # ------------------------------------------------------------------ data
-    def _load_dialogues(self) -> list[Dialogue]:
-        if self.dataset == "file":
-            if self.data_file is None:
-                raise ValueError("dataset='file' needs data_file=PATH (a LLaMA-Factory JSON or JSONL file)")
-            return load_dialogue_file(self.data_file)
-        if self.dataset == "embedded":
-            return load_embedded_dialogues()
-        if self.dataset == "hub":
-            return load_hub_dialogues(self.hub_name)
-        raise ValueError(
-            f"unknown dataset {self.dataset!r} for {type(self).__name__}; accepted: 'embedded', 'hub', "
-            "or 'file' with data_file=PATH"
-        )
-
     def turn_scenarios(self) -> list[DialogueTurn]:
         """Every turn of the split's dialogues, in order."""
         return [turn for dialogue in self.dialogues for turn in dialogue.turns]

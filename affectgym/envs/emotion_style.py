@@ -12,10 +12,8 @@ from typing import Any
 from affectgym.data.instructions import (
     Instruction,
     instruction_topic,
-    load_embedded_instructions,
-    load_instruction_file,
+    load_instructions,
     load_reference_replies,
-    load_wizardlm_instructions,
 )
 from affectgym.data.splits import select_split, stable_hash
 from affectgym.emotions import EMOTIONS, canonical_emotion
@@ -251,8 +249,12 @@ class EmotionStyleEnv(AffectEnv):
     default ``max_turns=1``, ends the episode truncated and unanswered.
 
     ## Arguments
-    ``instructions`` ("embedded" | "wizardlm"), ``data_file`` (local JSON/JSONL/parquet;
-    WizardLM records or ``instruction`` records), ``max_instructions``, ``split`` ("train",
+    ``instructions`` ("embedded" | "file" | "wizardlm" | a name registered with
+    :func:`~affectgym.data.registry.register_dataset` or the entry-point group
+    ``affectgym.datasets.instructions``, see :class:`~affectgym.data.instructions.InstructionLoader`),
+    ``data_file`` (local JSON/JSONL/parquet of WizardLM records or ``instruction`` records; implies
+    "file" when ``instructions`` is left "embedded"; "wizardlm" reads it as its local copy),
+    ``max_instructions``, ``split`` ("train",
     "validation", "eval", "all"; a stable hash split by instruction, validation carved from
     train so eval is unchanged by it), ``eval_fraction`` (0.2), ``labels``
     ("basic" | "open" | "all" | a list), ``emotions_per_instruction`` (None = every label),
@@ -309,14 +311,18 @@ class EmotionStyleEnv(AffectEnv):
         invalid_action_penalty: float = 0.05,
         render_mode: str | None = None,
     ):
-        if instructions not in ("embedded", "wizardlm"):
-            raise ValueError(f"instructions must be 'embedded' or 'wizardlm', got {instructions!r}")
         if emotions_per_instruction is not None and emotions_per_instruction < 1:
             raise ValueError(f"emotions_per_instruction must be None or >= 1, got {emotions_per_instruction!r}")
         if cap is not None and not 0.0 <= cap:
             raise ValueError(f"cap must be None or a number >= 0, got {cap!r}")
         if not isinstance(rubric, Rubric) and rubric not in STYLE_RUBRICS:
             raise ValueError(f"rubric must be one of {list(STYLE_RUBRICS)} or a Rubric, got {rubric!r}")
+        self.instruction_source = "file" if data_file is not None and instructions == "embedded" else instructions
+        self.data_file = data_file
+        self.max_instructions = max_instructions
+        # read before a classifier or judge is made, so an unknown name or a bad file costs nothing
+        instructions_read = load_instructions(self.instruction_source, data_file=data_file)
+        self.all_instructions: list[Instruction] = instructions_read[:max_instructions]
         self.labels = _resolve_labels(labels)
         self.open_labels = tuple(label for label in self.labels if canonical_emotion(label) is None)
         self.judge = make_judge(
@@ -336,9 +342,6 @@ class EmotionStyleEnv(AffectEnv):
                 f"labels {list(self.open_labels)} are outside the classifier's seven {list(EMOTIONS)} and only a judge "
                 "can score them; pass judge=EmotionJudge(...) or judge_url=..., judge_model=..., or labels='basic'"
             )
-        self.instruction_source = instructions
-        self.data_file = data_file
-        self.max_instructions = max_instructions
         self.eval_fraction = eval_fraction
         self.emotions_per_instruction = emotions_per_instruction
         self.task_format = coerce_task_format(task_format, StyleFormat, STYLE_FORMATS)
@@ -376,18 +379,9 @@ class EmotionStyleEnv(AffectEnv):
         return {"scorers": dict(self._scorers), "reward_weights": dict(self.rubric.weights)}
 
     # ------------------------------------------------------------------ data
-    def _load_instructions(self) -> list[Instruction]:
-        if self.instruction_source == "wizardlm":
-            items = load_wizardlm_instructions(self.data_file, max_instructions=self.max_instructions)
-        elif self.data_file is not None:
-            items = load_instruction_file(self.data_file)
-        else:
-            items = load_embedded_instructions()
-        return items[: self.max_instructions] if self.max_instructions is not None else items
-
     def instruction_scenarios(self, split: str) -> list[StyleScenario]:
         """The scenarios of ``split``: each instruction of it, once per emotion asked of it."""
-        items = self._load_instructions()
+        items = self.all_instructions
         chosen = set(select_split([(item.id, "instruction") for item in items], split, self.eval_fraction))
         scenarios = []
         for item in items:
