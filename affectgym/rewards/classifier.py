@@ -235,10 +235,11 @@ class EmotionClassifier:
         ValueError: An unknown backend, precision or aggregate, or a model whose labels do
             not name any of the seven emotions.
 
-    >>> def by_mark(texts):
-    ...     return [{"surprise": 1.0} if text.endswith("?") else {"neutral": 1.0} for text in texts]
-    >>> EmotionClassifier(by_mark, aggregate="sentences").scores(["Since when? It is late."])[0]["surprise"]
-    0.5
+    Examples:
+        >>> def by_mark(texts):
+        ...     return [{"surprise": 1.0} if text.endswith("?") else {"neutral": 1.0} for text in texts]
+        >>> EmotionClassifier(by_mark, aggregate="sentences").scores(["Since when? It is late."])[0]["surprise"]
+        0.5
     """
 
     def __init__(
