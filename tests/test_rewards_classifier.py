@@ -266,3 +266,11 @@ def test_the_sentences_aggregate_reaches_nade_through_the_envs_classifier_option
         ["The bus is late again.", "Who plans these timetables?", "I want my money back!"])
     assert env.classifier.aggregate == "sentences"
     assert math.isclose(env.distributions([reply])[0]["anger"], sum(d["anger"] for d in sentences) / 3)
+
+
+def test_an_env_scoring_each_sentence_alone_records_it_in_its_scorer_name() -> None:
+    import affectgym
+
+    options = {"neutral_weight": 0.25, "aggregate": "sentences"}
+    env = affectgym.make("affectgym/EmotionStyle-v0", classifier="nade", classifier_options=options).unwrapped
+    assert env.scorers["classifier"] == "nade:neutral_weight=0.25,aggregate=sentences"

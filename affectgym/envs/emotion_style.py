@@ -646,14 +646,17 @@ def _classifier_only(rubric: Rubric) -> Rubric:
 
 def _classifier_name(classifier: EmotionClassifier | None) -> str | None:
     """``"nade"`` (``"nade:neutral_weight=W"`` when W is not 1), ``"transformers:<model>"``, ``"callable"``
-    or ``None`` (open labels only): what scored, as results record it."""
+    or ``None`` (open labels only), with ``",aggregate=sentences"`` when each sentence is scored alone:
+    what scored, as results record it."""
     if classifier is None:
         return None
     if classifier.backend == "transformers":
-        return f"transformers:{classifier.model}"
-    if classifier.backend == "nade" and classifier.neutral_weight != 1.0:
-        return f"nade:neutral_weight={classifier.neutral_weight:g}"
-    return classifier.backend
+        name = f"transformers:{classifier.model}"
+    elif classifier.backend == "nade" and classifier.neutral_weight != 1.0:
+        name = f"nade:neutral_weight={classifier.neutral_weight:g}"
+    else:
+        name = classifier.backend
+    return name if classifier.aggregate == "text" else f"{name},aggregate={classifier.aggregate}"
 
 
 def _scorable(reply: str | None) -> str:
