@@ -70,14 +70,14 @@ def test_the_data_arguments_reach_a_registered_loader_unchanged(tmp_path):
 
 def test_a_loader_that_returns_no_dialogues_or_instructions_is_refused_naming_it():
     register_dataset("dialogue", "registry-test-empty", lambda **arguments: [])
-    with pytest.raises(DatasetError, match=r"dialogue dataset 'registry-test-empty' gave list '\[\]'; its loader must return a "
-                                           r"non-empty list of Dialogue"):
+    with pytest.raises(DatasetError, match=r"dialogue dataset 'registry-test-empty' gave list '\[\]'; its loader must be a "
+                                           r"function of data_file=, hub_name= returning a list of Dialogue, and the list not empty"):
         load_dialogues("registry-test-empty")
     register_dataset("instructions", "registry-test-text", lambda **arguments: ["Describe rain."])
-    with pytest.raises(InstructionDataError, match=r"instruction set 'registry-test-text' gave list .*non-empty list of Instruction"):
+    with pytest.raises(InstructionDataError, match=r"instructions dataset 'registry-test-text' gave list .*returning a list of Instruction"):
         load_instructions("registry-test-text")
     register_dataset("instructions", "registry-test-path", "instructions.jsonl")
-    with pytest.raises(InstructionDataError, match=r"instruction set 'registry-test-path' is a str, not a loader"):
+    with pytest.raises(InstructionDataError, match=r"instructions dataset 'registry-test-path' is a str, not a loader \(a function of data_file="):
         load_instructions("registry-test-path")
 
 

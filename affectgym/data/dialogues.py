@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from affectgym.data.registry import dataset_loader, register_dataset
+from affectgym.data.registry import read_dataset, register_dataset
 from affectgym.data.speech_sources import DatasetError
 from affectgym.data.splits import select_split, stable_hash
 from affectgym.emotions import canonical_emotion
@@ -407,15 +407,7 @@ def load_dialogues(dataset: str, *, data_file: str | None = None, hub_name: str 
     >>> [d.id for d in load_dialogues("embedded")][:2]
     ['ed001', 'ed002']
     """
-    loader = dataset_loader("dialogue", dataset)
-    if not callable(loader):
-        raise DatasetError(f"dialogue dataset {dataset!r} is a {type(loader).__name__}, not a loader "
-                           "(a function of data_file=, hub_name= returning a list of Dialogue)")
-    dialogues = loader(data_file=data_file, hub_name=hub_name)
-    if not isinstance(dialogues, list) or not dialogues or not all(isinstance(d, Dialogue) for d in dialogues):
-        raise DatasetError(f"dialogue dataset {dataset!r} gave {type(dialogues).__name__} {str(dialogues)[:80]!r}; "
-                           "its loader must return a non-empty list of Dialogue")
-    return dialogues
+    return read_dataset("dialogue", dataset, Dialogue, DatasetError, data_file=data_file, hub_name=hub_name)
 
 
 def _embedded(*, data_file: str | None, hub_name: str) -> list[Dialogue]:

@@ -38,7 +38,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
-from affectgym.data.registry import dataset_loader, register_dataset
+from affectgym.data.registry import read_dataset, register_dataset
 
 WIZARDLM_HUB_ID = "WizardLMTeam/WizardLM_evol_instruct_V2_196k"
 EMBEDDED_INSTRUCTIONS = Path(__file__).parent / "instructions" / "instructions.jsonl"
@@ -348,15 +348,7 @@ def load_instructions(name: str, *, data_file: str | Path | None = None) -> list
     >>> [item.id for item in load_instructions("embedded")][:2]
     ['es001', 'es002']
     """
-    loader = dataset_loader("instructions", name)
-    if not callable(loader):
-        raise InstructionDataError(f"instruction set {name!r} is a {type(loader).__name__}, not a loader "
-                                   "(a function of data_file= returning a list of Instruction)")
-    items = loader(data_file=data_file)
-    if not isinstance(items, list) or not items or not all(isinstance(item, Instruction) for item in items):
-        raise InstructionDataError(f"instruction set {name!r} gave {type(items).__name__} {str(items)[:80]!r}; "
-                                   "its loader must return a non-empty list of Instruction")
-    return items
+    return read_dataset("instructions", name, Instruction, InstructionDataError, data_file=data_file)
 
 
 def _embedded(*, data_file: str | Path | None) -> list[Instruction]:

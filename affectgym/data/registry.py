@@ -105,6 +105,32 @@ def dataset_loader(kind: str, name: str) -> Any:
     return known[name]
 
 
+def read_dataset(kind: str, name: str, item: type, error: type[Exception], **arguments: Any) -> list[Any]:
+    """What the loader of the dataset ``name`` of ``kind`` returns given ``arguments``: a non-empty list of ``item``.
+
+    Args:
+        kind: One of :data:`KINDS` whose loaders are functions (``"dialogue"``, ``"instructions"``).
+        name: The dataset's name.
+        item: The type of what the list must hold.
+        error: The kind's exception for a dataset that cannot be read.
+        arguments: The env's data arguments, passed to the loader as keywords.
+
+    Raises:
+        ValueError: An unknown name (see :func:`dataset_loader`).
+        error: The registered loader is not a function, or returned something else than a non-empty
+            list of ``item``.
+    """
+    loader = dataset_loader(kind, name)
+    wanted = f"a function of {', '.join(f'{argument}=' for argument in arguments)} returning a list of {item.__name__}"
+    if not callable(loader):
+        raise error(f"{kind} dataset {name!r} is a {type(loader).__name__}, not a loader ({wanted})")
+    items = loader(**arguments)
+    if not isinstance(items, list) or not items or not all(isinstance(one, item) for one in items):
+        raise error(f"{kind} dataset {name!r} gave {type(items).__name__} {str(items)[:80]!r}; its loader must be "
+                    f"{wanted}, and the list not empty")
+    return items
+
+
 def _load_plugins(kind: str) -> None:
     group = _kind(kind).group
     with _plugins_lock:
@@ -121,4 +147,4 @@ def _load_plugins(kind: str) -> None:
             _LOADERS[kind][entry_point.name] = loader
 
 
-__all__ = ["KINDS", "DatasetKind", "dataset_loader", "datasets", "register_dataset"]
+__all__ = ["KINDS", "DatasetKind", "dataset_loader", "datasets", "read_dataset", "register_dataset"]
