@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PIP := $(BIN)/python -m pip
 
-.PHONY: setup demo test test-slow lint bench clean
+.PHONY: setup demo test test-quick test-slow lint bench clean
 
 setup: $(STAMP)
 
@@ -27,6 +27,17 @@ test: setup
 	# The docs site (mkdocs.yml): a broken link, anchor or docstring reference fails the build.
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/python -m pytest -q
+
+# The env contract, every env's answers to hostile actions, the eval runner and its statistics,
+# the splits; no model is loaded: a first check and a pre-commit hook (`make test` runs them all).
+QUICK_TESTS := tests/test_core_contract.py tests/test_env_api.py tests/test_env_composition.py \
+	tests/test_emotion_state.py tests/test_emotion_state_text.py tests/test_hostile_actions.py \
+	tests/test_eval_runner.py tests/test_eval_results.py tests/test_eval_metrics.py tests/test_eval_progress.py \
+	tests/test_small_corpus_splits.py
+
+test-quick: setup
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q $(QUICK_TESTS)
 
 test-slow: setup
 	$(BIN)/python -m pytest -q -m slow
