@@ -56,6 +56,15 @@ class LabelFormat:
                 f"task_format flat_prompt must be one of {', '.join(FLAT_PROMPTS)}, got {self.flat_prompt!r}"
             )
 
+    @property
+    def states_confidence(self) -> bool:
+        """Whether an answer states its confidence (the JSON answer); a one-word answer's 1.0 is no statement.
+
+        >>> LabelFormat().states_confidence, SHORT_YESNO.states_confidence
+        (True, False)
+        """
+        return self.answer == "json"
+
     @classmethod
     def coerce(cls, value: LabelFormat | str | Mapping[str, Any] | None) -> LabelFormat:
         """A format from itself, a name of :data:`LABEL_FORMATS`, a mapping of its fields, or ``None`` (the default).

@@ -523,13 +523,13 @@ class SpeechEmotionEnv(AffectEnv):
         return super().step_contribution(entry, trace)
 
     def outcome(self, scenario: SpeechClip, answer: Any, result: RubricResult) -> dict[str, Any]:
-        """Prediction, gold label, correctness, confidence and the pivot flag."""
+        """Prediction, gold label, correctness, confidence (``None`` where the answer format states none: no calibration) and the pivot flag."""
         prediction = answer["label"] if answer else None
         return {
             "prediction": prediction,
             "label": scenario.label,
             "correct": prediction == scenario.label,
-            "confidence": answer["confidence"] if answer else None,
+            "confidence": answer["confidence"] if answer and self.task_format.states_confidence else None,
             "pivot": scenario.pivot,
             "has_audio": scenario.audio_path is not None,
         }

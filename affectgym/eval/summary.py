@@ -237,6 +237,8 @@ def print_summary(summary: Mapping[str, Any], console: Any = None, title: str = 
                 "weighted_f1", "ece", "brier", "unanswered_rate"):
         if classification.get(key) is not None:
             table.add_row(key, format_number(classification[key]))
+        elif classification and key in ("ece", "brier"):
+            table.add_row(key, "n/a (no answer stated a confidence)")
     for flag, sides in (classification.get("subsets") or {}).items():
         for side, values in sides.items():
             table.add_row(f"accuracy | {flag}={side}", f"{format_number(values['accuracy'])} (n={values['n']})")
