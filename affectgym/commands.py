@@ -175,7 +175,8 @@ def run_demo(args: argparse.Namespace) -> int:
     if not ids:
         return 0
     env_id = args.env or ids[0]
-    print(f"\n=== one scripted episode of {env_id} (seed {args.seed}) ===\n")
+    print(f"\n=== one scripted episode of {env_id} (seed {args.seed}), played by the env's reference agent: "
+          "its tool calls, then the gold answer (no model) ===\n")
     play_reference_episode(env_id, seed=args.seed)
     if args.no_train:
         return 0
@@ -187,7 +188,7 @@ def run_demo(args: argparse.Namespace) -> int:
 
 
 def play_reference_episode(env_id: str, seed: int = 0) -> float:
-    """Play the env's own reference answer through reset/step and print the transcript."""
+    """Play the env's own reference answer (its reference agent) through reset/step; print the transcript and the gold label."""
     import json
 
     import affectgym
@@ -207,5 +208,8 @@ def play_reference_episode(env_id: str, seed: int = 0) -> float:
     print(env.render())
     components = ", ".join(f"{k}={v:.3f}" for k, v in info["reward_components"].items() if v is not None)
     print(f"episode reward {total:.3f} ({components})")
+    outcome = info.get("outcome") or {}
+    if "label" in outcome:
+        print(f"gold label {outcome['label']!r}, answered {outcome.get('prediction')!r}")
     env.close()
     return total
