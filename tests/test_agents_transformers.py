@@ -26,6 +26,12 @@ def taught_model(tmp_path_factory):
     return teach_tiny_lm(directory, [(first, READ_NOTE), (after_tool, "<answer>happy</answer>")], tools=info["tools"])
 
 
+def test_loading_the_model_prints_no_library_progress_bar(taught_model, capfd):
+    capfd.readouterr()
+    TransformersAgent(str(taught_model), max_new_tokens=4).close()
+    assert "Loading weights" not in capfd.readouterr().err
+
+
 def test_prompt_renders_the_env_tools_and_the_raw_tool_call_turn(taught_model):
     agent = TransformersAgent(str(taught_model), max_new_tokens=4)
     env = ToyMoodEnv()

@@ -17,7 +17,7 @@ import pytest
 PACKAGE_ROOT = Path(__file__).resolve().parents[1] / "affectgym"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("affectgym.emotions", "affectgym._version", "affectgym.cache_root", "affectgym.hub", "affectgym.text"),
+    ("affectgym.emotions", "affectgym._version", "affectgym.cache_root", "affectgym.hub", "affectgym.library_output", "affectgym.text"),
     ("affectgym.features", "affectgym.rewards", "affectgym.data"),
     ("affectgym.envs", "affectgym"),
     ("affectgym.agents", "affectgym.eval", "affectgym.integrations"),

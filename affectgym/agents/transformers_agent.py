@@ -19,6 +19,7 @@ from typing import Any
 from affectgym.agents.base import Agent, TokenCount, raw_text_messages
 from affectgym.agents.models import CHATML_TOOL_TEMPLATE, resolve_model
 from affectgym.hub import pretrained_problem
+from affectgym.library_output import hf_progress_bars_hidden
 
 #: A local model's longest message by default, in tokens: a tool call or an answer takes 20-60,
 #: and a base model that never ends its turn costs at most this much a message on a CPU.
@@ -161,7 +162,8 @@ class TransformersAgent(Agent):
         self.device = device
         if isinstance(model, str):
             torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype)
-            loaded = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
+            with hf_progress_bars_hidden():
+                loaded = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
             tokenizer = AutoTokenizer.from_pretrained(tokenizer or path) if not _is_tokenizer(tokenizer) else tokenizer
         else:
             loaded = model
