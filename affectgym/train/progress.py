@@ -3,7 +3,8 @@
 :func:`progress_callback` gives a ``transformers.TrainerCallback`` that draws a rich
 progress bar over ``max_steps`` and writes, after each log, the named values of the last
 logged row (e.g. ``reward``, ``loss``) and the held-out accuracy when the run measures it;
-the raw log stays in ``log_history.json``.
+the raw log stays in ``log_history.json``. Where stdout is no terminal (a log file, a pipe,
+CI) a bar would be cut to its width, so the same is printed as whole plain lines, one a log.
 
 >>> describe_log({"loss": 0.51234, "reward": -0.2, "step": 3}, ("reward", "loss", "answered"))
 'reward -0.200  loss 0.512'
@@ -12,6 +13,7 @@ the raw log stays in ``log_history.json``.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -34,13 +36,15 @@ def show_progress(trainer: Any, label: str, names: Sequence[str]) -> None:
     trainer.add_callback(progress_callback(label, names))
 
 
-def progress_callback(label: str, names: Sequence[str]) -> Any:
-    """A ``TrainerCallback`` that shows training as a progress bar (see the module docstring).
+def progress_callback(label: str, names: Sequence[str], console: Any = None) -> Any:
+    """A ``TrainerCallback`` that shows training as a progress bar, or plain lines off a terminal (see the module docstring).
 
     Args:
         label: What is being trained, shown before the bar.
         names: Log keys to show after the bar, e.g. ``("reward", "loss")``.
+        console: The ``rich.console.Console`` to show it on; default stdout.
     """
+    from rich.console import Console
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -50,6 +54,30 @@ def progress_callback(label: str, names: Sequence[str]) -> Any:
         TimeRemainingColumn,
     )
     from transformers import TrainerCallback
+
+    shown_on = console or Console()
+
+    class PlainLines(TrainerCallback):
+        """One whole line when training starts, after each log and at the end (see :func:`progress_callback`)."""
+
+        def __init__(self) -> None:
+            self.started = time.monotonic()
+
+        def say(self, text: str) -> None:
+            elapsed = time.strftime("%H:%M:%S", time.gmtime(time.monotonic() - self.started))
+            shown_on.print(f"{text}  {elapsed} elapsed", markup=False, highlight=False, soft_wrap=True)
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.started = time.monotonic()
+            self.say(f"{label}: step {state.global_step}/{state.max_steps}")
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+            text = describe_log(logs or {}, names)
+            if text:
+                self.say(f"{label}: step {state.global_step}/{state.max_steps}  {text}")
+
+        def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.say(f"{label}: done, step {state.global_step}/{state.max_steps}")
 
     class ProgressCallback(TrainerCallback):
         """A rich progress bar over the run's steps (see :func:`progress_callback`)."""
@@ -62,7 +90,7 @@ def progress_callback(label: str, names: Sequence[str]) -> Any:
         def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             self.bar = Progress(
                 TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                TimeRemainingColumn(), TextColumn("{task.description}"), refresh_per_second=2,
+                TimeRemainingColumn(), TextColumn("{task.description}"), refresh_per_second=2, console=shown_on,
             )
             self.task = self.bar.add_task("", total=state.max_steps, completed=state.global_step)
             self.bar.start()
@@ -83,7 +111,7 @@ def progress_callback(label: str, names: Sequence[str]) -> Any:
                 self.bar.stop()
                 self.bar = None
 
-    return ProgressCallback()
+    return ProgressCallback() if shown_on.is_terminal else PlainLines()
 
 
 __all__ = ["describe_log", "progress_callback", "show_progress"]
