@@ -28,8 +28,8 @@ test: setup
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/python -m pytest -q
 
-# The env contract, every env's answers to hostile actions, the eval runner and its statistics,
-# the splits; no model is loaded: a first check and a pre-commit hook (`make test` runs them all).
+# The env contract, every env's answers to hostile actions, the eval runner, its results and
+# progress, the splits; no model is loaded: a first check and a pre-commit hook (`make test` runs them all).
 QUICK_TESTS := tests/test_core_contract.py tests/test_env_api.py tests/test_env_composition.py \
 	tests/test_emotion_state.py tests/test_emotion_state_text.py tests/test_hostile_actions.py \
 	tests/test_eval_runner.py tests/test_eval_results.py tests/test_eval_metrics.py tests/test_eval_progress.py \
