@@ -138,7 +138,7 @@ def run(task: FirstTokenTask, arm: str, seed: int, steps: int, eval_every: int) 
 
     from affectgym.agents.models import resolve_model
     from affectgym.train.flatten import to_dataset
-    from affectgym.train.grpo import peft_config
+    from affectgym.train.policy import peft_config
 
     config = sarcasm_cpu_config("runs/bench-estimator", max_steps=steps, seed=seed)
     set_seed(seed)

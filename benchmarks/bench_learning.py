@@ -190,8 +190,8 @@ def run_arm(arm: str, seed: int, steps: int, eval_every: int, work: Path, lever:
 
 def play_eval(arm: str, seed: int | None, steps: int, work: Path, lever: str) -> None:
     """Play the eval split once, greedily: the base model, or a run's saved adapter; append every reply."""
-    from affectgym.train.grpo import eval_max_new_tokens
     from affectgym.train.heldout import HeldOutEvaluator
+    from affectgym.train.run import eval_max_new_tokens
 
     config = recipe("trained", 0, steps, 0, work, lever)
     model, tokenizer = load_policy(config.model, None if arm == "base" else run_dir(work, lever, arm, seed, steps) / "adapter")

@@ -51,7 +51,7 @@ def _bare_loop(env_id: str, env_kwargs: dict, agent, episodes: int) -> float:
 
 
 def _runner(env_id: str, env_kwargs: dict, agent, scenarios: int, rollouts: int, concurrency: int, fsync: bool = True) -> float:
-    from affectgym.eval.runner import EvalConfig, run_eval
+    from affectgym.eval import EvalConfig, run_eval
 
     with tempfile.TemporaryDirectory() as tmp:
         config = EvalConfig(

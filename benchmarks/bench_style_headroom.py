@@ -50,13 +50,13 @@ def main() -> None:
 
     import affectgym
     from affectgym.emotions import EMOTIONS
-    from affectgym.train.dpo import sample_replies
-    from affectgym.train.grpo import load_policy
+    from affectgym.train.policy import load_policy
     from affectgym.train.recipes import (
         EMOTION_STYLE_ENV_ID,
         STYLE_MAX_NEW_TOKENS,
         emotion_style_grpo_config,
     )
+    from affectgym.train.sampling import sample_replies
 
     torch.set_num_threads(1)
     recipe = emotion_style_grpo_config(ROOT / "runs" / "bench_style_headroom", seed=args.seed)

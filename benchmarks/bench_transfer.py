@@ -120,7 +120,7 @@ def seed_dir(seed: int) -> Path:
 
 def demos_stage(seed: int) -> Path:
     """The protocol demonstrator's episodes on the train split (the warm start's data)."""
-    from affectgym.eval.runner import EvalConfig, run_eval
+    from affectgym.eval import EvalConfig, run_eval
 
     out = seed_dir(seed) / "demos"
     if not done(out):
@@ -171,7 +171,7 @@ def refresher_stage(seed: int, grpo_adapter: Path) -> tuple[Path, dict[str, Any]
 def play(arm: str, seed: int, adapter: Path | None) -> dict[str, Any]:
     """The arm's multi-step held-out episodes through the eval runner; its metrics and episodes."""
     from affectgym.eval.results import read_results
-    from affectgym.eval.runner import EvalConfig, run_eval
+    from affectgym.eval import EvalConfig, run_eval
 
     out = seed_dir(seed) / f"eval-{arm}"
     agent_kwargs: dict[str, Any] = {"max_new_tokens": AGENT_MAX_NEW_TOKENS, "temperature": 0.0, "max_batch_size": 16}

@@ -10,7 +10,8 @@ import pytest
 from doc_blocks import PAGES, page_name
 
 from affectgym.cli import build_parser
-from affectgym.train.config import ALGOS, config_from_args
+from affectgym.train.commands import config_from_args
+from affectgym.train.config import ALGOS
 
 _SHELL_BLOCK = re.compile(r"^```(?:bash|sh|shell)\n(?P<code>.*?)^```", re.MULTILINE | re.DOTALL)
 _ASSIGNMENT = re.compile(r"^(?P<name>[A-Z_][A-Z0-9_]*)=(?P<value>'[^']*'|\"[^\"]*\"|\S+)$")

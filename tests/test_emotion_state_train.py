@@ -11,7 +11,8 @@ import pytest
 from affectgym.envs.emotion_state import EmotionStateEnv
 from affectgym.envs.emotion_state.plot import plot_episode, rollout
 from affectgym.train import commands
-from affectgym.train.config import config_from_args, load_config
+from affectgym.train.commands import config_from_args
+from affectgym.train.config import load_config
 from affectgym.train.sb3 import read_monitor_logs, train_sb3
 
 

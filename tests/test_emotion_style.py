@@ -471,7 +471,7 @@ def test_an_eval_reports_target_accuracy_rule_rates_length_and_valence_agreement
         tmp_path: Path) -> None:
     pytest.importorskip("nade")
     from affectgym.eval.results import read_results
-    from affectgym.eval.runner import EvalConfig, run_eval
+    from affectgym.eval import EvalConfig, run_eval
 
     out = tmp_path / "eval"
     run_eval(EvalConfig(env_id=ENV_ID, agent="baseline", out=out, n=14, split="eval", env_kwargs={"classifier": "nade"},

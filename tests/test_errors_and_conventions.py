@@ -16,8 +16,8 @@ from affectgym.agents.base import Agent
 from affectgym.agents.registry import agent_env_problem, check_agent_supports, register_agent
 from affectgym.envs.checker import check_env
 from affectgym.envs.spaces import env_kind
+from affectgym.eval import EvalConfig, run_eval
 from affectgym.eval.push import push_results_to_hub, results_dataset
-from affectgym.eval.runner import EvalConfig, run_eval
 
 
 # --------------------------------------------------------------------------- agents declare the envs they play

@@ -12,8 +12,8 @@ import logging
 
 import pytest
 
+from affectgym.eval import EvalConfig, run_eval
 from affectgym.eval.report import write_report
-from affectgym.eval.runner import EvalConfig, run_eval
 
 SPEECH_ID = "affectgym/SpeechEmotion-v0"
 ADAPTER = "runs/x/adapter"

@@ -13,8 +13,9 @@ from toy_env import ToyMoodEnv, parse_answer
 
 from affectgym.agents.base import Agent, FunctionAgent
 from affectgym.agents.registry import register_agent
+from affectgym.eval import EvalConfig
 from affectgym.eval.results import ResultsWriter, read_results
-from affectgym.eval.runner import EvalConfig, RunAborted, run_eval, select_scenarios
+from affectgym.eval.runner import RunAborted, run_eval, select_scenarios
 from affectgym.eval.summary import register_outcome_summary, summarize
 
 READ_NOTE = '<tool_call>{"name": "read_note", "arguments": {}}</tool_call>'

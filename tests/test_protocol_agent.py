@@ -7,7 +7,7 @@ import json
 import pytest
 
 import affectgym
-from affectgym.eval.runner import EvalConfig, run_eval
+from affectgym.eval import EvalConfig, run_eval
 
 FORM = {"task_format": {"answer": "yesno", "flat_prompt": "compact"}, "rubric": "label"}
 

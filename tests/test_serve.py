@@ -22,7 +22,7 @@ from websockets.sync.client import connect
 
 import affectgym
 from affectgym.agents.base import FunctionAgent, tool_call_text
-from affectgym.eval.runner import EvalConfig, run_eval
+from affectgym.eval import EvalConfig, run_eval
 from affectgym.integrations.openenv.client import RemoteEnv
 from affectgym.integrations.openenv.environment import NO_EPISODE
 from affectgym.integrations.openenv.models import END_INFO_KEYS

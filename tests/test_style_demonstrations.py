@@ -90,7 +90,7 @@ def test_a_demonstration_file_with_an_unknown_emotion_is_refused_naming_the_line
 
 def test_written_demonstrations_are_an_eval_folder_the_sft_trainer_keeps_whole(tmp_path: Path) -> None:
     pytest.importorskip("nade")
-    from affectgym.train.sft import episode_demonstrations
+    from affectgym.train.demos import episode_demonstrations
     from affectgym.train.style_demonstrations import write_style_demonstrations
 
     out = tmp_path / "style-demos"

@@ -7,9 +7,9 @@ import json
 import pytest
 from tiny_models import tiny_causal_lm
 
-from affectgym.eval.runner import EvalConfig, run_eval
+from affectgym.eval import EvalConfig, run_eval
 from affectgym.train.config import TrainConfig
-from affectgym.train.sft import assistant_token_mask, episode_demonstrations
+from affectgym.train.demos import assistant_token_mask, episode_demonstrations
 
 ENV_ID = "affectgym/Sarcasm-v0"
 FORM = {"task_format": {"answer": "yesno", "flat_prompt": "compact"}, "rubric": "label", "max_turns": 3}

@@ -9,8 +9,9 @@ from length_toy import LENGTH_ID
 from tiny_models import tiny_causal_lm
 
 from affectgym.train.config import TrainConfig
+from affectgym.train.demos import DemonstrationError
 from affectgym.train.flatten import make_env
-from affectgym.train.sft import DemonstrationError, train_sft
+from affectgym.train.sft import train_sft
 
 
 @pytest.fixture(scope="module")

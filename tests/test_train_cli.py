@@ -11,13 +11,8 @@ import toy_env
 from tiny_models import tiny_causal_lm
 
 from affectgym.train import commands
-from affectgym.train.config import (
-    TrainConfig,
-    config_fields,
-    config_from_args,
-    config_to_yaml,
-    load_config,
-)
+from affectgym.train.commands import config_from_args
+from affectgym.train.config import TrainConfig, config_fields, config_to_yaml, load_config
 
 TOY_ID = "affectgym-test/TrainToyMood-v0"
 if TOY_ID not in gym.registry:

@@ -84,7 +84,7 @@ def dpo_config(model: Path, run: Path, **overrides):
 
 def test_a_dpo_run_resumed_with_more_rounds_plays_its_trained_side_again(tiny_model, tmp_path):
     from affectgym.train.dpo import train_dpo
-    from affectgym.train.grpo import adapter_digest
+    from affectgym.train.run import adapter_digest
 
     run = tmp_path / "run"
     shorter = train_dpo(dpo_config(tiny_model, run, rounds=1, eval_episodes=2))
@@ -131,7 +131,7 @@ SARCASM_FORM = {"task_format": {"answer": "yesno", "flat_prompt": "compact"}, "r
 
 
 def protocol_episodes(out: Path, split: str, n: int) -> Path:
-    from affectgym.eval.runner import EvalConfig, run_eval
+    from affectgym.eval import EvalConfig, run_eval
 
     run_eval(EvalConfig(env_id=SARCASM_ID, agent="protocol", out=out, split=split, n=n, env_kwargs=SARCASM_FORM,
                         progress=False))
@@ -139,7 +139,7 @@ def protocol_episodes(out: Path, split: str, n: int) -> Path:
 
 
 def test_demonstrations_whose_split_cannot_be_established_or_whose_scenarios_are_held_out_are_refused(tmp_path, caplog):
-    from affectgym.train.sft import DemonstrationError, episode_demonstrations
+    from affectgym.train.demos import DemonstrationError, episode_demonstrations
 
     held_out = protocol_episodes(tmp_path / "eval-demos", "eval", 3)
     (held_out / "metadata.json").unlink()
@@ -154,7 +154,7 @@ def test_demonstrations_whose_split_cannot_be_established_or_whose_scenarios_are
     torn = protocol_episodes(tmp_path / "torn-demos", "train", 3)
     text = (torn / "results.jsonl").read_text(encoding="utf-8")
     (torn / "results.jsonl").write_text(text[: len(text) - 30], encoding="utf-8")  # the last line cut
-    with caplog.at_level("WARNING", logger="affectgym.train.sft"):
+    with caplog.at_level("WARNING", logger="affectgym.train.demos"):
         rows, counts = episode_demonstrations([torn], SARCASM_ID)
     assert counts["read"] == len(rows) == 2
     assert "1 line(s) are no complete episode record (torn or corrupt)" in caplog.text and str(torn) in caplog.text
@@ -173,7 +173,7 @@ def test_a_bad_init_adapter_is_named_before_anything_loads_and_the_run_never_cla
     import shutil
 
     from affectgym.train.dpo import train_dpo
-    from affectgym.train.grpo import check_policy
+    from affectgym.train.policy import check_policy
 
     other_model = tiny_causal_lm(tmp_path / "other", hidden_size=32, name="other-lm")
     foreign = save_fresh_adapter(other_model, tmp_path / "foreign-adapter")
@@ -268,7 +268,7 @@ def test_options_the_run_would_refuse_are_refused_by_print_config(tiny_model, op
 
 def test_more_lora_layers_than_a_hub_model_has_are_named_before_training():
     from affectgym.train.config import TrainConfig
-    from affectgym.train.grpo import peft_config
+    from affectgym.train.policy import peft_config
 
     with pytest.raises(ValueError, match=r"lora_layers \(999\) exceeds the model's 30 layers; use 1 to 30"):
         peft_config(TrainConfig(env_id=SARCASM_ID, lora_layers=999), "llama", 30)

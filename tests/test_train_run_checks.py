@@ -9,7 +9,8 @@ from tiny_models import tiny_causal_lm
 
 from affectgym.train import commands
 from affectgym.train.config import TrainConfig, config_to_yaml, load_config
-from affectgym.train.grpo import check_policy, train
+from affectgym.train.grpo import train
+from affectgym.train.policy import check_policy
 from affectgym.train.recipes import RECIPES, recipe_config, recipe_needs, sarcasm_cpu_config
 from affectgym.train.run_dir import OutputDirInUseError, claim_output_dir
 
@@ -147,7 +148,7 @@ def adapter_weights(folder):
 def test_a_run_killed_mid_way_resumes_from_its_checkpoint_to_the_uninterrupted_runs_adapter(algo, tmp_path):
     import json
 
-    from affectgym.eval.runner import EvalConfig, run_eval
+    from affectgym.eval import EvalConfig, run_eval
     from affectgym.train.sft import train_sft
 
     form = {"task_format": {"answer": "yesno", "flat_prompt": "compact"}, "rubric": "label", "max_turns": 3}

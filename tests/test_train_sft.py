@@ -12,14 +12,10 @@ from tiny_models import tiny_causal_lm
 import affectgym
 from affectgym.agents.base import raw_text_messages
 from affectgym.agents.protocol import protocol_tool_message
-from affectgym.eval.runner import EvalConfig, run_eval
+from affectgym.eval import EvalConfig, run_eval
 from affectgym.train.config import TrainConfig
-from affectgym.train.sft import (
-    DemonstrationError,
-    assistant_token_mask,
-    episode_demonstrations,
-    train_sft,
-)
+from affectgym.train.demos import DemonstrationError, assistant_token_mask, episode_demonstrations
+from affectgym.train.sft import train_sft
 
 ENV_ID = "affectgym/Sarcasm-v0"
 FORM = {"task_format": {"answer": "yesno", "flat_prompt": "compact"}, "rubric": "label", "max_turns": 3}

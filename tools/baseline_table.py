@@ -77,7 +77,7 @@ def env_baseline_table(split: str = "eval", rows: Sequence[tuple[str, str, dict[
     """The markdown table of each env's recommended baseline on ``split``."""
     import json
 
-    from affectgym.eval.runner import EvalConfig, run_eval
+    from affectgym.eval import EvalConfig, run_eval
 
     lines = ["| env | agent | mean reward ± 95% CI | episodes |", "|---|---|---|---|"]
     with tempfile.TemporaryDirectory() as scratch:
@@ -106,7 +106,7 @@ def leakage_line(split: str) -> str:
 
 def baseline_table(split: str = "eval", baselines: Sequence[tuple[str, str]] = BASELINES) -> str:
     """The markdown table (and the leakage line) for ``baselines`` on ``split``."""
-    from affectgym.eval.runner import EvalConfig, run_eval
+    from affectgym.eval import EvalConfig, run_eval
 
     lines = [
         "| agent | mean reward ± 95% CI | accuracy | pivot accuracy | ECE |",

@@ -15,9 +15,10 @@ Importing this package is cheap: rich, matplotlib, scikit-learn and sacrebleu lo
 
 from __future__ import annotations
 
+from affectgym.eval.config import EvalConfig
 from affectgym.eval.report import load_run, register_report_plot, write_report
 from affectgym.eval.results import read_results
-from affectgym.eval.runner import EvalConfig, RunAborted, RunResult, run_eval
+from affectgym.eval.runner import RunAborted, RunResult, run_eval
 from affectgym.eval.summary import register_outcome_summary, summarize
 
 __all__ = [

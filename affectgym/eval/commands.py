@@ -115,7 +115,8 @@ def register(subparsers: Any) -> None:
 def run_eval_command(args: argparse.Namespace) -> int:
     """Handler of ``affectgym eval``."""
     import affectgym  # noqa: F401  (registers the built-in envs and plugins)
-    from affectgym.eval.runner import EvalConfig, run_eval
+    from affectgym.eval.config import EvalConfig
+    from affectgym.eval.runner import run_eval
 
     if args.from_train is not None:
         apply_training_run(args)
@@ -173,8 +174,9 @@ def apply_training_run(args: argparse.Namespace) -> None:
 
     The run's ``config.yaml`` gives the env and its options, the model (with ``RUN/adapter``,
     or the full model saved there), greedy decoding at the run's held-out token limit, its
-    number of held-out episodes and its seed: the run's own ``eval/trained`` evaluation,
-    which its ``eval/comparison.json`` records as a command.
+    number of held-out episodes and its seed: the run's own ``eval/trained`` evaluation
+    (:func:`affectgym.train.run.heldout_eval_config`, the one encoding the run played and
+    its ``eval/comparison.json`` records as a command).
 
     The decoding options (``-t``, ``-T``) are filled only for an agent that takes them (a
     local model or an OpenAI-compatible one): ``--from-train RUN --agent majority`` plays the
@@ -190,7 +192,7 @@ def apply_training_run(args: argparse.Namespace) -> None:
     from affectgym.agents.transformers_agent import TransformersAgent
     from affectgym.train.adapters import saved_model_problem
     from affectgym.train.config import load_config
-    from affectgym.train.grpo import eval_max_new_tokens, heldout_env_kwargs, trained_agent
+    from affectgym.train.run import heldout_eval_config
 
     run = Path(args.from_train)
     if not (run / "config.yaml").is_file():
@@ -203,27 +205,28 @@ def apply_training_run(args: argparse.Namespace) -> None:
         raise ValueError(f"--from-train {str(run)!r} is an --algo {config.algo} run; affectgym eval replays GRPO, SFT and DPO runs")
     if args.env_id and args.env_id != config.env_id:
         raise ValueError(f"--from-train {str(run)!r} trained {config.env_id}, not {args.env_id}; leave ENV_ID out")
-    args.env_id = config.env_id
+    replayed = heldout_eval_config(config, run / "adapter", run / "eval-replay", side="trained")
+    args.env_id = replayed.env_id
     if args.agent is None and args.model is None:
         problem = saved_model_problem(run / "adapter")
         if problem is not None:
             raise ValueError(f"--from-train {str(run)!r}: {problem}; its training did not finish saving "
                              "(affectgym train ... --resume)")
-        args.agent, adapter = trained_agent(config, run / "adapter")
+        args.agent = replayed.agent
         if args.adapter is None:
-            args.adapter = adapter
-    args.env_kwargs = {**heldout_env_kwargs(config), **args.env_kwargs}
+            args.adapter = replayed.agent_kwargs.get("adapter")
+    args.env_kwargs = {**replayed.env_kwargs, **args.env_kwargs}
     if args.model is not None or agent_class(args.agent) in (TransformersAgent, OpenAIAgent):
         if args.max_tokens is None:
-            args.max_tokens = eval_max_new_tokens(config)
+            args.max_tokens = replayed.agent_kwargs["max_new_tokens"]
         if args.temperature is None:
-            args.temperature = 0.0
-    if args.examples is None and config.eval_episodes:
-        args.examples = config.eval_episodes
+            args.temperature = replayed.agent_kwargs["temperature"]
+    if args.examples is None and replayed.n is not None:
+        args.examples = replayed.n
     if args.seed is None:
-        args.seed = config.seed
+        args.seed = replayed.seed
     if args.out is None:
-        args.out = run / "eval-replay"
+        args.out = replayed.out
 
 
 def agent_from_args(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:

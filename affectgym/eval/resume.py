@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from affectgym.eval.results import METADATA_FILE, RESULTS_FILE
 
 if TYPE_CHECKING:
-    from affectgym.eval.runner import EvalConfig
+    from affectgym.eval.config import EvalConfig
 
 
 #: Agent arguments that change how replies are fetched, not what they are: a resumed run may

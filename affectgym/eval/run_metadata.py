@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from affectgym.agents.base import Agent
-    from affectgym.eval.runner import EvalConfig
+    from affectgym.eval.config import EvalConfig
 
 #: Packages whose versions go into metadata.json (when installed).
 VERSIONED_PACKAGES = (

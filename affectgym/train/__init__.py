@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from affectgym.train.environment import environment_factory
 from affectgym.train.flatten import to_dataset
-from affectgym.train.grpo import resolve_model
+from affectgym.train.policy import resolve_model
 from affectgym.train.rewards import reward_functions
 
 __all__ = ["environment_factory", "resolve_model", "reward_functions", "to_dataset"]

@@ -11,18 +11,21 @@ PPO-ptx, here on demonstrations): with the label-blind protocol demonstrator's e
 (:mod:`affectgym.agents.protocol`) the anchor keeps which tools are called, how, and that
 the answer ends the turn, and it carries no label, so it cannot teach the answer. The
 demonstrations are rendered and masked exactly as ``--algo sft`` trains them
-(:func:`~affectgym.train.sft.assistant_token_mask`); each step takes the next
+(:func:`~affectgym.train.demos.assistant_token_mask`); each step takes the next
 ``anchor_rows`` of them, in a seeded order. The step's anchor loss is logged as
 ``anchor_nll``.
 """
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
+
+from affectgym.train.demos import assistant_token_mask, through_last
 
 
 class SupervisedAnchor:
@@ -41,10 +44,6 @@ class SupervisedAnchor:
 
     def __init__(self, tokenizer: Any, rows: Sequence[Mapping[str, Any]], *, rows_per_step: int = 1,
                  seed: int = 0) -> None:
-        import json
-
-        from affectgym.train.sft import assistant_token_mask, through_last
-
         self.examples: list[tuple[list[int], list[int]]] = []
         for row in rows:
             messages = through_last(row["messages"], "assistant")  # what follows teaches nothing

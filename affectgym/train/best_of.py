@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from affectgym.train.config import TrainConfig
+from affectgym.train.sampling import sample_replies, scored_replies, train_prompts
 
 
 def best_of_demonstrations(config: TrainConfig, model: Any, tokenizer: Any, samples_file: Path
@@ -65,8 +66,6 @@ def best_of_demonstrations(config: TrainConfig, model: Any, tokenizer: Any, samp
 def _sampled_records(config: TrainConfig, model: Any, tokenizer: Any) -> list[dict[str, Any]]:
     """Every train prompt with its sampled replies, each with the env's score and components."""
     from transformers import set_seed
-
-    from affectgym.train.dpo import sample_replies, scored_replies, train_prompts
 
     env, scenarios, prompts = train_prompts(config)
     set_seed(config.seed)

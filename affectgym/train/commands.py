@@ -19,14 +19,19 @@ import argparse
 import dataclasses
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from affectgym.train.config import (
     TrainConfig,
     add_config_arguments,
-    config_from_args,
+    config_fields,
+    config_file_values,
     config_to_yaml,
 )
+from affectgym.train.flatten import check_oversample_flags
+from affectgym.train.policy import check_policy
+from affectgym.train.recipes import RECIPES, recipe_config, recipe_listing
 
 #: The env kind (:func:`affectgym.envs.spaces.env_kind`) each algorithm trains on.
 ALGO_ENV_KINDS = {"grpo": "text", "sft": "text", "dpo": "text", "ppo": "numeric", "sac": "numeric"}
@@ -50,7 +55,43 @@ def register(subparsers: Any) -> None:
         ),
     )
     add_config_arguments(parser)
+    parser.add_argument(
+        "--recipe", default=None, choices=list(RECIPES), metavar="NAME",
+        help="start from a named, measured recipe (the YAML file and explicit options win); see --list-recipes",
+    )
+    parser.add_argument("--list-recipes", action="store_true", help="list the recipes and exit")
+    parser.add_argument(
+        "--config", dest="config_file", default=None, metavar="FILE.yaml",
+        help="read options from a YAML file (explicit options win); see --print-config",
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true",
+        help="train into an --output-dir that holds an earlier run, deleting that run's files first",
+    )
+    parser.add_argument(
+        "--resume", action="store_true",
+        help="continue the interrupted run in --output-dir (same options) from its last checkpoint, "
+             "or finish its held-out evaluation",
+    )
+    parser.add_argument(
+        "--print-config", action="store_true",
+        help="print the resulting configuration as YAML (the options of its --algo) and exit without training",
+    )
     parser.set_defaults(func=run_train)
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    """The config from parsed arguments: defaults (or ``--recipe``), then ``--config`` YAML, then explicit options."""
+    values: dict[str, Any] = {}
+    config_file = getattr(args, "config_file", None)
+    if config_file:
+        values.update(config_file_values(Path(config_file)))
+    names = {f.name for f in config_fields()}
+    values.update({name: value for name, value in vars(args).items() if name in names})
+    recipe = getattr(args, "recipe", None)
+    if recipe:
+        return recipe_config(recipe, values)
+    return TrainConfig(**values)
 
 
 def check_algo_supports(config: TrainConfig) -> None:
@@ -74,8 +115,6 @@ def check_algo_supports(config: TrainConfig) -> None:
     env.close()
     if kind == ALGO_ENV_KINDS[config.algo]:
         if config.oversample:
-            from affectgym.train.flatten import check_oversample_flags
-
             check_oversample_flags(scenarios, config.oversample)
         return
     able = [algo for algo, needed in ALGO_ENV_KINDS.items() if needed == kind]
@@ -91,8 +130,6 @@ def check_algo_supports(config: TrainConfig) -> None:
 def run_train(args: argparse.Namespace) -> int:
     """Handle ``affectgym train``: list the recipes, or check the env against the algorithm, then print the config or train."""
     if args.list_recipes:
-        from affectgym.train.recipes import recipe_listing
-
         print(recipe_listing())
         return 0
     config = config_from_args(args)
@@ -103,8 +140,6 @@ def run_train(args: argparse.Namespace) -> int:
     check_algo_supports(config)
     if args.print_config:
         if ALGO_ENV_KINDS[config.algo] == "text":
-            from affectgym.train.grpo import check_policy
-
             # what the run would refuse before loading, --print-config refuses too (an alias is resolved only to train)
             check_policy(config, resolve_alias=False)
         sys.stdout.write(config_to_yaml(config))
@@ -135,4 +170,4 @@ def run_train(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["ALGO_ENV_KINDS", "check_algo_supports", "register", "run_train"]
+__all__ = ["ALGO_ENV_KINDS", "check_algo_supports", "config_from_args", "register", "run_train"]

@@ -562,10 +562,10 @@ def _parse_optional_int(text: str) -> int | None:
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add one option per :class:`TrainConfig` field (and ``--config FILE.yaml``), grouped by algorithm.
+    """Add one option per :class:`TrainConfig` field, grouped by algorithm.
 
-    Options default to ``argparse.SUPPRESS``, so :func:`config_from_args` can tell the ones
-    given explicitly (which win over the YAML file) from the defaults.
+    Options default to ``argparse.SUPPRESS``, so :func:`affectgym.train.commands.config_from_args`
+    can tell the ones given explicitly (which win over the YAML file) from the defaults.
     """
     hints = _hints()
     groups = {algos: parser.add_argument_group(title) for algos, title in ALGO_GROUPS.items()}
@@ -596,46 +596,6 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         elif kind in (int, float, str):
             options["type"] = kind
         target.add_argument(flag, help=f"{help_text} (default: {_default_text(item)})", **options)
-    from affectgym.train.recipes import RECIPES
-
-    parser.add_argument(
-        "--recipe", default=None, choices=list(RECIPES), metavar="NAME",
-        help="start from a named, measured recipe (the YAML file and explicit options win); see --list-recipes",
-    )
-    parser.add_argument("--list-recipes", action="store_true", help="list the recipes and exit")
-    parser.add_argument(
-        "--config", dest="config_file", default=None, metavar="FILE.yaml",
-        help="read options from a YAML file (explicit options win); see --print-config",
-    )
-    parser.add_argument(
-        "--overwrite", action="store_true",
-        help="train into an --output-dir that holds an earlier run, deleting that run's files first",
-    )
-    parser.add_argument(
-        "--resume", action="store_true",
-        help="continue the interrupted run in --output-dir (same options) from its last checkpoint, "
-             "or finish its held-out evaluation",
-    )
-    parser.add_argument(
-        "--print-config", action="store_true",
-        help="print the resulting configuration as YAML (the options of its --algo) and exit without training",
-    )
-
-
-def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    """The config from parsed arguments: defaults (or ``--recipe``), then ``--config`` YAML, then explicit options."""
-    values: dict[str, Any] = {}
-    config_file = getattr(args, "config_file", None)
-    if config_file:
-        values.update(_read_yaml(Path(config_file)))
-    names = {f.name for f in config_fields()}
-    values.update({name: value for name, value in vars(args).items() if name in names})
-    recipe = getattr(args, "recipe", None)
-    if recipe:
-        from affectgym.train.recipes import recipe_config
-
-        return recipe_config(recipe, values)
-    return TrainConfig(**values)
 
 
 def config_to_yaml(config: TrainConfig) -> str:
@@ -691,14 +651,15 @@ def load_config(path: str | Path) -> TrainConfig:
         FileNotFoundError: No such file.
         ValueError: The file is not YAML, or sets an unknown option or an invalid value; the file is named.
     """
-    values = _read_yaml(Path(path))
+    values = config_file_values(Path(path))
     try:
         return TrainConfig(**values)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def config_file_values(path: Path) -> dict[str, Any]:
+    """The options a YAML config file sets, checked to be known ones (not yet a :class:`TrainConfig`)."""
     import yaml
 
     if not path.is_file():
@@ -726,7 +687,7 @@ __all__ = [
     "add_config_arguments",
     "applicable_fields",
     "config_fields",
-    "config_from_args",
+    "config_file_values",
     "config_to_yaml",
     "load_config",
     "load_config_text",

@@ -27,6 +27,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from affectgym.train.grpo import train
 from affectgym.train.recipes import (
     AGENT_MAX_NEW_TOKENS,
     SARCASM_AGENT_FORM,
@@ -34,6 +35,7 @@ from affectgym.train.recipes import (
     sarcasm_anchored_chat_grpo_config,
     sarcasm_protocol_sft_config,
 )
+from affectgym.train.sft import train_sft
 
 DEMO_ENV_ID = SARCASM_ENV_ID
 #: Warm-start steps (one demonstration each: the loss falls step for step as with the long
@@ -148,9 +150,8 @@ def run_demo(output_dir: str | Path = "runs/demo", *, model: str = "smollm2-135m
         ``{"sft": ..., "grpo": ..., "heldout": <eval summary>, "episode": <transcript>}``.
     """
     import affectgym
-    from affectgym.eval.runner import EvalConfig, run_eval
-    from affectgym.train.grpo import train
-    from affectgym.train.sft import train_sft
+    from affectgym.eval.config import EvalConfig
+    from affectgym.eval.runner import run_eval
 
     if DEMO_ENV_ID not in affectgym.list_envs():
         raise RuntimeError(f"the demo needs {DEMO_ENV_ID}, which is not registered (affectgym list)")

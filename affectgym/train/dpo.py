@@ -43,12 +43,16 @@ from pathlib import Path
 from typing import Any
 
 from affectgym.data.jsonl import json_lines
+from affectgym.train.arguments import trainer_arguments
 from affectgym.train.config import TrainConfig, config_to_yaml, load_config
+from affectgym.train.plots import plot_loss_curve
+from affectgym.train.policy import check_policy, has_gpu, load_policy, trainable_policy
+from affectgym.train.progress import show_progress
+from affectgym.train.run import finish_run
+from affectgym.train.run_dir import claim_output_dir, hold_output_dir
+from affectgym.train.sampling import sample_replies, scored_replies, train_prompts
 
 logger = logging.getLogger(__name__)
-
-#: Prompts sampled at once (each with ``samples_per_prompt`` replies).
-SAMPLE_BATCH_PROMPTS = 8
 
 
 class PairsError(ValueError):
@@ -84,20 +88,6 @@ def preference_pairs(env: Any, scenarios: Sequence[Any], prompts: Sequence[list[
                 "chosen_components": best[2], "rejected_components": worst[2],
             })
     return pairs
-
-
-def scored_replies(env: Any, scenarios: Sequence[Any], replies: Sequence[Sequence[str]]
-                   ) -> list[list[tuple[float, str, dict[str, Any]]]]:
-    """Each scenario's replies as ``(score, reply, components)``, scored in one ``env.score_batch`` call on the
-    flat trace; a reply the env left unscored (e.g. by a judge outage) is left out."""
-    flat = [(i, reply) for i, group in enumerate(replies) for reply in group]
-    traces = [env.flat_trace(scenario) for scenario in scenarios]
-    results = env.score_batch([scenarios[i] for i, _ in flat], [reply for _, reply in flat], [traces[i] for i, _ in flat])
-    scored: list[list[tuple[float, str, dict[str, Any]]]] = [[] for _ in scenarios]
-    for (i, reply), result in zip(flat, results, strict=True):
-        if not result.unscored:
-            scored[i].append((float(result.total), reply, dict(result.components)))
-    return scored
 
 
 def read_pairs(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
@@ -139,39 +129,9 @@ def _pair_problem(row: Any) -> str | None:
     return None
 
 
-def sample_replies(model: Any, tokenizer: Any, prompts: Sequence[list[dict[str, str]]], *, samples: int,
-                   max_new_tokens: int, temperature: float) -> list[list[str]]:
-    """``samples`` sampled replies to each chat prompt, decoded as an agent's message (ending at its turn's end)."""
-    import torch
-
-    from affectgym.agents.transformers_agent import generation_config
-
-    decoding = generation_config(model, tokenizer, max_new_tokens=max_new_tokens, temperature=temperature)
-    decoding.num_return_sequences = samples
-    texts = [tokenizer.apply_chat_template(list(p), tokenize=False, add_generation_prompt=True) for p in prompts]
-    was_training = model.training
-    model.eval()
-    side, tokenizer.padding_side = tokenizer.padding_side, "left"
-    replies: list[list[str]] = []
-    try:
-        for start in range(0, len(texts), SAMPLE_BATCH_PROMPTS):
-            batch = tokenizer(texts[start:start + SAMPLE_BATCH_PROMPTS], return_tensors="pt", padding=True,
-                              add_special_tokens=False).to(model.device)
-            with torch.no_grad():
-                output = model.generate(**batch, generation_config=decoding)
-            decoded = tokenizer.batch_decode(output[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)
-            replies += [[text.strip() for text in decoded[i:i + samples]] for i in range(0, len(decoded), samples)]
-    finally:
-        tokenizer.padding_side = side
-        model.train(was_training)
-    return replies
-
-
 def dpo_config(config: TrainConfig, output_dir: Path, *, gpu: bool) -> Any:
     """The ``trl.DPOConfig`` of a round (its checkpoints under ``output_dir/trainer``): CPU-safe without a GPU."""
     from trl import DPOConfig
-
-    from affectgym.train.sft import trainer_arguments
 
     return trainer_arguments(DPOConfig, config, output_dir, gpu=gpu, beta=config.dpo_beta)
 
@@ -196,8 +156,6 @@ def train_dpo(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
     Raises:
         affectgym.eval.results.RunFolderLocked: Another process trains into ``config.output_dir``.
     """
-    from affectgym.train.run_dir import hold_output_dir
-
     with hold_output_dir(config.output_dir):
         return _train_dpo(config, gpu=gpu, progress=progress, overwrite=overwrite, resume=resume)
 
@@ -205,9 +163,6 @@ def train_dpo(config: TrainConfig, *, gpu: bool | None = None, progress: bool = 
 def _train_dpo(config: TrainConfig, *, gpu: bool | None, progress: bool, overwrite: bool, resume: bool) -> dict[str, Any]:
     """:func:`train_dpo` in its held output folder."""
     from transformers import set_seed
-
-    from affectgym.train.grpo import check_policy, finish_run, has_gpu
-    from affectgym.train.run_dir import claim_output_dir
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     output_dir = claim_output_dir(config.output_dir, overwrite=overwrite,
@@ -263,9 +218,6 @@ def _run_round(config: TrainConfig, offline: list[dict[str, Any]] | None, pairs_
     """
     import datasets
     from trl import DPOTrainer
-
-    from affectgym.train.grpo import load_policy, trainable_policy
-    from affectgym.train.progress import show_progress
 
     model, tokenizer, _ = load_policy(config, gpu=gpu)
     # the round's starting policy: the base model with a fresh LoRA config, or the adapter it continues
@@ -326,18 +278,6 @@ def written_pairs(pairs_file: Path) -> list[dict[str, Any]]:
     return pairs
 
 
-def train_prompts(config: TrainConfig) -> tuple[Any, list[Any], list[list[dict[str, str]]]]:
-    """The env that scores (the run's options, train split), the ``n_train`` train scenarios (in order, repeated
-    when more are asked for; default one pass) and each one's flat prompt."""
-    from affectgym.train.flatten import shared_env
-
-    env = shared_env(config.env_id, {**config.env_kwargs, "split": "train"})
-    scenarios = list(env.scenarios)
-    if config.n_train is not None:
-        scenarios = [scenarios[i % len(scenarios)] for i in range(config.n_train)]
-    return env, scenarios, [env.flat_prompt(scenario) for scenario in scenarios]
-
-
 def _publish(source: Path, target: Path) -> None:
     """Copy the last round's adapter to the run's ``adapter/`` (what ``affectgym eval --adapter`` loads)."""
     import shutil
@@ -354,8 +294,6 @@ def _count_lines(path: Path) -> int:
 def dpo_summary(config: TrainConfig, output_dir: Path, history: list[dict[str, Any]], rounds: list[dict[str, Any]], *,
                 train_s: float) -> dict[str, Any]:
     """The summary of a trained DPO run, before its held-out evaluation; draws ``figures/dpo_loss.png``."""
-    from affectgym.train.plots import plot_loss_curve
-
     losses = [row["loss"] for row in history if isinstance(row.get("loss"), int | float) and math.isfinite(row["loss"])]
     steps = [row for row in history if "loss" in row]
     figure = plot_loss_curve([{**row, "step": i + 1} for i, row in enumerate(steps)], output_dir / "figures" / "dpo_loss.png",
@@ -386,9 +324,6 @@ __all__ = [
     "pair_rows",
     "preference_pairs",
     "read_pairs",
-    "sample_replies",
-    "scored_replies",
     "train_dpo",
-    "train_prompts",
     "written_pairs",
 ]

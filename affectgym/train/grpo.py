@@ -4,7 +4,7 @@
 
 1. the policy: an alias (``smollm2-135m``, resolved by :mod:`affectgym.agents.models`), a
    folder or a hub id, with a LoRA adapter (PEFT; ``q_proj,k_proj,v_proj,o_proj`` on
-   llama/qwen/mistral-like models) unless ``lora_r=0``;
+   llama/qwen/mistral-like models) unless ``lora_r=0`` (:mod:`affectgym.train.policy`);
 2. the data: the env's train split (:func:`~affectgym.train.flatten.to_dataset`), flat
    prompts or the episode openings for multi-turn;
 3. the reward: one TRL reward function per rubric component with the rubric's weights
@@ -17,7 +17,7 @@
    component (``figures/``), the adapter (``adapter/``), every scored rollout
    (``rollouts/rank<N>.jsonl``, see :mod:`affectgym.train.rewards`), and a held-out
    evaluation of the base model and the trained adapter side by side (``eval/``) through the
-   eval runner.
+   eval runner (:mod:`affectgym.train.run`).
 
 Several processes (GPUs): the same entry under ``accelerate launch`` (TRL and transformers
 handle the distribution), e.g. ``accelerate launch --num_processes 4 -m affectgym.cli train ...``.
@@ -28,63 +28,35 @@ alone writes the other outputs and runs the held-out evaluations.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import os
-import shutil
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+from affectgym.train.arguments import activation_checkpointing_option, checkpoint_saving_options
 from affectgym.train.config import LR_SCHEDULERS, TrainConfig, config_to_yaml
+from affectgym.train.demos import demonstrations
+from affectgym.train.environment import environment_factory
+from affectgym.train.flatten import to_dataset
+from affectgym.train.heldout import HeldOutEvaluator, heldout_callback
+from affectgym.train.plots import plot_reward_curves
+from affectgym.train.policy import (
+    check_policy,
+    has_gpu,
+    load_policy,
+    trainable_policy,
+    training_chat_template,
+)
+from affectgym.train.progress import show_progress
+from affectgym.train.rewards import reward_functions
+from affectgym.train.run import eval_max_new_tokens, finish_run, finished_training, run_summary
+from affectgym.train.run_dir import claim_output_dir, hold_output_dir, resume_checkpoint
 
 logger = logging.getLogger(__name__)
-
-#: LoRA target modules by ``config.model_type``; other architectures fall back to "all-linear".
-LORA_TARGETS: dict[str, list[str]] = {
-    **{name: ["q_proj", "k_proj", "v_proj", "o_proj"] for name in (
-        "llama", "qwen2", "qwen3", "mistral", "gemma", "gemma2", "gemma3_text", "olmo2", "smollm3", "phi3",
-    )},
-    "gpt2": ["c_attn", "c_proj"],
-    "gpt_neox": ["query_key_value", "dense"],
-}
-
-
-def resolve_model(name_or_path: str) -> str:
-    """The folder (or hub id) of a model alias, through :mod:`affectgym.agents.models`.
-
-    >>> resolve_model("./some/folder")
-    './some/folder'
-    """
-    try:
-        from affectgym.agents.models import resolve_model as resolve
-    except ImportError:  # the agents package is optional for training from a folder
-        return name_or_path
-    return resolve(name_or_path)
-
-
-def lora_target_modules(model_type: str, requested: str = "auto") -> list[str] | str:
-    """Modules LoRA adapts: ``requested`` (comma-separated), or a sensible set per architecture.
-
-    >>> lora_target_modules("qwen2")
-    ['q_proj', 'k_proj', 'v_proj', 'o_proj']
-    >>> lora_target_modules("something_new")
-    'all-linear'
-    >>> lora_target_modules("llama", "q_proj,v_proj")
-    ['q_proj', 'v_proj']
-    """
-    if requested and requested != "auto":
-        return [name.strip() for name in requested.split(",") if name.strip()]
-    return list(LORA_TARGETS.get(model_type, [])) or "all-linear"
-
-
-def has_gpu() -> bool:
-    """Whether torch sees a CUDA device."""
-    import torch
-
-    return bool(torch.cuda.is_available())
 
 
 def grpo_config(config: TrainConfig, reward_weights: list[float], *, gpu: bool | None = None) -> Any:
@@ -138,131 +110,6 @@ def grpo_config(config: TrainConfig, reward_weights: list[float], *, gpu: bool |
     if config.mode == "multiturn":
         options["max_tool_calling_iterations"] = config.max_tool_calling_iterations
     return GRPOConfig(**options)
-
-
-def check_policy(config: TrainConfig, *, resolve_alias: bool = True) -> None:
-    """Fail before any weights load when the policy cannot be what ``config`` asks.
-
-    Reads the model's ``config.json`` and the ``init_adapter``'s config and weights headers
-    only: a local path that is no model folder, an adapter that cannot start the run, and a
-    LoRA rank above the model's width, are named here instead of in the hub client's, PEFT's
-    or the allocator's words.
-
-    Raises:
-        FileNotFoundError: ``config.model`` looks like a path and is no model folder, or
-            ``config.init_adapter`` is no adapter folder.
-        ValueError: ``lora_r`` exceeds the model's hidden size, or ``config.init_adapter`` is
-            torn, has a field of the wrong type or was trained on another base model
-            (:func:`~affectgym.train.adapters.check_init_adapter`).
-    """
-    path = resolve_model(config.model) if resolve_alias else config.model
-    local = Path(path).expanduser()
-    looks_local = path.startswith((".", "/", "~")) or path.count("/") > 1 or local.exists()
-    if looks_local and not (local / "config.json").is_file():
-        raise FileNotFoundError(
-            f"--model {config.model!r}: {'no such folder' if not local.exists() else 'no config.json in that folder'}; "
-            "pass a model folder (one from_pretrained loads), a hub id such as HuggingFaceTB/SmolLM2-135M-Instruct, "
-            "or the alias smollm2-135m"
-        )
-    if config.init_adapter is not None:
-        from affectgym.train.adapters import check_init_adapter
-
-        check_init_adapter(config, model_path=path)
-        return
-    if not looks_local or config.lora_r == 0:
-        return
-    model_config = json.loads((local / "config.json").read_text(encoding="utf-8"))
-    width, layers = model_config.get("hidden_size"), model_config.get("num_hidden_layers")
-    if isinstance(width, int) and config.lora_r > width:
-        raise ValueError(f"lora_r ({config.lora_r}) exceeds the hidden size of {config.model!r} ({width}); use a rank <= {width}")
-    if isinstance(layers, int) and config.lora_layers > layers:
-        raise ValueError(f"lora_layers ({config.lora_layers}) exceeds the {layers} layers of {config.model!r}; "
-                         f"use 1 to {layers}, or 0 (every layer)")
-    if config.lora_target_modules != "auto":
-        check_lora_targets(config, local)
-
-
-def check_lora_targets(config: TrainConfig, model_folder: Path) -> None:
-    """Refuse ``lora_target_modules`` that name no module of the model, listing the ones it has.
-
-    The model is built from its ``config.json`` on the meta device (no weights are read); a
-    name matches a module whose dotted name is it or ends with it, as PEFT matches them.
-    """
-    from accelerate import init_empty_weights
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    with init_empty_weights():
-        model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(str(model_folder)))
-    names = [name for name, _ in model.named_modules() if name]
-    wanted = lora_target_modules(model.config.model_type, config.lora_target_modules)
-    missing = [target for target in wanted if not any(name == target or name.endswith("." + target) for name in names)]
-    if missing:
-        linear = sorted({name.rsplit(".", 1)[-1] for name, module in model.named_modules()
-                         if type(module).__name__ == "Linear" and name})
-        raise ValueError(
-            f"lora_target_modules {missing} name no module of {config.model!r}; its linear modules: {', '.join(linear)} "
-            "(or auto)"
-        )
-
-
-def activation_checkpointing_option(config_class: type, enabled: bool) -> dict[str, bool]:
-    """The gradient-checkpointing option of a TRL config class, under the name its transformers version uses.
-
-    transformers >= 5.x renamed ``gradient_checkpointing`` (TRL's default: on) to
-    ``activation_checkpointing``.
-    """
-    names = {item.name for item in dataclasses.fields(config_class)}
-    return {"activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing": enabled}
-
-
-def checkpoint_saving_options(config: TrainConfig) -> dict[str, Any]:
-    """``TrainingArguments`` of the run's checkpoints (``save_steps``; the last two kept).
-
-    >>> checkpoint_saving_options(TrainConfig(env_id="x", save_steps=0))
-    {'save_strategy': 'no'}
-    """
-    if not config.save_steps:
-        return {"save_strategy": "no"}
-    return {"save_strategy": "steps", "save_steps": config.save_steps, "save_total_limit": 2}
-
-
-def load_policy(config: TrainConfig, *, gpu: bool) -> tuple[Any, Any, str]:
-    """The model (fp32 on CPU, bf16 on GPU), its tokenizer and the resolved path."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    path = resolve_model(config.model)
-    bf16 = gpu if config.bf16 is None else bool(config.bf16)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16 if bf16 else torch.float32)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    tokenizer.padding_side = "left"
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    if not getattr(tokenizer, "chat_template", None):
-        from affectgym.agents.models import CHATML_TOOL_TEMPLATE
-
-        if "<|im_start|>" not in tokenizer.get_vocab():
-            raise ValueError(f"the tokenizer of {config.model!r} has no chat template and no ChatML tokens")
-        tokenizer.chat_template = CHATML_TOOL_TEMPLATE
-    return model, tokenizer, path
-
-
-def trainable_policy(config: TrainConfig, model: Any) -> tuple[Any, Any]:
-    """``(model, peft_config)`` for a trainer: a fresh LoRA config, or ``config.init_adapter`` loaded to keep training.
-
-    A run that starts from an adapter (the warm start of an ``--algo sft`` run) trains that
-    adapter further, so its output is again one adapter over the base model.
-    """
-    if config.init_adapter is None:
-        return model, peft_config(config, model.config.model_type, getattr(model.config, "num_hidden_layers", None))
-    from peft import PeftModel
-
-    from affectgym.hub import pretrained_problem
-
-    problem = pretrained_problem(config.init_adapter)
-    if problem is not None:
-        raise OSError(f"cannot load --init-adapter: {problem}")
-    return PeftModel.from_pretrained(model, config.init_adapter, is_trainable=True), None
 
 
 def chat_text_prompts(dataset: Any, tokenizer: Any) -> Any:
@@ -322,10 +169,7 @@ def build_trainer(config: TrainConfig, *, gpu: bool | None = None, reward_funcs:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from trl import GRPOTrainer
 
-    from affectgym.train.anchor import anchored
-    from affectgym.train.environment import environment_factory
-    from affectgym.train.flatten import to_dataset
-    from affectgym.train.rewards import reward_functions
+    from affectgym.train.anchor import anchored  # torch and TRL: imported when a trainer is built
     from affectgym.train.shared_prefix import SharedPrefixGRPOTrainer
 
     gpu = has_gpu() if gpu is None else gpu
@@ -376,53 +220,11 @@ def build_trainer(config: TrainConfig, *, gpu: bool | None = None, reward_funcs:
 
 def supervised_anchor(config: TrainConfig, tokenizer: Any) -> Any:
     """The :class:`~affectgym.train.anchor.SupervisedAnchor` of ``config.demos`` (filtered as ``--algo sft`` filters them)."""
-    from affectgym.train.anchor import SupervisedAnchor
-    from affectgym.train.sft import demonstrations, training_chat_template
+    from affectgym.train.anchor import SupervisedAnchor  # torch
 
     rows, _ = demonstrations(config)
     tokenizer.chat_template = training_chat_template(tokenizer)  # the same text, with the assistant's spans marked
     return SupervisedAnchor(tokenizer, rows, rows_per_step=config.anchor_rows, seed=config.seed)
-
-
-def peft_config(config: TrainConfig, model_type: str, num_layers: int | None = None) -> Any:
-    """The LoRA config of a run, or ``None`` for full fine-tuning (``lora_r=0``).
-
-    Args:
-        config: The run's options (``lora_layers > 0`` adapts only the last layers).
-        model_type: ``config.model_type`` of the policy.
-        num_layers: The policy's number of transformer layers (needed with ``lora_layers``).
-    """
-    if config.lora_r == 0:
-        return None
-    from peft import LoraConfig
-
-    layers = None
-    if config.lora_layers:
-        if not num_layers:
-            raise ValueError("lora_layers needs the model's number of layers (config.num_hidden_layers)")
-        if config.lora_layers > num_layers:
-            raise ValueError(f"lora_layers ({config.lora_layers}) exceeds the model's {num_layers} layers; "
-                             f"use 1 to {num_layers}, or 0 (every layer)")
-        layers = list(range(max(0, num_layers - config.lora_layers), num_layers))
-    return LoraConfig(
-        r=config.lora_r,
-        lora_alpha=config.lora_alpha,
-        lora_dropout=config.lora_dropout,
-        target_modules=lora_target_modules(model_type, config.lora_target_modules),
-        layers_to_transform=layers,
-        task_type="CAUSAL_LM",
-    )
-
-
-def eval_max_new_tokens(config: TrainConfig) -> int:
-    """The token limit of a message in the run's held-out evaluations (``eval_max_new_tokens``, or its default).
-
-    >>> eval_max_new_tokens(TrainConfig(env_id="x", max_completion_length=4))
-    4
-    """
-    if config.eval_max_new_tokens is not None:
-        return config.eval_max_new_tokens
-    return config.max_completion_length if config.algo == "grpo" else 256
 
 
 def train(config: TrainConfig, *, gpu: bool | None = None, progress: bool = False,
@@ -447,11 +249,7 @@ def train(config: TrainConfig, *, gpu: bool | None = None, progress: bool = Fals
     Raises:
         affectgym.eval.results.RunFolderLocked: Another process trains into ``config.output_dir``.
     """
-    from contextlib import nullcontext
-
     from accelerate import PartialState
-
-    from affectgym.train.run_dir import hold_output_dir
 
     if not config.env_id:
         raise ValueError("no environment id given; e.g. affectgym train affectgym/Sarcasm-v0 --model smollm2-135m")
@@ -467,8 +265,6 @@ def _train(config: TrainConfig, *, gpu: bool | None, progress: bool, overwrite: 
     """:func:`train` in its held output folder."""
     import torch
     from transformers import set_seed
-
-    from affectgym.train.run_dir import claim_output_dir, resume_checkpoint
 
     output_dir = Path(config.output_dir)
     if main_process:
@@ -493,16 +289,12 @@ def _train(config: TrainConfig, *, gpu: bool | None, progress: bool, overwrite: 
     if main_process:
         (output_dir / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")
     if config.eval_every_steps and config.mode == "flat" and main_process:
-        from affectgym.train.heldout import HeldOutEvaluator, heldout_callback
-
         evaluator = HeldOutEvaluator(
             config.env_id, config.env_kwargs, trainer.processing_class, max_new_tokens=eval_max_new_tokens(config),
             prompt_form=config.prompt_form, split=config.heldout_split,
         )
         trainer.add_callback(heldout_callback(evaluator, config.eval_every_steps, output_dir / "heldout.jsonl"))
     if progress and main_process:
-        from affectgym.train.progress import show_progress
-
         show_progress(trainer, f"GRPO {config.mode} on {config.env_id}", ("reward", "loss"))
     trainer.train(resume_from_checkpoint=checkpoint)
     train_s = time.perf_counter() - start_s
@@ -512,8 +304,6 @@ def _train(config: TrainConfig, *, gpu: bool | None, progress: bool, overwrite: 
     figures: list[Path] = []
     if main_process:
         trainer.processing_class.save_pretrained(str(adapter_dir))
-        from affectgym.train.plots import plot_reward_curves
-
         figures = plot_reward_curves(
             history, output_dir / "figures", title=f"GRPO {config.mode} on {config.env_id}, {config.model}"
         )
@@ -524,228 +314,11 @@ def _train(config: TrainConfig, *, gpu: bool | None, progress: bool, overwrite: 
     return finish_run(config, output_dir, summary, gpu=gpu, resume=resume) if main_process else summary
 
 
-def finished_training(output_dir: str | Path) -> bool:
-    """Whether the run in ``output_dir`` finished training (its adapter and log history are written)."""
-    folder = Path(output_dir)
-    return (folder / "log_history.json").is_file() and (folder / "adapter").is_dir()
-
-
-def run_summary(config: TrainConfig, output_dir: Path, history: list[dict[str, Any]], figures: list[Path], *,
-                train_s: float | None = None) -> dict[str, Any]:
-    """The summary of a trained run, before its held-out evaluation.
-
-    ``train_s``: the wall time of this call's loading and training; by default the log's
-    ``train_runtime`` (the training loop alone).
-    """
-    rewards = [row["reward"] for row in history if "reward" in row]
-    steps, runtime_s = logged_steps_and_runtime(history)
-    return {
-        "env_id": config.env_id,
-        "model": config.model,
-        "mode": config.mode,
-        "seed": config.seed,
-        "steps": steps,
-        "train_s": round(runtime_s if train_s is None else train_s, 2),
-        "first_reward": rewards[0] if rewards else None,
-        "last_reward": rewards[-1] if rewards else None,
-        "output_dir": str(output_dir),
-        "adapter_dir": str(output_dir / "adapter"),
-        "log_history": str(output_dir / "log_history.json"),
-        "figures": [str(p) for p in figures],
-    }
-
-
-def logged_steps_and_runtime(history: list[dict[str, Any]]) -> tuple[int, float]:
-    """The last optimizer step of a trainer's ``log_history`` and its ``train_runtime`` in seconds (0 when absent).
-
-    >>> logged_steps_and_runtime([{"loss": 1.0, "step": 1}, {"loss": 0.5, "step": 2}, {"train_runtime": 3.5, "step": 2}])
-    (2, 3.5)
-    """
-    steps = max((int(row.get("step", 0)) for row in history), default=0)
-    runtime_s = next((row["train_runtime"] for row in reversed(history) if "train_runtime" in row), 0.0)
-    return steps, runtime_s
-
-
-def finish_run(config: TrainConfig, output_dir: Path, summary: dict[str, Any], *, gpu: bool,
-               resume: bool = False) -> dict[str, Any]:
-    """Add the held-out evaluation (resumed where it stopped with ``resume``) and write ``summary.json``."""
-    if config.eval_episodes > 0:
-        summary["eval"] = evaluate_base_and_trained(config, output_dir / "adapter", output_dir / "eval", gpu=gpu,
-                                                    resume=resume)
-    (output_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    return summary
-
-
-def evaluate_base_and_trained(
-    config: TrainConfig, adapter_dir: str | Path, out_dir: str | Path, *, gpu: bool | None = None,
-    resume: bool = False,
-) -> dict[str, Any]:
-    """Held-out evaluation of the base model and the trained adapter, side by side, as they are deployed.
-
-    Both play ``config.eval_episodes`` scenarios of the env's ``eval`` split through the eval
-    runner (:func:`affectgym.eval.runner.run_eval`) as multi-step agents: the model's
-    messages are parsed for tool calls, the tools' outputs come back as tool messages and the
-    env scores the final answer, whatever the training mode. Decoding is greedy, at most
-    :func:`eval_max_new_tokens` tokens a message: the run of
-    ``affectgym eval ENV --agent hf:MODEL --adapter ADAPTER -t N`` that ``comparison.json``
-    records as ``command``. Writes ``out_dir/base/``, ``out_dir/trained/`` (the runner's
-    ``results.jsonl``, ``metadata.json``, ``summary.json``), ``out_dir/comparison.json`` and
-    ``out_dir/comparison.png``.
-    What the trained side played is recorded in ``out_dir/trained_adapter.json`` (the folder
-    and its :func:`adapter_digest`): a resumed run whose adapter changed since (a DPO run
-    resumed with more rounds) plays its trained side again instead of reporting the earlier
-    adapter's episodes as its own.
-
-    Args:
-        config: The run's options (model, env, eval_episodes, seed).
-        adapter_dir: The trained adapter (or full model, with ``lora_r=0``).
-        out_dir: Output folder.
-        gpu: Whether to use a GPU; default: :func:`has_gpu`.
-        resume: Keep the episodes an interrupted evaluation already played and play the rest.
-
-    Returns:
-        ``{"base": {...}, "trained": {...}, "delta_reward": ...}`` with each side's mean
-        reward, its 95% interval, components, accuracy (when the env reports one), tool use
-        and folder.
-    """
-    from affectgym.eval.runner import EvalConfig, run_eval
-    from affectgym.train.plots import plot_eval_comparison
-
-    gpu = has_gpu() if gpu is None else gpu
-    out_dir = Path(out_dir)
-    env_kwargs = heldout_env_kwargs(config)
-    max_new_tokens = eval_max_new_tokens(config)
-    trained_spec, trained_adapter = trained_agent(config, adapter_dir)
-    digest = adapter_digest(adapter_dir)
-    played = out_dir / "trained_adapter.json"
-    if (out_dir / "trained").exists() and not (resume and _played_digest(played) == digest):
-        shutil.rmtree(out_dir / "trained")  # another adapter's episodes
-    out_dir.mkdir(parents=True, exist_ok=True)
-    played.write_text(json.dumps({"adapter": str(adapter_dir), "sha256": digest}, indent=2), encoding="utf-8")
-    sides: dict[str, Any] = {}
-    for side, spec, adapter in (("base", f"hf:{resolve_model(config.model)}", None),
-                                ("trained", trained_spec, trained_adapter)):
-        agent_kwargs = {"max_new_tokens": max_new_tokens, "temperature": 0.0, "dtype": "bfloat16" if gpu else "float32"}
-        if adapter is not None:
-            agent_kwargs["adapter"] = adapter
-        result = run_eval(
-            EvalConfig(
-                env_id=config.env_id, agent=spec, out=out_dir / side, n=config.eval_episodes, split="eval",
-                seed=config.seed, env_kwargs=env_kwargs, agent_kwargs=agent_kwargs, concurrency=8, progress=False,
-                max_fail_fraction=1.0, resume=resume and (out_dir / side / "results.jsonl").is_file(),
-            )
-        )
-        summary = result.summary
-        sides[side] = {
-            "reward_mean": summary["reward"]["mean"],
-            "reward_ci95": summary["reward"]["ci95"],
-            "episodes": summary["episodes"],
-            "reward_components": summary["reward_components"],
-            "accuracy": (summary.get("classification") or {}).get("accuracy"),
-            "tool_use": summary["tool_use"],
-            "folder": str(out_dir / side),
-        }
-    sides["trained"]["adapter_sha256"] = digest
-    command = (
-        f"affectgym eval {config.env_id} --agent {trained_spec} "
-        + (f"--adapter {trained_adapter} " if trained_adapter is not None else "")
-        + f"--split eval -n {config.eval_episodes} -t {max_new_tokens} --seed {config.seed} -c 8"
-        + (f" --env-kwargs '{json.dumps(env_kwargs)}'" if env_kwargs else "")
-    )
-    comparison = {
-        "env_id": config.env_id, "mode": config.mode, "seed": config.seed, "split": "eval", **sides,
-        "decoding": {"greedy": True, "max_new_tokens": max_new_tokens, "multi_step": True}, "command": command,
-        "delta_reward": _difference(sides["trained"]["reward_mean"], sides["base"]["reward_mean"]),
-    }
-    (out_dir / "comparison.json").write_text(json.dumps(comparison, indent=2), encoding="utf-8")
-    title = f"{config.env_id}, {config.model} ({config.algo}), {sides['base']['episodes']} multi-step episodes each"
-    comparison["figure"] = str(plot_eval_comparison(sides["base"], sides["trained"], out_dir / "comparison.png", title=title))
-    return comparison
-
-
-def adapter_digest(adapter_dir: str | Path) -> str:
-    """The SHA-256 of a trained adapter (or model) folder: every file's name and bytes, in name order.
-
-    >>> import tempfile
-    >>> with tempfile.TemporaryDirectory() as folder:
-    ...     _ = (Path(folder) / "adapter_config.json").write_text("{}")
-    ...     adapter_digest(folder)[:12]
-    '403471bc4f16'
-    """
-    import hashlib
-
-    folder = Path(adapter_dir)
-    digest = hashlib.sha256()
-    for path in sorted(item for item in folder.rglob("*") if item.is_file()):
-        digest.update(path.relative_to(folder).as_posix().encode("utf-8") + b"\0")
-        with path.open("rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _played_digest(record: Path) -> str | None:
-    """The adapter digest a held-out evaluation's trained side recorded; ``None`` when unknown."""
-    try:
-        return json.loads(record.read_text(encoding="utf-8")).get("sha256")
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
-def trained_agent(config: TrainConfig, adapter_dir: str | Path) -> tuple[str, str | None]:
-    """``(agent spec, adapter folder or None)`` of a run's trained model as its held-out evaluation plays it.
-
-    A LoRA run (or one that kept training an ``init_adapter``) plays the base model with the
-    adapter; a full fine-tune (``lora_r=0``) plays the model saved in ``adapter_dir``.
-
-    >>> trained_agent(TrainConfig(env_id="x", model="./base"), "runs/x/adapter")
-    ('hf:./base', 'runs/x/adapter')
-    >>> trained_agent(TrainConfig(env_id="x", model="./base", lora_r=0), "runs/x/adapter")
-    ('hf:runs/x/adapter', None)
-    """
-    if config.lora_r == 0 and config.init_adapter is None:
-        return f"hf:{adapter_dir}", None
-    return f"hf:{resolve_model(config.model)}", str(adapter_dir)
-
-
-def heldout_env_kwargs(config: TrainConfig) -> dict[str, Any]:
-    """The env options a run's held-out evaluation plays with: the run's own, its split left to the evaluation.
-
-    >>> heldout_env_kwargs(TrainConfig(env_id="x", env_kwargs={"split": "train", "max_turns": 4}))
-    {'max_turns': 4}
-    """
-    return {key: value for key, value in config.env_kwargs.items() if key != "split"}
-
-
-def _difference(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else a - b
-
-
 __all__ = [
-    "LORA_TARGETS",
     "build_trainer",
     "chat_text_prompts",
-    "check_lora_targets",
-    "check_policy",
-    "activation_checkpointing_option",
-    "adapter_digest",
-    "checkpoint_saving_options",
-    "finish_run",
-    "finished_training",
-    "heldout_env_kwargs",
-    "eval_max_new_tokens",
-    "evaluate_base_and_trained",
     "grpo_config",
-    "has_gpu",
-    "load_policy",
-    "logged_steps_and_runtime",
-    "lora_target_modules",
-    "peft_config",
     "prepare_tool_parsing",
-    "resolve_model",
-    "run_summary",
     "supervised_anchor",
     "train",
-    "trainable_policy",
-    "trained_agent",
 ]

@@ -64,7 +64,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from affectgym.train.config import TrainConfig
+from affectgym.train.config import TrainConfig, config_fields
 
 SARCASM_ENV_ID = "affectgym/Sarcasm-v0"
 #: The short form of Sarcasm-v0 (public env options; scored by the env's own rubric).
@@ -587,8 +587,6 @@ def recipe_defaults(name: str) -> TrainConfig:
     >>> recipe_defaults("sarcasm-anchored-chat-grpo").env_id, recipe_defaults("dialogue-dpo").algo
     ('affectgym/Sarcasm-v0', 'dpo')
     """
-    from affectgym.train.config import config_fields
-
     lists = {item.name for item in config_fields() if item.default_factory is list}
     placeholders = {need: [need] if need in lists else need for need in recipe_needs(name)}
     return RECIPES[name][0](output_dir=f"runs/{name}", **placeholders)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from affectgym.train.config import TrainConfig, config_to_yaml
+from affectgym.train.run_dir import claim_output_dir, hold_output_dir
 
 EMOTION_STATE_ID = "affectgym/EmotionState-v0"
 ALGOS = ("ppo", "sac")
@@ -369,8 +370,6 @@ def train_from_config(config: TrainConfig, *, overwrite: bool = False) -> SB3Res
         raise ValueError(f"train_from_config trains --algo {' or '.join(ALGOS)}, got algo={config.algo!r}; GRPO runs through affectgym.train.grpo.train")
     if importlib.util.find_spec("stable_baselines3") is None:
         raise ImportError(f"--algo {config.algo} needs Stable-Baselines3, which is not installed: pip install 'affectgym[train]'")
-    from affectgym.train.run_dir import claim_output_dir, hold_output_dir
-
     with hold_output_dir(config.output_dir):
         out = claim_output_dir(config.output_dir, overwrite=overwrite)
         (out / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")

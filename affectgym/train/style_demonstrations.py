@@ -63,6 +63,7 @@ def write_style_demonstrations(
     """
     import affectgym
     from affectgym.agents.base import FunctionAgent
+    from affectgym.eval.config import EvalConfig
     from affectgym.eval.results import (
         METADATA_FILE,
         RESULTS_FILE,
@@ -72,7 +73,7 @@ def write_style_demonstrations(
         write_json,
     )
     from affectgym.eval.run_metadata import run_metadata, utc_now
-    from affectgym.eval.runner import EvalConfig, play_episode
+    from affectgym.eval.runner import play_episode
     from affectgym.eval.summary import summarize
 
     kwargs = dict(STYLE_DEMONSTRATION_ENV_KWARGS if env_kwargs is None else env_kwargs)
