@@ -37,10 +37,18 @@ def make(env_id: str | EnvSpec, **kwargs: Any) -> gym.Env:
 
 
 def check_env(env: gym.Env, **kwargs: Any) -> Any:
-    """Check an environment; see :func:`affectgym.envs.checker.check_env`."""
+    """Check an environment and return the report, printing nothing; see :func:`affectgym.envs.checker.check_env`.
+
+    Gymnasium's render check renders the env in ``"human"`` mode, which prints the episode
+    (a whole system prompt); that print is dropped here, and the report holds the findings.
+    """
+    import contextlib
+    import io
+
     from affectgym.envs.checker import check_env as _check_env
 
-    return _check_env(env, **kwargs)
+    with contextlib.redirect_stdout(io.StringIO()):
+        return _check_env(env, **kwargs)
 
 
 def validate(env: str | gym.Env, **kwargs: Any) -> Any:

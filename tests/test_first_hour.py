@@ -58,3 +58,10 @@ def test_the_scripted_demo_episode_names_its_agent_and_shows_the_gold_label(caps
     shown = capsys.readouterr().out
     assert "played by the env's reference agent" in shown
     assert re.search(r"^gold label '(sarcastic|sincere)', answered '(sarcastic|sincere)'$", shown, re.MULTILINE)
+
+
+def test_check_env_prints_nothing_and_returns_its_report(capsys):
+    import affectgym
+
+    report = affectgym.check_env(affectgym.make("affectgym/Sarcasm-v0"), fuzz_actions=50)
+    assert capsys.readouterr().out == "" and not report.problems
