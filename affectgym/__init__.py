@@ -7,33 +7,12 @@ True
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import gymnasium as gym
-from gymnasium.envs.registration import EnvSpec, load_env_creator
 
 from affectgym._version import __version__
-from affectgym.envs.registration import affectgym_env_ids, load_plugins, register_builtin_envs
-
-
-def make(env_id: str | EnvSpec, **kwargs: Any) -> gym.Env:
-    """Create an environment: :func:`gymnasium.make`, save for one thing Gymnasium cannot do.
-
-    An env that ends its own episodes (a class attribute ``takes_step_limit = True``, e.g.
-    EmotionState-v0, whose target schedule follows its step limit) is given
-    ``max_episode_steps`` as its own option. ``gymnasium.make`` would wrap it in a
-    ``TimeLimit`` of that length and tell the env nothing.
-    """
-    limit = kwargs.get("max_episode_steps")
-    if limit is None or limit == -1:
-        return gym.make(env_id, **kwargs)
-    spec = env_id if isinstance(env_id, EnvSpec) else gym.spec(env_id)
-    creator = spec.entry_point if callable(spec.entry_point) else load_env_creator(spec.entry_point)
-    if not getattr(creator, "takes_step_limit", False):
-        return gym.make(env_id, **kwargs)
-    options = {name: value for name, value in kwargs.items() if name != "max_episode_steps"}
-    return gym.make(dataclasses.replace(spec, kwargs={**spec.kwargs, "max_episode_steps": limit}), **options)
+from affectgym.envs.registration import affectgym_env_ids, load_plugins, make, register_builtin_envs
 
 
 def check_env(env: gym.Env, **kwargs: Any) -> Any:

@@ -1,4 +1,4 @@
-"""Environment ids, their entry points, and plugin discovery.
+"""Environment ids, their entry points, plugin discovery, and :func:`make` (``affectgym.make``).
 
 The built-in environments are one table (:data:`BUILTIN_ENVS`), registered with
 :func:`gymnasium.register` under the ``affectgym/`` namespace when ``affectgym`` is
@@ -13,12 +13,14 @@ plugin's ``setup.cfg``::
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.envs.registration import EnvSpec, load_env_creator
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +94,25 @@ def load_plugins() -> dict[str, list[str]]:
             continue
         PLUGIN_ENVS[entry_point.name] = sorted(set(gym.registry) - before)
     return PLUGIN_ENVS
+
+
+def make(env_id: str | EnvSpec, **kwargs: Any) -> gym.Env:
+    """Create an environment: :func:`gymnasium.make`, save for one thing Gymnasium cannot do.
+
+    An env that ends its own episodes (a class attribute ``takes_step_limit = True``, e.g.
+    EmotionState-v0, whose target schedule follows its step limit) is given
+    ``max_episode_steps`` as its own option. ``gymnasium.make`` would wrap it in a
+    ``TimeLimit`` of that length and tell the env nothing.
+    """
+    limit = kwargs.get("max_episode_steps")
+    if limit is None or limit == -1:
+        return gym.make(env_id, **kwargs)
+    spec = env_id if isinstance(env_id, EnvSpec) else gym.spec(env_id)
+    creator = spec.entry_point if callable(spec.entry_point) else load_env_creator(spec.entry_point)
+    if not getattr(creator, "takes_step_limit", False):
+        return gym.make(env_id, **kwargs)
+    options = {name: value for name, value in kwargs.items() if name != "max_episode_steps"}
+    return gym.make(dataclasses.replace(spec, kwargs={**spec.kwargs, "max_episode_steps": limit}), **options)
 
 
 def affectgym_env_ids() -> list[str]:

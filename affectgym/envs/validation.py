@@ -50,6 +50,7 @@ from typing import Any
 import gymnasium as gym
 
 from affectgym.envs.core import AffectEnv
+from affectgym.envs.registration import affectgym_env_ids, make
 
 #: The severity policy whose check ids and verdict rules are followed (OpenEnv 0.10, local lane).
 POLICY_VERSION = "v2"
@@ -374,12 +375,10 @@ def validate(
     ('pass', ['reward_well_formed', 'seed_control', 'episode_determinism'])
     """
     if isinstance(env, str):
-        import affectgym
-
         if env not in gym.registry:
-            registered = ", ".join(affectgym.list_envs())
+            registered = ", ".join(affectgym_env_ids())
             raise UnknownEnvError(f"no environment is registered as {env!r}; affectgym's: {registered}")
-        made = affectgym.make(env, **dict(env_kwargs or {}))
+        made = make(env, **dict(env_kwargs or {}))
     else:
         made = env
     subject = EnvUnderTest(made, declaration, max_scenarios=max_scenarios, seed=seed, replays=replays)
