@@ -58,3 +58,20 @@ def test_the_loss_curve_labels_its_axis_with_the_loss_it_is_given(tmp_path, draw
     plot_loss_curve(history, tmp_path / "dpo.png", loss_label="DPO loss per pair")
     assert drawn["sft.png"].axes[0].get_ylabel() == "loss (assistant tokens, mean per token)"
     assert drawn["dpo.png"].axes[0].get_ylabel() == "DPO loss per pair"
+
+
+def test_training_figures_tick_their_steps_at_whole_numbers():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from affectgym.train.plots import step_axis
+
+    figure, axis = plt.subplots()
+    axis.plot([1, 2, 3], [0.1, 0.4, 0.3])
+    step_axis(axis)
+    figure.canvas.draw()
+    ticks = [tick for tick in axis.get_xticks() if axis.get_xlim()[0] <= tick <= axis.get_xlim()[1]]
+    plt.close(figure)
+    assert ticks and all(float(tick).is_integer() for tick in ticks) and axis.get_xlabel() == "step"

@@ -79,7 +79,7 @@ def plot_reward_curves(history: Sequence[Mapping[str, Any]], out_dir: str | Path
         axis.plot(steps, means, marker="o", markersize=3, linewidth=1.5)
         axis.fill_between(steps, [m - s for m, s in zip(means, stds, strict=True)],
                           [m + s for m, s in zip(means, stds, strict=True)], alpha=0.2)
-        axis.set_xlabel("step")
+        step_axis(axis)
         axis.set_ylabel("mean reward" if name == "total" else "mean component value")
         what = "total reward (mean ± sd)" if name == "total" else f"rewards/{name} (mean ± sd)"
         axis.set_title(_title(title, what), fontsize="medium")
@@ -92,6 +92,14 @@ def plot_reward_curves(history: Sequence[Mapping[str, Any]], out_dir: str | Path
     for stale in set(out_dir.glob("reward_*.png")) - set(paths):
         stale.unlink()
     return paths
+
+
+def step_axis(axis: Any) -> None:
+    """Label a matplotlib x axis ``step`` and tick it at whole steps only (a short run gets no 2.5)."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_xlabel("step")
+    axis.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 def plot_loss_curve(history: Sequence[Mapping[str, Any]], path: str | Path, title: str | None = None,
@@ -117,7 +125,7 @@ def plot_loss_curve(history: Sequence[Mapping[str, Any]], path: str | Path, titl
     path.parent.mkdir(parents=True, exist_ok=True)
     figure, axis = plt.subplots(figsize=(5, 3.2), dpi=120)
     axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3, linewidth=1.5)
-    axis.set_xlabel("step")
+    step_axis(axis)
     axis.set_ylabel(loss_label)
     axis.set_title(_title(title, "training loss"), fontsize="medium")
     axis.grid(alpha=0.3)
@@ -206,4 +214,4 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
 
 
-__all__ = ["COUNT_COMPONENTS", "plot_eval_comparison", "plot_loss_curve", "plot_reward_curves", "reward_series"]
+__all__ = ["COUNT_COMPONENTS", "plot_eval_comparison", "plot_loss_curve", "plot_reward_curves", "reward_series", "step_axis"]
