@@ -164,3 +164,18 @@ def test_rerunning_a_report_into_one_folder_removes_the_figures_it_no_longer_dra
     write_report([two_runs[0]], out)
     assert not (out / "compare-rewards.png").exists() and not (out / "always-sad-rewards.png").exists()
     assert (out / "happy-reader-rewards.png").is_file() and user_file.is_file()
+
+
+def test_a_side_by_side_bar_chart_of_long_run_names_keeps_its_whole_legend_inside_the_figure():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from affectgym.eval.report import bar_chart
+
+    series = {"hf:runs/sarcasm-cpu/checkpoint-final+runs/sarcasm-cpu/adapter": {"sarcastic": 0.5, "sincere": 0.0},
+              "smollm2-135m (base, no adapter, greedy decoding)": {"sarcastic": 0.667, "sincere": None}}
+    figure = bar_chart(series, "F1", ylim=(0, 1), title="F1 per label")
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    legend, whole = figure.legends[0].get_window_extent(renderer), figure.get_window_extent(renderer)
+    assert whole.x0 <= legend.x0 and legend.x1 <= whole.x1 and whole.y0 <= legend.y0

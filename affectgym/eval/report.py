@@ -41,6 +41,9 @@ from affectgym.eval.summary import format_mean_ci95, format_number, summarize
 
 logger = logging.getLogger(__name__)
 
+#: Width of one character of a "small" legend label, and of an entry's swatch and gaps, in inches.
+LEGEND_INCHES_PER_CHAR, LEGEND_SWATCH_INCHES = 0.075, 0.6
+
 #: Env kwargs that choose the data an env plays (named in titles; not a difference in scoring).
 DATASET_KWARGS = ("dataset", "data_dir", "data_file")
 #: The held-out learning curve a flat-mode GRPO run writes beside its ``adapter/``.
@@ -500,10 +503,20 @@ def plot_bars(
     series: dict[str, dict[str, float | None]], path: Path, ylabel: str,
     ylim: tuple[float, float] | None = None, title: str | None = None,
 ) -> Path:
-    """Grouped bars: one group per category, one bar per series (e.g. per run).
+    """Write :func:`bar_chart` of ``series`` to ``path``."""
+    bar_chart(series, ylabel, ylim, title).savefig(path)
+    return path
+
+
+def bar_chart(
+    series: dict[str, dict[str, float | None]], ylabel: str,
+    ylim: tuple[float, float] | None = None, title: str | None = None,
+) -> Any:
+    """Grouped bars: one group per category, one bar per series (e.g. per run), as a matplotlib ``Figure``.
 
     Each bar carries its value, so a 0 reads as 0 and a missing value as ``n/a``; the
-    legend sits above the plot, clear of the bars.
+    legend sits below the plot, clear of the bars, in as many columns as fit (the figure is
+    widened to its longest name).
     """
     categories = _union(series.values())
     figure = _figure(max(5.0, 1.5 + 0.5 * len(categories) * max(1, len(series))), 4.4)
@@ -521,11 +534,14 @@ def plot_bars(
     low, high = ylim if ylim else axes.get_ylim()
     axes.set_ylim(low, high + 0.12 * (high - low))  # room for the value labels
     if len(series) > 1:
-        figure.legend(loc="outside lower center", ncols=min(len(series), 3), fontsize="small")
+        # as many legend columns as fit the figure's width (long run names: one a row, the figure widened to the longest)
+        entry_width_in = LEGEND_INCHES_PER_CHAR * max(len(name) for name in series) + LEGEND_SWATCH_INCHES
+        figure.set_figwidth(max(figure.get_figwidth(), entry_width_in + 0.3))
+        columns = max(1, min(len(series), 3, int(figure.get_figwidth() // entry_width_in)))
+        figure.legend(loc="outside lower center", ncols=columns, fontsize="small")
     if title:
         figure.suptitle(_wrapped(title, figure), fontsize="medium")
-    figure.savefig(path)
-    return path
+    return figure
 
 
 # --------------------------------------------------------------------------- helpers
@@ -621,6 +637,7 @@ __all__ = [
     "HELDOUT_FILE",
     "Run",
     "agent_label",
+    "bar_chart",
     "comparison_table",
     "dataset_title",
     "load_run",
