@@ -194,8 +194,8 @@ def turn_metrics(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
 
 def play(arm: str, seed: int, adapter: Path | None, settings: dict[str, int]) -> dict[str, Any]:
     """The arm's held-out turns through the eval runner: its metrics and every turn (``settings``: :func:`arm_settings`)."""
-    from affectgym.eval.results import read_results
     from affectgym.eval import EvalConfig, run_eval
+    from affectgym.eval.results import read_results
 
     out = WORK / ("eval-base" if adapter is None else f"s{seed}/eval-{arm}{steps_suffix(**settings)}")
     agent_kwargs: dict[str, Any] = {"max_new_tokens": DIALOGUE_MAX_NEW_TOKENS, "temperature": 0.0, "max_batch_size": 16}

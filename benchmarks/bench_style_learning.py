@@ -131,8 +131,8 @@ def train_stage(arm: str, seed: int, steps: int, neutral_weight: float) -> tuple
 
 def play(arm: str, seed: int, adapter: Path | None, neutral_weight: float, work: Path = WORK) -> dict[str, Any]:
     """The arm's held-out replies through the eval runner (its folder under ``work``): its metrics and every reply."""
-    from affectgym.eval.results import read_results
     from affectgym.eval import EvalConfig, run_eval
+    from affectgym.eval.results import read_results
 
     out = work / (f"eval-base{neutral_suffix(neutral_weight)}" if adapter is None else f"s{seed}/eval-{adapter.parent.name}")
     agent_kwargs: dict[str, Any] = {"max_new_tokens": STYLE_MAX_NEW_TOKENS, "temperature": 0.0, "max_batch_size": 16}

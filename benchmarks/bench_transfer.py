@@ -170,8 +170,8 @@ def refresher_stage(seed: int, grpo_adapter: Path) -> tuple[Path, dict[str, Any]
 
 def play(arm: str, seed: int, adapter: Path | None) -> dict[str, Any]:
     """The arm's multi-step held-out episodes through the eval runner; its metrics and episodes."""
-    from affectgym.eval.results import read_results
     from affectgym.eval import EvalConfig, run_eval
+    from affectgym.eval.results import read_results
 
     out = seed_dir(seed) / f"eval-{arm}"
     agent_kwargs: dict[str, Any] = {"max_new_tokens": AGENT_MAX_NEW_TOKENS, "temperature": 0.0, "max_batch_size": 16}

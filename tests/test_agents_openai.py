@@ -108,8 +108,8 @@ def sarcasm_policy(request):
 
 
 def test_native_tools_replace_the_prompts_text_tool_call_format_and_the_run_keeps_raw_messages_and_usage(tmp_path):
-    from affectgym.eval.results import read_results
     from affectgym.eval import EvalConfig, run_eval
+    from affectgym.eval.results import read_results
 
     with OpenAIServer(sarcasm_policy) as server:
         agent = OpenAIAgent("test-model", base_url=server.url)

@@ -470,8 +470,8 @@ def test_check_env_passes_offline_with_the_default_fuzz() -> None:
 def test_an_eval_reports_target_accuracy_rule_rates_length_and_valence_agreement_by_a_lexicon_outside_the_reward(
         tmp_path: Path) -> None:
     pytest.importorskip("nade")
-    from affectgym.eval.results import read_results
     from affectgym.eval import EvalConfig, run_eval
+    from affectgym.eval.results import read_results
 
     out = tmp_path / "eval"
     run_eval(EvalConfig(env_id=ENV_ID, agent="baseline", out=out, n=14, split="eval", env_kwargs={"classifier": "nade"},
