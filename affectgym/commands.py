@@ -180,10 +180,12 @@ def run_demo(args: argparse.Namespace) -> int:
     play_reference_episode(env_id, seed=args.seed)
     if args.no_train:
         return 0
+    from affectgym.library_output import library_noise_hidden
     from affectgym.train.demo import run_demo as run_training_demo
 
     print("\n=== training demo: train flat, play with tools ===\n")
-    run_training_demo(args.out, seed=args.seed)
+    with library_noise_hidden():  # the demo shows its own progress
+        run_training_demo(args.out, seed=args.seed)
     return 0
 
 

@@ -1,15 +1,24 @@
-"""Keeping the libraries' own progress bars out of affectgym's output.
+"""Keeping the libraries' own progress bars and known warnings out of affectgym's output.
 
 Loading a model prints transformers' "Loading weights" bar, and TRL's dataset preparation
 prints datasets' "Tokenizing" and "Map" bars: noise in a command that shows its own
 progress, and in a log file each bar is a wall of carriage returns.
-:func:`hf_progress_bars_hidden` turns them off for a block and restores what was set before.
+:func:`hf_progress_bars_hidden` turns them off for a block and restores what was set before;
+:func:`library_noise_hidden` also drops the warnings listed in :data:`KNOWN_LIBRARY_WARNINGS`
+(raised by one library about another's use of it, nothing a user can act on).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+#: ``(category, message regex)`` of library warnings a user cannot act on: transformers 5 warns
+#: when TRL and PEFT read its deprecated ``is_gradient_checkpointing`` (three times a run).
+KNOWN_LIBRARY_WARNINGS: tuple[tuple[type[Warning], str], ...] = (
+    (FutureWarning, r"`is_gradient_checkpointing` is deprecated"),
+)
 
 
 @contextmanager
@@ -39,4 +48,17 @@ def hf_progress_bars_hidden() -> Iterator[None]:
             datasets.enable_progress_bars()
 
 
-__all__ = ["hf_progress_bars_hidden"]
+@contextmanager
+def library_noise_hidden() -> Iterator[None]:
+    """:func:`hf_progress_bars_hidden`, and the :data:`KNOWN_LIBRARY_WARNINGS` ignored, inside the block.
+
+    Other warnings still show. Warning filters are process-wide: use it around a command's
+    work, not in code that runs beside other threads' warnings.
+    """
+    with hf_progress_bars_hidden(), warnings.catch_warnings():
+        for category, message in KNOWN_LIBRARY_WARNINGS:
+            warnings.filterwarnings("ignore", message=message, category=category)
+        yield
+
+
+__all__ = ["KNOWN_LIBRARY_WARNINGS", "hf_progress_bars_hidden", "library_noise_hidden"]

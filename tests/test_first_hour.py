@@ -65,3 +65,21 @@ def test_check_env_prints_nothing_and_returns_its_report(capsys):
 
     report = affectgym.check_env(affectgym.make("affectgym/Sarcasm-v0"), fuzz_actions=50)
     assert capsys.readouterr().out == "" and not report.problems
+
+
+def test_the_demo_hides_the_libraries_bars_and_known_warnings_but_no_other_warning(capfd):
+    import warnings
+
+    import datasets
+
+    from affectgym.library_output import library_noise_hidden
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with library_noise_hidden():
+            warnings.warn("`is_gradient_checkpointing` is deprecated and will be removed in v6.", FutureWarning, stacklevel=1)
+            warnings.warn("a warning of your own", UserWarning, stacklevel=1)
+            datasets.Dataset.from_dict({"x": list(range(3))}).map(lambda row: row, desc="Tokenizing")
+    assert [str(warning.message) for warning in seen] == ["a warning of your own"]
+    assert "Tokenizing" not in capfd.readouterr().err
+    assert not datasets.are_progress_bars_disabled(), "the setting is put back after the block"
