@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from openai_server import OpenAIServer
+from openai_server import OpenAIServer, Reply
 
 import affectgym
 from affectgym.integrations.verifiers import (
@@ -113,6 +113,28 @@ def test_an_episode_vf_eval_stops_at_its_turn_cap_gets_what_the_env_pays_an_unan
     ((trace,),) = [episode["traces"] for episode in read_episodes(tmp_path / "run")]
     assert [node["message"]["role"] for node in trace["nodes"]].count("assistant") == 2
     env, rewards, _ = played_directly(trace["task"]["data"]["info"], lambda request: PROSODY_CALL, max_replies=2)
+    unanswered = episode_result(env)
+    assert trace["info"]["affectgym_step_rewards"] == rewards and "affectgym_outcome" not in trace["info"]
+    assert trace["rewards"]["affectgym_reward"]["score"] == pytest.approx(unanswered.total, abs=1e-12)
+    assert trace["metrics"] == pytest.approx(unanswered.components, abs=1e-12)
+
+
+@pytest.mark.slow
+def test_a_model_call_failing_mid_episode_leaves_vf_eval_running_and_the_episode_scored_unanswered_naming_the_error(tmp_path):
+    def failing_after_the_tool_call(request: dict[str, Any]) -> Any:
+        return Reply(status=500) if any(m.get("role") == "assistant" for m in request["messages"]) else PROSODY_CALL
+
+    with OpenAIServer(failing_after_the_tool_call) as server:
+        result = verifiers_command(
+            "vf-eval", "--env.taskset.env", SARCASM, "-n", "1", "-o", str(tmp_path / "run"), cwd=tmp_path, server=server,
+        )
+    assert result.returncode == 0, result.stderr[-3000:]
+    ((episode,),) = [read_episodes(tmp_path / "run")]
+    (trace,) = episode["traces"]
+    assert not episode["ok"] and not trace["ok"], "verifiers still counts it errored (and vf-eval --resume plays it again)"
+    assert (trace["errors"][-1]["type"], trace["errors"][-1]["status_code"]) == ("ProviderError", 500)
+    assert trace["info"]["affectgym_error"]["type"] == "ProviderError" and "injected failure 500" in trace["info"]["affectgym_error"]["message"]
+    env, rewards, _ = played_directly(trace["task"]["data"]["info"], lambda request: PROSODY_CALL, max_replies=1)
     unanswered = episode_result(env)
     assert trace["info"]["affectgym_step_rewards"] == rewards and "affectgym_outcome" not in trace["info"]
     assert trace["rewards"]["affectgym_reward"]["score"] == pytest.approx(unanswered.total, abs=1e-12)

@@ -16,7 +16,8 @@ each rollout. Here:
 * the task scores: its reward ``affectgym_reward`` is the episode's return (the number
   ``affectgym eval`` reports), and each reward component of the env's rubric is a metric. An
   episode that verifiers stopped before the env ended it (a turn or token cap) gets what the
-  env pays when it truncates one: the score of the episode so far, unanswered.
+  env pays when it truncates one: the score of the episode so far, unanswered. So does an
+  episode whose model call failed, its error kept on the trace (``info["affectgym_error"]``).
 
 verifiers' model-free ``vf-validate`` checks each task: ``gold``, the env's reference answer
 (what ``check_env`` holds its canaries against) scores above doing nothing; ``noop``, a task no
@@ -218,7 +219,13 @@ class AffectGymEnv(vf.Env[AffectGymEnvConfig]):
     """Plays one affectgym episode per rollout: the model's replies are the env's actions."""
 
     async def run(self, task: AffectGymTask, agents: Any) -> None:
-        """Step the env with each reply until the episode ends; leave its return on the trace's state."""
+        """Step the env with each reply until the episode ends; leave its return on the trace's state.
+
+        A model call that fails mid-episode ends the exchange: verifiers records the error on the
+        trace (which stays not ``ok``, so the eval counts it errored and ``--resume`` plays it
+        again) and skips the task's scoring. The episode is scored here instead, as the env scores
+        an unanswered one, and ``info["affectgym_error"]`` names the error.
+        """
         with task.episode_env() as env:
             async with agents.player.interaction(task) as interaction:
                 trace, step_rewards = interaction.trace, []
@@ -235,6 +242,10 @@ class AffectGymEnv(vf.Env[AffectGymEnvConfig]):
                     result = episode_result(env)
                     trace.state.record(result.total, result.components)
                 trace.info["affectgym_step_rewards"] = step_rewards
+            if not trace.ok and not trace.rewards:  # the rollout failed before verifiers scored it
+                error = trace.last_error
+                trace.info["affectgym_error"] = {"type": error.type, "message": error.message}
+                await task.score(trace)
 
 
 class AffectGymTaskset(vf.Taskset[AffectGymTask, AffectGymConfig]):
