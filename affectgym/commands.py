@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from affectgym.cli_arguments import json_object_argument
+
 
 def register(subparsers: Any) -> None:
     """Add ``list``, ``validate`` and ``demo`` to the ``affectgym`` command."""
@@ -24,7 +26,7 @@ def register(subparsers: Any) -> None:
         "exit 0 pass or warn, 1 fail, 2 unknown env, 3 internal error",
     )
     validating.add_argument("env_id", metavar="ENV", help="a registered env id, e.g. affectgym/Sarcasm-v0")
-    validating.add_argument("--env-kwargs", type=_json_object, default={}, metavar="JSON",
+    validating.add_argument("--env-kwargs", type=json_object_argument, default={}, metavar="JSON",
                             help='env arguments, e.g. \'{"split": "eval"}\'')
     validating.add_argument("--max-scenarios", type=int, default=20,
                             help="scenarios the per-scenario checks visit, spread over the split (default: 20)")
@@ -156,12 +158,6 @@ def _print_validation_table(report: Any) -> None:
         if result.remediation and result.status != "pass":
             console.print(f"{result.name}: {result.remediation}", markup=False)
     console.print(f"verdict: [{colours[report.verdict]}]{report.verdict.upper()}[/]")
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    from affectgym.eval.commands import json_object_argument
-
-    return json_object_argument(text)
 
 
 def run_demo(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from affectgym.eval.commands import json_object_argument
+from affectgym.cli_arguments import json_object_argument
 
 DESCRIPTION = (
     "Fit the discrimination ladder on a speech env's train split and score it on --split: majority class, "

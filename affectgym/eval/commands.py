@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from pathlib import Path
 from typing import Any
+
+from affectgym.cli_arguments import json_object_argument
 
 
 def register(subparsers: Any) -> None:
@@ -290,19 +291,8 @@ def run_report_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def json_object_argument(text: str) -> dict[str, Any]:
-    """An argparse ``type`` for a JSON object option such as ``--env-kwargs '{"max_turns": 6}'``."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text!r}; write an object such as '{{\"max_turns\": 6}}'") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object, got {type(value).__name__}: {text!r}")
-    return value
-
-
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", text.split("/", 1)[-1] if text.startswith("affectgym/") else text).strip("_")
 
 
-__all__ = ["agent_from_args", "apply_training_run", "json_object_argument", "register", "run_eval_command", "run_report_command"]
+__all__ = ["agent_from_args", "apply_training_run", "register", "run_eval_command", "run_report_command"]

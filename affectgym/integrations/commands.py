@@ -8,7 +8,7 @@ from typing import Any
 
 def register(subparsers: Any) -> None:
     """Add ``serve`` to the ``affectgym`` command."""
-    from affectgym.eval.commands import json_object_argument
+    from affectgym.cli_arguments import json_object_argument
     from affectgym.integrations.openenv.app import ServeConfig
 
     defaults = ServeConfig(env_id="")
