@@ -21,7 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "affectgym.eval.commands",
     "affectgym.train.commands",
     "affectgym.features.commands",
-    "affectgym.data.commands",
+    "affectgym.eval.data_commands",
     "affectgym.integrations.commands",
 )
 

@@ -1,4 +1,8 @@
-"""The ``affectgym data report ENV_ID`` subcommand: how hard a speech dataset is (its discrimination ladder)."""
+"""The ``affectgym data report ENV_ID`` subcommand: how hard a speech dataset is (its discrimination ladder).
+
+It lives in eval, beside :mod:`affectgym.eval.difficulty`, which fits the ladder on what a speech env's
+tools show; ``affectgym.data`` sits below the envs and imports neither.
+"""
 
 from __future__ import annotations
 
