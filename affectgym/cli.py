@@ -1,9 +1,10 @@
 """The ``affectgym`` command.
 
 Subcommands live beside the code they drive; each module in :data:`COMMAND_MODULES`
-has a ``register(subparsers)`` that adds its parser and handler. Errors are one line
-(``affectgym: error: ...``) unless ``--debug`` is given. ``python -m affectgym`` runs the same
-command.
+has a ``register(subparsers)`` that adds its parser and handler. ``eval --from-train RUN`` joins
+two of them: eval's parser, with train's handler (reading a run is train's, a layer above eval).
+Errors are one line (``affectgym: error: ...``) unless ``--debug`` is given. ``python -m affectgym``
+runs the same command.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from affectgym._version import __version__
+from affectgym.train.commands import run_eval_of_training_run
 
 #: Modules that add subcommands, in the order ``--help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -37,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(subparsers)
+    subparsers.choices["eval"].set_defaults(func=run_eval_of_training_run)
     return parser
 
 

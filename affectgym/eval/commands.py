@@ -24,6 +24,7 @@ def register(subparsers: Any) -> None:
         "env_id", metavar="ENV_ID", nargs="?", default=None,
         help="environment id (see `affectgym list`); may be left out with --from-train",
     )
+    # read by affectgym.train.commands.apply_training_run: a training run is train's, a layer above eval
     evaluate.add_argument(
         "--from-train", default=None, metavar="RUN",
         help="replay the held-out evaluation of the affectgym train run in RUN: its env, env options, model and "
@@ -119,8 +120,6 @@ def run_eval_command(args: argparse.Namespace) -> int:
     from affectgym.eval.config import EvalConfig
     from affectgym.eval.runner import run_eval
 
-    if args.from_train is not None:
-        apply_training_run(args)
     if not args.env_id:
         raise ValueError("name the env: affectgym eval ENV_ID --agent SPEC (see affectgym list), or --from-train RUN")
     spec, agent_kwargs = agent_from_args(args)
@@ -168,66 +167,6 @@ def run_eval_command(args: argparse.Namespace) -> int:
 
         print(f"pushed the episodes to {push_results_to_hub(result.out, args.push_to_hub)}")
     return 0
-
-
-def apply_training_run(args: argparse.Namespace) -> None:
-    """Fill the options ``--from-train RUN`` implies, where ``args`` leaves them unset.
-
-    The run's ``config.yaml`` gives the env and its options, the model (with ``RUN/adapter``,
-    or the full model saved there), greedy decoding at the run's held-out token limit, its
-    number of held-out episodes and its seed: the run's own ``eval/trained`` evaluation
-    (:func:`affectgym.train.run.heldout_eval_config`, the one encoding the run played and
-    its ``eval/comparison.json`` records as a command).
-
-    The decoding options (``-t``, ``-T``) are filled only for an agent that takes them (a
-    local model or an OpenAI-compatible one): ``--from-train RUN --agent majority`` plays the
-    run's episodes with the baseline.
-
-    Raises:
-        ValueError: RUN holds no training run, a ``config.yaml`` that cannot be read (named), one of
-            another env, or no complete trained adapter (a missing, empty or torn file is named),
-            all before any model loads.
-    """
-    from affectgym.agents.openai_agent import OpenAIAgent
-    from affectgym.agents.registry import agent_class
-    from affectgym.agents.transformers_agent import TransformersAgent
-    from affectgym.train.adapters import saved_model_problem
-    from affectgym.train.config import load_config
-    from affectgym.train.run import heldout_eval_config
-
-    run = Path(args.from_train)
-    if not (run / "config.yaml").is_file():
-        raise ValueError(f"--from-train {str(run)!r}: no config.yaml there; pass the --output-dir of an affectgym train run")
-    try:
-        config = load_config(run / "config.yaml")
-    except ValueError as exc:
-        raise ValueError(f"--from-train {str(run)!r}: {exc}") from None
-    if config.algo not in ("grpo", "sft", "dpo"):
-        raise ValueError(f"--from-train {str(run)!r} is an --algo {config.algo} run; affectgym eval replays GRPO, SFT and DPO runs")
-    if args.env_id and args.env_id != config.env_id:
-        raise ValueError(f"--from-train {str(run)!r} trained {config.env_id}, not {args.env_id}; leave ENV_ID out")
-    replayed = heldout_eval_config(config, run / "adapter", run / "eval-replay", side="trained")
-    args.env_id = replayed.env_id
-    if args.agent is None and args.model is None:
-        problem = saved_model_problem(run / "adapter")
-        if problem is not None:
-            raise ValueError(f"--from-train {str(run)!r}: {problem}; its training did not finish saving "
-                             "(affectgym train ... --resume)")
-        args.agent = replayed.agent
-        if args.adapter is None:
-            args.adapter = replayed.agent_kwargs.get("adapter")
-    args.env_kwargs = {**replayed.env_kwargs, **args.env_kwargs}
-    if args.model is not None or agent_class(args.agent) in (TransformersAgent, OpenAIAgent):
-        if args.max_tokens is None:
-            args.max_tokens = replayed.agent_kwargs["max_new_tokens"]
-        if args.temperature is None:
-            args.temperature = replayed.agent_kwargs["temperature"]
-    if args.examples is None and replayed.n is not None:
-        args.examples = replayed.n
-    if args.seed is None:
-        args.seed = replayed.seed
-    if args.out is None:
-        args.out = replayed.out
 
 
 def agent_from_args(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
@@ -295,4 +234,4 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", text.split("/", 1)[-1] if text.startswith("affectgym/") else text).strip("_")
 
 
-__all__ = ["agent_from_args", "apply_training_run", "register", "run_eval_command", "run_report_command"]
+__all__ = ["agent_from_args", "register", "run_eval_command", "run_report_command"]

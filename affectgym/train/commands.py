@@ -11,6 +11,9 @@ continue it). ``--algo grpo`` (the default) trains a language model on a text en
 (EmotionState-v0) with Stable-Baselines3 (:func:`affectgym.train.sb3.train_from_config`).
 Before anything is loaded, the env's kind is checked against the algorithm
 (:func:`check_algo_supports`). Every run writes its ``config.yaml`` to ``--output-dir``.
+
+``affectgym eval --from-train RUN`` replays the held-out evaluation of such a run; what the run
+implies is read here (:func:`apply_training_run`), since eval sits below train.
 """
 
 from __future__ import annotations
@@ -22,16 +25,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from affectgym.eval.commands import run_eval_command
+from affectgym.train.adapters import saved_model_problem
 from affectgym.train.config import (
     TrainConfig,
     add_config_arguments,
     config_fields,
     config_file_values,
     config_to_yaml,
+    load_config,
 )
 from affectgym.train.flatten import check_oversample_flags
 from affectgym.train.policy import check_policy
 from affectgym.train.recipes import RECIPES, recipe_config, recipe_listing
+from affectgym.train.run import heldout_eval_config
 
 #: The env kind (:func:`affectgym.envs.spaces.env_kind`) each algorithm trains on.
 ALGO_ENV_KINDS = {"grpo": "text", "sft": "text", "dpo": "text", "ppo": "numeric", "sac": "numeric"}
@@ -170,4 +177,76 @@ def run_train(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["ALGO_ENV_KINDS", "check_algo_supports", "config_from_args", "register", "run_train"]
+def run_eval_of_training_run(args: argparse.Namespace) -> int:
+    """Handler of ``affectgym eval``: with ``--from-train RUN``, :func:`apply_training_run`, then eval's own handler.
+
+    Reading a training run is train's, a layer above eval, so :func:`affectgym.cli.build_parser`
+    gives the ``eval`` subcommand this handler in place of
+    :func:`~affectgym.eval.commands.run_eval_command`.
+    """
+    if args.from_train is not None:
+        apply_training_run(args)
+    return run_eval_command(args)
+
+
+def apply_training_run(args: argparse.Namespace) -> None:
+    """Fill the options ``--from-train RUN`` implies, where ``args`` leaves them unset.
+
+    The run's ``config.yaml`` gives the env and its options, the model (with ``RUN/adapter``,
+    or the full model saved there), greedy decoding at the run's held-out token limit, its
+    number of held-out episodes and its seed: the run's own ``eval/trained`` evaluation
+    (:func:`~affectgym.train.run.heldout_eval_config`, the one encoding the run played and
+    its ``eval/comparison.json`` records as a command).
+
+    The decoding options (``-t``, ``-T``) are filled only for an agent that takes them (a
+    local model or an OpenAI-compatible one): ``--from-train RUN --agent majority`` plays the
+    run's episodes with the baseline.
+
+    Raises:
+        ValueError: RUN holds no training run, a ``config.yaml`` that cannot be read (named), one of
+            another env, or no complete trained adapter (a missing, empty or torn file is named),
+            all before any model loads.
+    """
+    from affectgym.agents.openai_agent import OpenAIAgent
+    from affectgym.agents.registry import agent_class
+    from affectgym.agents.transformers_agent import TransformersAgent
+
+    run = Path(args.from_train)
+    if not (run / "config.yaml").is_file():
+        raise ValueError(f"--from-train {str(run)!r}: no config.yaml there; pass the --output-dir of an affectgym train run")
+    try:
+        config = load_config(run / "config.yaml")
+    except ValueError as exc:
+        raise ValueError(f"--from-train {str(run)!r}: {exc}") from None
+    if config.algo not in ("grpo", "sft", "dpo"):
+        raise ValueError(f"--from-train {str(run)!r} is an --algo {config.algo} run; affectgym eval replays GRPO, SFT and DPO runs")
+    if args.env_id and args.env_id != config.env_id:
+        raise ValueError(f"--from-train {str(run)!r} trained {config.env_id}, not {args.env_id}; leave ENV_ID out")
+    replayed = heldout_eval_config(config, run / "adapter", run / "eval-replay", side="trained")
+    args.env_id = replayed.env_id
+    if args.agent is None and args.model is None:
+        problem = saved_model_problem(run / "adapter")
+        if problem is not None:
+            raise ValueError(f"--from-train {str(run)!r}: {problem}; its training did not finish saving "
+                             "(affectgym train ... --resume)")
+        args.agent = replayed.agent
+        if args.adapter is None:
+            args.adapter = replayed.agent_kwargs.get("adapter")
+    args.env_kwargs = {**replayed.env_kwargs, **args.env_kwargs}
+    if args.model is not None or agent_class(args.agent) in (TransformersAgent, OpenAIAgent):
+        if args.max_tokens is None:
+            args.max_tokens = replayed.agent_kwargs["max_new_tokens"]
+        if args.temperature is None:
+            args.temperature = replayed.agent_kwargs["temperature"]
+    if args.examples is None and replayed.n is not None:
+        args.examples = replayed.n
+    if args.seed is None:
+        args.seed = replayed.seed
+    if args.out is None:
+        args.out = replayed.out
+
+
+__all__ = [
+    "ALGO_ENV_KINDS", "apply_training_run", "check_algo_supports", "config_from_args", "register", "run_eval_of_training_run",
+    "run_train",
+]
