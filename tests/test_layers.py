@@ -3,9 +3,12 @@
 Bottom to top: the emotion vocabulary and bottom helpers; features, rewards, then data; envs,
 then ``affectgym/__init__.py``, which registers them; agents, the OpenEnv server and client, eval,
 then the verifiers taskset; train
-(its floor, then the algorithms, then the demo); the command modules (``affectgym.cli``,
-``affectgym.commands``, ``affectgym.<package>.commands``). Each layer is a list of tiers, bottom
-first; a module imports its own tier or lower ones. On top of the order:
+(its floor, then the algorithms, then the demo and ``train.commands``); the command line
+(``affectgym.cli``, ``affectgym.commands``). Each layer is a list of tiers, bottom first; a module
+imports its own tier or lower ones. A package's subcommands (``affectgym.<package>.commands``) sit
+in their package's layer like any of its modules, so they import that layer and below, plus the
+argument types every subcommand shares (``affectgym.cli_arguments``, at the bottom). On top of the
+order:
 
 * no circle: no set of modules imports one another, however indirectly, so a reader can start
   anywhere and read down;
@@ -33,10 +36,12 @@ import pytest
 PACKAGE_ROOT = Path(__file__).resolve().parents[1] / "affectgym"
 
 LAYERS: tuple[tuple[tuple[str, ...], ...], ...] = (
-    (("affectgym.emotions", "affectgym._version", "affectgym.cache_root", "affectgym.hub", "affectgym.library_output", "affectgym.text"),),
+    (("affectgym.emotions", "affectgym._version", "affectgym.cache_root", "affectgym.hub", "affectgym.library_output", "affectgym.text",
+      "affectgym.cli_arguments"),),
     # data reads clips with the features' audio reader and fits their prosody norms
     (("affectgym.features", "affectgym.rewards"), ("affectgym.data",)),
-    (("affectgym.envs",), ("affectgym",)),
+    # `affectgym features precompute DATASET` measures a dataset's clips through its speech env
+    (("affectgym.envs",), ("affectgym", "affectgym.features.commands")),
     # eval plays agents on local envs or on served ones (the OpenEnv client); the verifiers
     # taskset plays episodes as the eval runner does (its episode seeds)
     (("affectgym.agents",), ("affectgym.integrations",), ("affectgym.eval",), ("affectgym.integrations.verifiers",)),
@@ -44,12 +49,13 @@ LAYERS: tuple[tuple[tuple[str, ...], ...], ...] = (
         ("affectgym.train",),
         ("affectgym.train.grpo", "affectgym.train.sft", "affectgym.train.dpo", "affectgym.train.sb3"),
         ("affectgym.train.demo",),
+        # train's subcommand, and what `eval --from-train RUN` reads from a run
+        ("affectgym.train.commands",),
     ),
     (("affectgym.cli", "affectgym.__main__", "affectgym.commands"),),
 )
 """Module prefixes of each tier of each layer, bottom first; ``affectgym`` alone is the package's ``__init__``."""
 
-COMMANDS_LAYER = len(LAYERS) - 1
 HEAVY_LIBRARIES = ("torch", "transformers", "trl", "peft", "datasets", "accelerate", "stable_baselines3")
 """Libraries a module imports inside the functions that need them (STYLE.md), so ``affectgym`` starts fast."""
 ALGORITHMS = LAYERS[4][1]
@@ -69,8 +75,6 @@ MODULES = {module_name(path): path for path in sorted(PACKAGE_ROOT.rglob("*.py")
 
 def place_of(module: str) -> tuple[int, int] | None:
     """``(layer, tier)`` of an affectgym module, or ``None`` when no layer names it."""
-    if module.endswith(".commands"):
-        return (COMMANDS_LAYER, 0)
     best: tuple[int, int, int] | None = None  # (prefix length, layer, tier): the longest prefix wins
     for layer, tiers in enumerate(LAYERS):
         for tier, prefixes in enumerate(tiers):
@@ -79,12 +83,6 @@ def place_of(module: str) -> tuple[int, int] | None:
                 if matches and (best is None or len(prefix) > best[0]):
                     best = (len(prefix), layer, tier)
     return None if best is None else best[1:]
-
-
-def layer_of(module: str) -> int | None:
-    """The layer of an affectgym module, or ``None`` when no layer names it."""
-    place = place_of(module)
-    return None if place is None else place[0]
 
 
 def imports_of(module: str, path: Path) -> list[tuple[int, str, bool]]:
@@ -205,7 +203,11 @@ def test_the_rules_themselves_catch_upward_lazy_and_circular_imports(tmp_path: P
     assert place_of("affectgym.integrations.openenv.client") < place_of("affectgym.eval.runner")
     assert place_of("affectgym.eval.runner") < place_of("affectgym.integrations.verifiers")
     assert place_of("affectgym.train.run") < place_of("affectgym.train.grpo") < place_of("affectgym.train.demo")
-    assert layer_of("affectgym.eval.commands") == layer_of("affectgym.cli") == COMMANDS_LAYER
+    assert place_of("affectgym.eval.commands") == place_of("affectgym.eval.runner") < place_of("affectgym.train.run")
+    assert place_of("affectgym.integrations.commands") < place_of("affectgym.eval.commands")
+    assert place_of("affectgym.data.commands") < place_of("affectgym.eval.difficulty")
+    assert place_of("affectgym.cli_arguments") < place_of("affectgym.features") < place_of("affectgym.train.commands")
+    assert place_of("affectgym.train.demo") < place_of("affectgym.train.commands") < place_of("affectgym.cli")
     assert imports_heavy_library_at_top(MODULES["affectgym.train.shared_prefix"])
     assert not imports_heavy_library_at_top(MODULES["affectgym.train.policy"])
     source = tmp_path / "probe.py"
