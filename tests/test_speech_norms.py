@@ -90,7 +90,7 @@ def copied_sarcasm_corpus(tmp_path):
 def test_replacing_every_eval_and_validation_clip_with_a_tone_leaves_what_a_train_clip_reads_unchanged(
     copied_sarcasm_corpus,
 ):
-    kwargs = {"dataset": "manifest", "data_dir": str(copied_sarcasm_corpus)}
+    kwargs = {"dataset": "manifest", "data_dir": str(copied_sarcasm_corpus), "group_by": "transcript"}
 
     def sides():
         return {
