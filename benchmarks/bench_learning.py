@@ -423,6 +423,10 @@ def difference_lines(summary: dict[str, Any]) -> list[str]:
     if cue:
         lines.append(f"Trained - the best single-cue rule ({cue['name']}, {cue['rule']}; {cue['accuracy']:.3f}): "
                      f"{Estimate.from_dict(cue['difference']).format(groups=GROUPS)}.")
+    if summary.get("trained_vs_control") and summary.get("trained_vs_base"):
+        lines.append("Format vs skill: the control earns the answer-format credit alone, so trained - control is the "
+                     "part of the gain that is hearing the delivery; the rest of trained - base is answering in the "
+                     "format.")
     return lines
 
 
