@@ -82,3 +82,13 @@ def test_strata_too_small_to_hold_a_group_out_still_give_eval_and_validation_one
     two = assign_splits(items[:2], groups=speakers)
     assert sorted(two.values()) == ["eval", "train"]
     assert set(assign_splits(items[:1], groups=speakers).values()) == {"train"}, "one group: nothing to hold out"
+
+
+def test_a_corpus_of_one_actor_has_no_eval_side_and_the_error_names_leave_one_group_out(tmp_path):
+    root = tmp_path / "ravdess"
+    for emotion in ("01", "05"):
+        for statement in ("01", "02"):
+            sine(root / "Actor_01" / f"03-01-{emotion}-01-{statement}-01-01.wav", 100.0 + 30 * int(emotion))
+    assert affectgym.make("affectgym/SpeechEmotion-v0", dataset="ravdess", data_dir=str(root), split="train")
+    with pytest.raises(ValueError, match=r"split 'eval' has no scenarios: the 4 clips .* one group.*LeaveOneGroupOut"):
+        affectgym.make("affectgym/SpeechEmotion-v0", dataset="ravdess", data_dir=str(root), split="eval")

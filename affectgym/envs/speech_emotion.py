@@ -255,8 +255,21 @@ class SpeechEmotionEnv(AffectEnv):
         return self._given_source or speech_dataset(self.dataset_aliases.get(name, name))
 
     def split_clips(self) -> list[SpeechClip]:
-        """The clips of this env's split (:attr:`clip_split`)."""
-        return self.clip_split.select(self.all_clips, self._split_context())
+        """The clips of this env's split (:attr:`clip_split`).
+
+        Raises:
+            ValueError: A corpus of one group, which no hash split can hold a side out of, naming
+                :class:`~affectgym.data.speech_splits.LeaveOneGroupOut` as the way to hold a part out.
+        """
+        clips = self.clip_split.select(self.all_clips, self._split_context())
+        groups = len({self._groups.get(c.id, c.id) for c in self.all_clips})
+        if not clips and groups == 1:
+            raise ValueError(
+                f"split {self.clip_split.name!r} has no scenarios: the {len(self.all_clips)} clips of "
+                f"{self.dataset!r} are one group, so a hash split cannot hold one out; hold a speaker or session "
+                "out with split=LeaveOneGroupOut('speaker', NAME) (affectgym.data.speech_splits), or add clips"
+            )
+        return clips
 
     def _split_context(self) -> SplitContext:
         return SplitContext(data_dir=self.data_dir, groups=self._groups, eval_fraction=self.eval_fraction,
