@@ -27,9 +27,16 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-__all__ = ["REPLACEMENT_CHARACTER", "count_lone_surrogates", "normalise_for_rules", "replace_lone_surrogates"]
+__all__ = [
+    "REPLACEMENT_CHARACTER",
+    "count_lone_surrogates",
+    "english_stemmer",
+    "english_stop_words",
+    "normalise_for_rules",
+    "replace_lone_surrogates",
+]
 
 REPLACEMENT_CHARACTER = "\ufffd"
 """What each lone surrogate becomes."""
@@ -134,3 +141,27 @@ def normalise_for_rules(text: str) -> str:
     folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text))
     visible = "".join(ch for ch in folded if unicodedata.category(ch) not in _INVISIBLE_CATEGORIES)
     return unicodedata.normalize("NFC", visible).translate(_confusable_letters())
+
+
+@functools.cache
+def english_stemmer() -> Callable[[str], str]:
+    """NLTK's Snowball English stemmer, made once: the lexical criteria compare words by stem.
+
+    >>> english_stemmer()("reassured"), english_stemmer()("reassuring")
+    ('reassur', 'reassur')
+    """
+    from nltk.stem.snowball import SnowballStemmer
+
+    return SnowballStemmer("english").stem
+
+
+@functools.cache
+def english_stop_words() -> frozenset[str]:
+    """scikit-learn's English stop words: what a content-word criterion leaves out.
+
+    >>> "the" in english_stop_words(), "tide" in english_stop_words()
+    (True, False)
+    """
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import difflib
-import functools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from affectgym.data.dialogues import DialogueTurn, split_tagged
 from affectgym.envs.core import Trace
@@ -17,6 +16,7 @@ from affectgym.envs.dialogue_parsing import (
     tells_emotion,
 )
 from affectgym.rewards.rubric import Reply
+from affectgym.text import english_stemmer, english_stop_words
 
 REPLY_WORDS_FULL_CREDIT = (20, 25)  # words in the three sentences together that earn full length credit
 LENGTH_SLACK_WORDS = 15  # length credit falls linearly to 0 this many words outside that range
@@ -142,7 +142,7 @@ def relevance(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
     said = " ".join(read.turn.sentences if read.turn is not None else (read.lead, *(s.text for s in read.segments)))
     user_lines = [" ".join(s.text for s in split_tagged(line)[1]) for line, _ in scenario.history] + [scenario.user_text]
     copied = set().union(*(_copied_positions(_CONTENT_WORD.findall(line.lower()), said) for line in user_lines))
-    stem = _stemmer()
+    stem = english_stemmer()
     user_stems = {stem(w) for line in user_lines for _, w in _content_words(line)}
     taken_up = {stem(w) for i, w in _content_words(said) if i not in copied} & user_stems
     needed = min(RELEVANT_STEMS_FULL_CREDIT, len(user_stems))
@@ -151,7 +151,7 @@ def relevance(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
 
 def _content_words(text: str) -> list[tuple[int, str]]:
     """``(position, word)`` of the words of ``text`` (lower case) that are not stop words."""
-    stop_words = _stop_words()
+    stop_words = english_stop_words()
     return [(i, w) for i, w in enumerate(_CONTENT_WORD.findall(text.lower())) if w not in stop_words and len(w) > 1]
 
 
@@ -162,20 +162,6 @@ def _copied_positions(user_words: Sequence[str], text: str) -> set[int]:
     if run.size < max(ECHO_MIN_WORDS, ECHO_SHARE * len(user_words)):
         return set()
     return set(range(run.a, run.a + run.size))
-
-
-@functools.cache
-def _stemmer() -> Callable[[str], str]:
-    from nltk.stem.snowball import SnowballStemmer
-
-    return SnowballStemmer("english").stem
-
-
-@functools.cache
-def _stop_words() -> frozenset[str]:
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    return frozenset(ENGLISH_STOP_WORDS)
 
 
 def earlier_turns(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from affectgym.emotions import canonical_emotion
 from affectgym.eval.style_metrics import EMOTION_VALENCE, reply_valence
@@ -55,7 +55,7 @@ from affectgym.rewards.rules import (
     repeated_ngram_share,
     strip_think,
 )
-from affectgym.text import normalise_for_rules
+from affectgym.text import english_stemmer, english_stop_words, normalise_for_rules
 
 HACK_CHECKS: tuple[str, ...] = ("names_emotion", "emotion_word_density", "stage_direction", "repeats_itself",
                                 "copies_instruction", "off_topic", "valence_contradicts")
@@ -100,20 +100,6 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(normalise_for_rules(text).lower().replace("’", "'"))
 
 
-@functools.cache
-def _stem() -> Callable[[str], str]:
-    from nltk.stem.snowball import SnowballStemmer
-
-    return SnowballStemmer("english").stem
-
-
-@functools.cache
-def _stop_words() -> frozenset[str]:
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    return frozenset(ENGLISH_STOP_WORDS)
-
-
 # Family words whose stem is a word that names nothing: "grossed" stems to "gross", an exclamation.
 _NOT_FAMILY = frozenset({"grossed"})
 
@@ -122,7 +108,7 @@ _NOT_FAMILY = frozenset({"grossed"})
 def _family_stems(target: str) -> frozenset[str]:
     label = canonical_emotion(target)
     words = (set(EMOTION_WORDS[label]) - _NOT_FAMILY) | {label} if label is not None else set(_words(target))
-    return frozenset(_stem()(w) for w in words if len(w) >= 3)
+    return frozenset(english_stemmer()(w) for w in words if len(w) >= 3)
 
 
 def names_emotion(reply: str | None, target: str) -> bool:
@@ -135,7 +121,7 @@ def names_emotion(reply: str | None, target: str) -> bool:
     """
     text = strip_think(reply)
     family = _family_stems(target)
-    return bool(_TAG_ECHO.search(normalise_for_rules(text))) or any(_stem()(w) in family for w in _words(text))
+    return bool(_TAG_ECHO.search(normalise_for_rules(text))) or any(english_stemmer()(w) in family for w in _words(text))
 
 
 @functools.cache
@@ -221,7 +207,7 @@ def copies_instruction(reply: str | None, instruction: str) -> bool:
 
 
 def _content_stems(text: str) -> set[str]:
-    return {_stem()(w) for w in _words(text) if len(w) > 2 and w not in _stop_words()}
+    return {english_stemmer()(w) for w in _words(text) if len(w) > 2 and w not in english_stop_words()}
 
 
 def off_topic(reply: str | None, instruction: str, topic: str = "") -> bool:
