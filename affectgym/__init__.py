@@ -16,18 +16,10 @@ from affectgym.envs.registration import affectgym_env_ids, load_plugins, make, r
 
 
 def check_env(env: gym.Env, **kwargs: Any) -> Any:
-    """Check an environment and return the report, printing nothing; see :func:`affectgym.envs.checker.check_env`.
-
-    Gymnasium's render check renders the env in ``"human"`` mode, which prints the episode
-    (a whole system prompt); that print is dropped here, and the report holds the findings.
-    """
-    import contextlib
-    import io
-
+    """Check an environment and return the report (it prints nothing); see :func:`affectgym.envs.checker.check_env`."""
     from affectgym.envs.checker import check_env as _check_env
 
-    with contextlib.redirect_stdout(io.StringIO()):
-        return _check_env(env, **kwargs)
+    return _check_env(env, **kwargs)
 
 
 def validate(env: str | gym.Env, **kwargs: Any) -> Any:

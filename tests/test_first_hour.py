@@ -83,3 +83,11 @@ def test_the_demo_hides_the_libraries_bars_and_known_warnings_but_no_other_warni
     assert [str(warning.message) for warning in seen] == ["a warning of your own"]
     assert "Tokenizing" not in capfd.readouterr().err
     assert not datasets.are_progress_bars_disabled(), "the setting is put back after the block"
+
+
+def test_the_checkers_own_check_env_prints_nothing_either(capsys):
+    import affectgym
+    from affectgym.envs.checker import check_env
+
+    report = check_env(affectgym.make("affectgym/Sarcasm-v0"), fuzz_actions=20)
+    assert capsys.readouterr().out == "" and not report.problems

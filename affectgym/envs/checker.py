@@ -21,7 +21,9 @@ calibrated, not that the env breaks its contract, so ``check_env`` warns where
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 import json
 import math
 import warnings
@@ -287,7 +289,9 @@ def _run(report: CheckReport, what: str, check: Callable[[], None]) -> None:
 def _gymnasium_checks(env: gym.Env, report: CheckReport) -> None:
     from gymnasium.utils.env_checker import check_env as gymnasium_check_env
 
-    with warnings.catch_warnings(record=True) as caught:
+    # Its render check renders in "human" mode, which prints the episode (a whole system prompt):
+    # the report holds the findings, so that print is dropped.
+    with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("always")
         gymnasium_check_env(env, skip_render_check=env.spec is None)
     for warning in caught:
