@@ -450,6 +450,43 @@ def emotion_style_best_of_config(output_dir: str | Path, *, seed: int = 0, max_s
     return TrainConfig(**options)
 
 
+#: Passes over the embedded EmotionStyle demonstrations of the warm start (the dialogue reference SFT's
+#: 90 steps are ~3.4 passes over its train turns; fixed before any warm-started run was played).
+STYLE_DEMONSTRATION_PASSES = 3
+
+
+def emotion_style_demonstration_sft_config(output_dir: str | Path, demos: list[str], *, seed: int = 0,
+                                           max_steps: int | None = None, model: str = "smollm2-135m",
+                                           **overrides: Any) -> TrainConfig:
+    """The EmotionStyle warm start: supervised fine-tuning on the embedded demonstrations.
+
+    The 210 replies of ``affectgym/data/style_demonstrations`` (7 emotions × 30 train
+    instructions, each showing its emotion without naming it), written as an eval folder by
+    :func:`affectgym.train.style_demonstrations.write_style_demonstrations`; 4 a step at 5e-4
+    (linear decay), :data:`STYLE_DEMONSTRATION_PASSES` passes, LoRA r=16 on every layer (the
+    adapter the EmotionStyle GRPO recipe then keeps training, ``init_adapter``).
+
+    Args:
+        output_dir: Where the run writes.
+        demos: The demonstrations' eval folder(s).
+        seed: Seed of data order and LoRA initialisation.
+        max_steps: Optimizer steps; default :data:`STYLE_DEMONSTRATION_PASSES` passes over 210 demonstrations.
+        model: Policy model.
+        **overrides: Any other :class:`~affectgym.train.config.TrainConfig` field.
+    """
+    batch_size = 4
+    options: dict[str, Any] = {
+        "env_id": EMOTION_STYLE_ENV_ID, "algo": "sft", "model": model, "demos": list(demos),
+        "max_steps": max_steps or STYLE_DEMONSTRATION_PASSES * 210 // batch_size, "batch_size": batch_size,
+        "learning_rate": 5e-4, **_transfer_lora(model), "lora_layers": 0, "eval_episodes": 0,
+        "eval_max_new_tokens": STYLE_MAX_NEW_TOKENS,
+        "env_kwargs": _style_env_kwargs(CALIBRATED_NEUTRAL_WEIGHT, rubric="default"), "seed": seed,
+        "output_dir": str(output_dir),
+    }
+    options.update(overrides)
+    return TrainConfig(**options)
+
+
 DIALOGUE_ENV_ID = "affectgym/EmpatheticDialogue-v0"
 #: Tokens of a dialogue reply, sampled or decoded: a three-sentence turn of 20-25 words and
 #: its tags is ~45 tokens, so 80 leaves room for a longer reply and cuts off babbling early.
@@ -612,10 +649,12 @@ __all__ = [
     "SARCASM_ENV_ID",
     "SARCASM_SHORT_FORM",
     "STYLE_BEST_OF_MIN_REWARD",
+    "STYLE_DEMONSTRATION_PASSES",
     "STYLE_MAX_NEW_TOKENS",
     "dialogue_dpo_config",
     "dialogue_reference_sft_config",
     "emotion_style_best_of_config",
+    "emotion_style_demonstration_sft_config",
     "emotion_style_classifier_only_grpo_config",
     "emotion_style_grpo_config",
     "sarcasm_anchored_chat_grpo_config",

@@ -1,0 +1,264 @@
+"""The skill from a warm start: EmotionStyle-v0 after SFT on the demonstrations, then GRPO on the full stack.
+
+The 135M policy's own samples rarely show the requested emotion, so no reward has anything to
+select. Here it is taught first: supervised fine-tuning on the embedded demonstrations (210
+replies, 7 emotions × 30 train instructions, each showing its emotion without naming it;
+:func:`affectgym.train.recipes.emotion_style_demonstration_sft_config`), then the EmotionStyle
+GRPO recipe keeps training that adapter. The arms, every one on each seed:
+
+* ``sft``: the warm start alone;
+* ``sft-grpo``: the warm start, then GRPO on the env's default stack (the classifier's P(target)
+  and every rule; :func:`~affectgym.train.recipes.emotion_style_grpo_config`, ``init_adapter``);
+* ``sft-grpo-shuffled``: the same warm start and budget, GRPO aimed at a shuffled target
+  (``"shuffled-target"``), the control.
+
+``base`` (the untrained model, greedy) is ``bench_style_hacking``'s, read from its committed
+replies: the same held-out scenarios and decoding.
+
+Every arm answers the held-out scenarios of ``bench_style_learning`` once per run (eval split,
+greedy), scored as in ``bench_style_hacking``: P(target), target accuracy, VADER valence
+agreement (a check no reward reads) and the hack rate with each check. The goals: ``sft-grpo``
+beats ``sft-grpo-shuffled`` by at least 0.15 in target accuracy with the interval above 0, its
+VADER valence agreement higher with the interval above 0, and its hack rate no more than 0.05
+above ``sft``'s (the interval's top).
+
+The settings were fixed before any warm-started run was played (:data:`SELECTION`); nothing
+here was tuned on eval.
+
+Results are written as they come: ``benchmarks/results/style_warmstart_runs.jsonl`` (one line per
+arm and seed; a rerun skips what is there and resumes an unfinished training run), every held-out
+reply to ``benchmarks/results/style_warmstart_samples.jsonl``, the summary to
+``benchmarks/results/style_warmstart.json``.
+
+Usage (one process per core; each fills the same results files)::
+
+    OMP_NUM_THREADS=1 taskset -c 0 python bench_style_warmstart.py --seeds 0 &
+    OMP_NUM_THREADS=1 taskset -c 1 python bench_style_warmstart.py --seeds 1 2 &
+    python bench_style_warmstart.py --report-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import bench_style_hacking as hacking
+from bench_style_hacking import (
+    NEUTRAL_WEIGHT,
+    TABLE_COLUMNS,
+    episode_values,
+    example_replies,
+    metrics,
+)
+from bench_style_learning import GROUPS, _cell, observations, play, rows_with_samples
+from stages import append_jsonl, done, read_jsonl, rerun_options, run_missing, use_threads
+
+from affectgym.eval.stats import (
+    Estimate,
+    hierarchical_bootstrap,
+    method_text,
+    on_every_seed,
+    paired_difference,
+)
+from affectgym.train.recipes import (
+    EMOTION_STYLE_ENV_ID,
+    STYLE_DEMONSTRATION_PASSES,
+    STYLE_MAX_NEW_TOKENS,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+RUNS_NAME, SAMPLES_NAME, SUMMARY_NAME = ("style_warmstart_runs.jsonl", "style_warmstart_samples.jsonl",
+                                         "style_warmstart.json")
+WORK = ROOT / "runs" / "bench_style_warmstart"
+ARMS = ("sft", "sft-grpo", "sft-grpo-shuffled")
+#: The GRPO budget after the warm start: the EmotionStyle recipe's, as in bench_style_hacking.
+GRPO_STEPS = 48
+#: The paired differences reported, (reference arm, compared arm): the goal's first.
+DIFFERENCES = (("sft-grpo-shuffled", "sft-grpo"), ("sft", "sft-grpo"), ("base", "sft"), ("sft", "sft-grpo-shuffled"))
+GOAL_ACCURACY_GAIN = 0.15
+GOAL_HACK_MARGIN = 0.05
+SELECTION = (f"settings fixed before any warm-started run was played: SFT {STYLE_DEMONSTRATION_PASSES} passes over "
+             "the demonstrations at the dialogue reference SFT's learning rate and LoRA, then the EmotionStyle GRPO "
+             f"recipe unchanged ({GRPO_STEPS} steps, the calibrated classifier at neutral weight {NEUTRAL_WEIGHT:g}); "
+             "nothing chosen on eval; eval played once per run")
+
+
+def demonstrations_folder(work: Path) -> Path:
+    """The embedded demonstrations as the eval folder SFT reads (written once under ``work``)."""
+    from affectgym.train.style_demonstrations import write_style_demonstrations
+
+    folder = work / "demonstrations"
+    if not done(folder):
+        write_style_demonstrations(folder)
+    return folder
+
+
+def train_arm(arm: str, seed: int, work: Path, sft_steps: int | None, grpo_steps: int) -> tuple[Path, dict[str, Any]]:
+    """The arm's adapter (its warm start first, trained or resumed as needed) and its training cost."""
+    from affectgym.train.grpo import train
+    from affectgym.train.recipes import (
+        emotion_style_demonstration_sft_config,
+        emotion_style_grpo_config,
+    )
+    from affectgym.train.sft import train_sft
+
+    sft = work / f"s{seed}" / "sft"
+    if not done(sft):
+        config = emotion_style_demonstration_sft_config(sft, [str(demonstrations_folder(work))], seed=seed,
+                                                        max_steps=sft_steps)
+        train_sft(config, progress=True, **rerun_options(sft))
+    runs = [sft]
+    if arm != "sft":
+        out = work / f"s{seed}" / f"{arm}-{grpo_steps}steps"
+        if not done(out):
+            config = emotion_style_grpo_config(out, seed=seed, max_steps=grpo_steps, control=arm == "sft-grpo-shuffled",
+                                               neutral_weight=NEUTRAL_WEIGHT, init_adapter=str(sft / "adapter"))
+            train(config, progress=True, **rerun_options(out))
+        runs.append(out)
+    summaries = [json.loads((run / "summary.json").read_text(encoding="utf-8")) for run in runs]
+    cost = {"sft_steps": summaries[0]["steps"], "grpo_steps": summaries[1]["steps"] if arm != "sft" else 0,
+            "train_s": sum(s["train_s"] for s in summaries)}
+    return runs[-1] / "adapter", cost
+
+
+def run_arm(arm: str, seed: int, work: Path, results: Path, sft_steps: int | None, grpo_steps: int) -> None:
+    """Train (as needed) and play one arm of one seed; append its replies, then its row."""
+    adapter, cost = train_arm(arm, seed, work, sft_steps, grpo_steps)
+    played = play(arm, seed, adapter, NEUTRAL_WEIGHT, work=work)
+    row = {"arm": arm, "seed": seed, "neutral_weight": NEUTRAL_WEIGHT, **played["metrics"], **cost}
+    append_jsonl(results / SAMPLES_NAME, played["samples"])
+    append_jsonl(results / RUNS_NAME, [row])
+    print(f"{arm} seed {seed}: P(target) {row['target_probability']:.3f}, target accuracy "
+          f"{row['target_accuracy']:.3f}, reward {row['reward']:.3f}", flush=True)
+
+
+def base_replies(results: Path = RESULTS) -> list[dict[str, Any]]:
+    """The base model's held-out replies, as ``bench_style_hacking`` committed them."""
+    rows = [r for r in read_jsonl(results / hacking.RUNS_NAME) if r["arm"] == "base"]
+    pairs = rows_with_samples(rows, read_jsonl(results / hacking.SAMPLES_NAME), source=hacking.SAMPLES_NAME)
+    return [sample for _, block in pairs[:1] for sample in block]
+
+
+def summarise(rows: list[dict[str, Any]], samples: list[dict[str, Any]], base: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every metric of every arm over the replies of every seed, the paired differences of :data:`DIFFERENCES`,
+    and the goals read from them."""
+    from affectgym.eval.style_hacks import CHECK_DESCRIPTIONS
+
+    replies: dict[str, list[dict[str, Any]]] = {"base": base} if base else {}
+    for row, block in rows_with_samples(rows, samples, source=SAMPLES_NAME):
+        replies.setdefault(row["arm"], []).extend(block)
+    seeds = {arm: sorted({s["seed"] for s in block}) for arm, block in replies.items()}
+    arms = {arm: {"seeds": seeds[arm], "episodes": len(block),
+                  **{m: hierarchical_bootstrap(observations(block, m, episode_values)).to_dict() for m in metrics()}}
+            for arm, block in replies.items()}
+    differences: dict[str, Any] = {}
+    for reference, compared in DIFFERENCES:
+        if reference not in replies or compared not in replies:
+            continue
+        shared = sorted(set(seeds[compared]) & set(seeds[reference])) if reference != "base" else seeds[compared]
+        if not shared:
+            continue
+
+        def side(arm: str, metric: str, shared: list[int] = shared) -> list[Any]:
+            found = observations(replies[arm], metric, episode_values)
+            return on_every_seed(found, shared) if arm == "base" else [o for o in found if o.seed in shared]
+
+        differences[f"{compared}_vs_{reference}"] = {"seeds": len(shared), **{
+            m: paired_difference(side(reference, m), side(compared, m)).to_dict() for m in metrics()}}
+    return {"env_id": EMOTION_STYLE_ENV_ID, "split": "eval", "neutral_weight": NEUTRAL_WEIGHT,
+            "decoding": {"greedy": True, "max_new_tokens": STYLE_MAX_NEW_TOKENS}, "grpo_steps": GRPO_STEPS,
+            "frozen": True, "selection": SELECTION, "intervals": method_text(GROUPS), "arms": arms,
+            "differences": differences, "goals": goals(differences), "checks": dict(CHECK_DESCRIPTIONS),
+            "examples": example_replies({arm: replies[arm] for arm in ("base", *ARMS) if arm in replies})}
+
+
+def goals(differences: dict[str, Any]) -> dict[str, bool | None]:
+    """The issue's goals, ``None`` while an arm is missing (see the module's docstring)."""
+    def estimate(key: str, metric: str) -> Estimate | None:
+        return Estimate.from_dict(differences[key][metric]) if key in differences else None
+
+    accuracy = estimate("sft-grpo_vs_sft-grpo-shuffled", "target_accuracy")
+    valence = estimate("sft-grpo_vs_sft-grpo-shuffled", "valence_agreement")
+    hacked = estimate("sft-grpo_vs_sft", "hacked")
+    return {
+        f"target_accuracy_beats_control_by_{GOAL_ACCURACY_GAIN:g}": None if accuracy is None
+        else accuracy.mean >= GOAL_ACCURACY_GAIN and accuracy.low > 0,
+        "valence_agreement_beats_control": None if valence is None else valence.low > 0,
+        f"hack_rate_within_{GOAL_HACK_MARGIN:g}_of_sft": None if hacked is None else hacked.high <= GOAL_HACK_MARGIN,
+    }
+
+
+def markdown_table(summary: dict[str, Any]) -> str:
+    """The Results page's block (docs/results.md): every arm's metrics and check rates, the paired differences, the
+    goals and three replies per arm."""
+    checks = list(summary["checks"])
+    lines = ["| arm | seeds | " + " | ".join(h for _, h in TABLE_COLUMNS) + " | "
+             + " | ".join(c.replace("_", " ") for c in checks) + " |",
+             "|---|---|" + "---|" * (len(TABLE_COLUMNS) + len(checks))]
+    for arm, entry in summary["arms"].items():
+        cells = [_cell(entry, m) for m, _ in TABLE_COLUMNS] + [_cell(entry, f"check_{c}") for c in checks]
+        lines.append(f"| `{arm}` | {len(entry['seeds'])} | " + " | ".join(cells) + " |")
+    for key, difference in summary["differences"].items():
+        compared, reference = key.split("_vs_")
+        lines.append(f"\n`{compared}` - `{reference}` ({difference['seeds']} seeds): target accuracy "
+                     f"{Estimate.from_dict(difference['target_accuracy']).format(groups=GROUPS)}; P(target) "
+                     f"{Estimate.from_dict(difference['target_probability']).format(groups=GROUPS)}; valence agreement "
+                     f"{Estimate.from_dict(difference['valence_agreement']).format(groups=GROUPS)}; hack rate "
+                     f"{Estimate.from_dict(difference['hacked']).format(groups=GROUPS)}.")
+    met = {True: "met", False: "not met", None: "not measured yet"}
+    lines.append("\nGoals: " + "; ".join(f"{name.replace('_', ' ')}: {met[value]}" for name, value in summary["goals"].items())
+                 + ".")
+    lines.append(f"\nCells: mean (95% CI). {summary['intervals']}. {summary['selection'][0].upper()}"
+                 f"{summary['selection'][1:]}.")
+    if summary["examples"]:
+        lines.append("\n| arm | scenario | reply | checks that fire |\n|---|---|---|---|")
+        for example in summary["examples"]:
+            reply = " ".join((example["reply"] or "").split()).replace("|", "\\|")
+            lines.append(f"| `{example['arm']}` | `{example['scenario_id']}` | {reply} | "
+                         f"{', '.join(example['hacks']) or '-'} |")
+    return "\n".join(lines)
+
+
+def report(results: Path = RESULTS) -> dict[str, Any]:
+    """Summarise the runs and samples files under ``results``, write the summary beside them, print the block."""
+    summary = summarise(read_jsonl(results / RUNS_NAME), read_jsonl(results / SAMPLES_NAME), base_replies())
+    (results / SUMMARY_NAME).write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(markdown_table(summary))
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS), help="arms to run (default all)")
+    parser.add_argument("--sft-steps", type=int, default=None,
+                        help="SFT steps (default the recipe's; fewer only for a smoke run)")
+    parser.add_argument("--grpo-steps", type=int, default=GRPO_STEPS,
+                        help=f"GRPO steps after the warm start (the benchmark's is {GRPO_STEPS}; fewer only for a smoke run)")
+    parser.add_argument("--work", type=Path, default=WORK, help="where the runs and their eval folders go")
+    parser.add_argument("--results", type=Path, default=RESULTS,
+                        help="where the runs, samples and summary files go (a throwaway folder for a smoke run)")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (1 when two runs share the machine)")
+    parser.add_argument("--report-only", action="store_true", help="summarise the results files and train nothing")
+    args = parser.parse_args(argv)
+    smoke = args.sft_steps is not None or args.grpo_steps != GRPO_STEPS
+    if smoke and args.results.resolve() == RESULTS.resolve():
+        parser.error("--sft-steps/--grpo-steps away from the benchmark's: pass a throwaway --results folder")
+    if not args.report_only:
+        use_threads(args.threads)
+        finished = {(r["arm"], r["seed"]) for r in read_jsonl(args.results / RUNS_NAME)}
+        run_missing(args.seeds, args.arms, lambda arm, seed: (arm, seed) in finished,
+                    lambda arm, seed: run_arm(arm, seed, args.work, args.results, args.sft_steps, args.grpo_steps))
+    report(args.results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+__all__ = ["main", "markdown_table", "summarise"]
