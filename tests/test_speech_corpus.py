@@ -171,7 +171,7 @@ def test_missing_field_and_bad_json_are_named(tmp_path):
     with pytest.raises(SpeechManifestError, match="missing field 'speaker'"):
         load_speech_manifest("sarcasm", root=_write_manifest(tmp_path, [record]))
     (tmp_path / "manifest.jsonl").write_text("{not json\n", encoding="utf-8")
-    with pytest.raises(SpeechManifestError, match="not valid JSON"):
+    with pytest.raises(SpeechManifestError, match=r"manifest.jsonl:1: not JSON \("):
         load_speech_manifest("sarcasm", root=tmp_path)
     with pytest.raises(ValueError, match="accepted: sarcasm, emotion"):
         load_speech_manifest("music")

@@ -17,10 +17,11 @@ Regenerating needs espeak-ng; the package never does.
 
 from __future__ import annotations
 
-import json
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from affectgym.data.jsonl import iter_json_lines
 
 KINDS = ("sarcasm", "emotion")
 LABELS = {
@@ -111,14 +112,8 @@ def load_speech_manifest(
     records: list[dict[str, Any]] = []
     seen: set[str] = set()
     with open(manifest, encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
+        for line_number, record in iter_json_lines(handle, manifest, SpeechManifestError):
             where = f"{manifest}:{line_number}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise SpeechManifestError(f"{where}: not valid JSON ({err.msg}).") from err
             if not isinstance(record, dict):
                 raise SpeechManifestError(f"{where}: each line must be a JSON object.")
             _validate(record, where, base)

@@ -35,7 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from affectgym.data.registry import KINDS, dataset_loader, datasets, register_dataset
-from affectgym.data.speech_sources import BAD_CLIP_POLICIES, DatasetError, SpeechClip, screen_clips
+from affectgym.data.speech_corpus import DEFAULT_VERSION
+from affectgym.data.speech_sources import (
+    BAD_CLIP_POLICIES,
+    DatasetError,
+    SpeechClip,
+    load_embedded,
+    screen_clips,
+)
 
 log = logging.getLogger(__name__)
 
@@ -269,6 +276,20 @@ def speaker_groups(clips: list[SpeechClip]) -> list[SpeechClip]:
     return [dataclasses.replace(c, group=c.speaker) for c in clips]
 
 
+def _embedded(kind: str, summary: str, version: str = DEFAULT_VERSION) -> SpeechDataset:
+    """The shipped corpus of ``kind``: ``embedded-<kind>``, or ``embedded-<kind>-<version>`` for an older ``version``.
+
+    It needs no ``data_dir``, and its manifest checks every file
+    (:func:`~affectgym.data.speech_sources.load_embedded`).
+    """
+
+    def load(data_dir: str | Path | None, on_bad_clip: str) -> list[SpeechClip]:
+        return load_embedded(kind, version)
+
+    name = f"embedded-{kind}" if version == DEFAULT_VERSION else f"embedded-{kind}-{version}"
+    return SpeechDataset(name, load, summary, needs_data_dir=False, checked=True)
+
+
 def _register_builtins() -> None:
     from affectgym.data import corpora, speech_sources
 
@@ -293,18 +314,10 @@ def _register_builtins() -> None:
                       "MUStARD's sarcasm_data.json with DIR/audio/<id>.<ext> or DIR/utterances_final/<id>.mp4"),
         SpeechDataset("mustard-hub", lambda data_dir, on_bad: speech_sources.load_mustard_hub(),
                       "MUStARD from the Hugging Face hub (online)", needs_data_dir=False),
-        SpeechDataset("embedded-emotion", lambda data_dir, on_bad: speech_sources.load_embedded("emotion"),
-                      "the shipped emotion corpus v2 (120 clips, 5 labels, several deliveries each, 8 voices)",
-                      needs_data_dir=False, checked=True),
-        SpeechDataset("embedded-emotion-v1", lambda data_dir, on_bad: speech_sources.load_embedded("emotion", "v1"),
-                      "the first shipped emotion corpus (80 clips, one delivery template per label)",
-                      needs_data_dir=False, checked=True),
-        SpeechDataset("embedded-sarcasm", lambda data_dir, on_bad: speech_sources.load_embedded("sarcasm"),
-                      "the shipped sarcasm corpus v2 (116 lines each said both ways, 3 deliveries a label, 8 voices)",
-                      needs_data_dir=False, checked=True),
-        SpeechDataset("embedded-sarcasm-v1", lambda data_dir, on_bad: speech_sources.load_embedded("sarcasm", "v1"),
-                      "the first shipped sarcasm corpus (one delivery a label: one prosody threshold solves it)",
-                      needs_data_dir=False, checked=True),
+        _embedded("emotion", "the shipped emotion corpus v2 (120 clips, 5 labels, several deliveries each, 8 voices)"),
+        _embedded("emotion", "the first shipped emotion corpus (80 clips, one delivery template per label)", "v1"),
+        _embedded("sarcasm", "the shipped sarcasm corpus v2 (116 lines each said both ways, 3 deliveries a label, 8 voices)"),
+        _embedded("sarcasm", "the first shipped sarcasm corpus (one delivery a label: one prosody threshold solves it)", "v1"),
     ):
         register_speech_dataset(dataset)
 

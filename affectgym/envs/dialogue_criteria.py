@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from affectgym.data.dialogues import DialogueTurn, split_tagged
 from affectgym.envs.core import Trace
@@ -53,10 +53,7 @@ def tag_correctness(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float
     >>> round(tag_correctness(turn, chatbot_reply("(sadness) Oh no. (SURPRISE) Wow. (NEUTRAL) What now?"), []), 3)
     0.667
     """
-    parsed = reply_turn(reply)
-    if parsed is None:
-        return 0.0
-    return sum(a == b for a, b in zip(parsed.tags, scenario.required_tags, strict=True)) / 3
+    return _slot_share(scenario, reply, lambda tag, sentence, required: tag == required)
 
 
 def length_credit(words: int) -> float:
@@ -79,9 +76,7 @@ def reply_length(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
     read = reply.answer
     if not reply.text or read is None:
         return 0.0
-    if read.turn is not None:
-        return length_credit(read.turn.words)
-    return length_credit(count_words(read.lead) + sum(count_words(s.text) for s in read.segments))
+    return length_credit(sum(count_words(sentence) for sentence in read.sentences))
 
 
 def open_question(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
@@ -95,10 +90,7 @@ def open_question(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
     read = reply.answer
     if not reply.text or read is None:
         return 0.0
-    if read.turn is not None:
-        question = read.turn.sentences[2]
-    else:
-        question = " ".join([read.lead, *(s.text for s in read.segments)])
+    question = read.turn.sentences[2] if read.turn is not None else " ".join(read.sentences)
     kind = question_kind(question)
     return {"open": 1.0, "yes_no": YES_NO_QUESTION_CREDIT}.get(kind, 0.0)
 
@@ -110,11 +102,7 @@ def shows_not_tells(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float
     >>> round(shows_not_tells(turn, chatbot_reply("(SADNESS) You must be so sad. (HAPPINESS) I feel happy. (NEUTRAL) What now?"), []), 3)
     0.333
     """
-    parsed = reply_turn(reply)
-    if parsed is None:
-        return 0.0
-    shown = [not tells_emotion(s, tag) for s, tag in zip(parsed.sentences, scenario.required_tags, strict=True)]
-    return sum(shown) / 3
+    return _slot_share(scenario, reply, lambda tag, sentence, required: not tells_emotion(sentence, required))
 
 
 def relevance(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
@@ -139,7 +127,7 @@ def relevance(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
     if not reply.text or reply.answer is None:
         return 0.0
     read = reply.answer
-    said = " ".join(read.turn.sentences if read.turn is not None else (read.lead, *(s.text for s in read.segments)))
+    said = " ".join(read.sentences)
     user_lines = [" ".join(s.text for s in split_tagged(line)[1]) for line, _ in scenario.history] + [scenario.user_text]
     copied = set().union(*(_copied_positions(_CONTENT_WORD.findall(line.lower()), said) for line in user_lines))
     stem = english_stemmer()
@@ -147,6 +135,14 @@ def relevance(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
     taken_up = {stem(w) for i, w in _content_words(said) if i not in copied} & user_stems
     needed = min(RELEVANT_STEMS_FULL_CREDIT, len(user_stems))
     return min(1.0, len(taken_up) / needed) if needed else 0.0
+
+
+def _slot_share(scenario: DialogueTurn, reply: Reply, passes: Callable[[str, str, str], bool]) -> float:
+    """Share of the reply's three slots whose ``(tag, sentence, required tag)`` ``passes``; 0 unless the reply parses."""
+    parsed = reply_turn(reply)
+    if parsed is None:
+        return 0.0
+    return sum(passes(*slot) for slot in zip(parsed.tags, parsed.sentences, scenario.required_tags, strict=True)) / 3
 
 
 def _content_words(text: str) -> list[tuple[int, str]]:

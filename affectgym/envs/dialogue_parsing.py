@@ -66,6 +66,15 @@ class ChatbotReply:
     turn: ChatbotTurn | None
     error: str | None
 
+    @property
+    def sentences(self) -> tuple[str, ...]:
+        """What the reply says, tags left out: the turn's three sentences, or the lead and each segment's text when malformed.
+
+        >>> read_chatbot_reply("Well. (ANGER) Ugh. (FEAR) Yikes.").sentences
+        ('Well.', 'Ugh.', 'Yikes.')
+        """
+        return self.turn.sentences if self.turn is not None else (self.lead, *(s.text for s in self.segments))
+
 
 def read_chatbot_reply(text: str | None) -> ChatbotReply:
     """Read a chatbot reply once (see :func:`parse_chatbot_turn` for the accepted form).

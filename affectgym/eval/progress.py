@@ -4,6 +4,8 @@ On a terminal it is a rich progress bar. Where the output is a file, a pipe or C
 is turned off (``--no-progress``) but a console is given, it is plain lines, one per finished
 episode and one at least every ``heartbeat_s`` while none finishes (a local model on a CPU
 can take minutes before its first episode ends). A library call with neither stays quiet.
+
+Training shows its steps with the same bar and clock (:func:`progress_bar`, :func:`elapsed_clock`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,33 @@ from affectgym.eval.summary import format_number
 
 #: Longest silence of the plain progress lines, in seconds.
 HEARTBEAT_S = 30.0
+
+
+def progress_bar(title: str, console: Any, *, refresh_per_second: float) -> Any:
+    """A rich progress bar on ``console``: ``title`` in bold, the bar, steps done of all, the time elapsed
+    and left, then the task's description (the running numbers)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    return Progress(
+        TextColumn(f"[bold]{title}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TimeRemainingColumn(), TextColumn("{task.description}"), console=console, refresh_per_second=refresh_per_second,
+    )
+
+
+def elapsed_clock(started_s: float) -> str:
+    """The time since ``started_s`` (a :func:`time.monotonic` reading) as ``HH:MM:SS``.
+
+    >>> elapsed_clock(time.monotonic() - 3725)
+    '01:02:05'
+    """
+    return time.strftime("%H:%M:%S", time.gmtime(time.monotonic() - started_s))
 
 
 class EvalProgress:
@@ -59,19 +88,7 @@ class EvalProgress:
 
             console = Console()
         if enabled and console.is_terminal:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            self._bar = Progress(
-                TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-                TimeElapsedColumn(), TimeRemainingColumn(), console=console, refresh_per_second=4,
-            )
+            self._bar = progress_bar("eval", console, refresh_per_second=4)
             self._task = self._bar.add_task(self.describe(), total=total, completed=done)
         else:
             self._console = console
@@ -117,8 +134,7 @@ class EvalProgress:
 
     def _print_line(self) -> None:
         with self._lock:
-            elapsed = time.strftime("%H:%M:%S", time.gmtime(time.monotonic() - self._started))
-            line = f"eval {self.done}/{self.total} episodes  {self.describe()}  {elapsed} elapsed"
+            line = f"eval {self.done}/{self.total} episodes  {self.describe()}  {elapsed_clock(self._started)} elapsed"
             self._console.print(line, markup=False, highlight=False, soft_wrap=True)
             self._last_line = time.monotonic()
 
@@ -128,4 +144,4 @@ class EvalProgress:
                 self._print_line()
 
 
-__all__ = ["HEARTBEAT_S", "EvalProgress"]
+__all__ = ["HEARTBEAT_S", "EvalProgress", "elapsed_clock", "progress_bar"]

@@ -17,6 +17,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from affectgym.eval.progress import elapsed_clock, progress_bar
+
 
 def describe_log(row: Mapping[str, Any], names: Sequence[str]) -> str:
     """The named numbers of one log row, three decimals each (names missing from the row are left out)."""
@@ -45,14 +47,6 @@ def progress_callback(label: str, names: Sequence[str], console: Any = None) -> 
         console: The ``rich.console.Console`` to show it on; default stdout.
     """
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
     from transformers import TrainerCallback
 
     shown_on = console or Console()
@@ -64,8 +58,7 @@ def progress_callback(label: str, names: Sequence[str], console: Any = None) -> 
             self.started = time.monotonic()
 
         def say(self, text: str) -> None:
-            elapsed = time.strftime("%H:%M:%S", time.gmtime(time.monotonic() - self.started))
-            shown_on.print(f"{text}  {elapsed} elapsed", markup=False, highlight=False, soft_wrap=True)
+            shown_on.print(f"{text}  {elapsed_clock(self.started)} elapsed", markup=False, highlight=False, soft_wrap=True)
 
         def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             self.started = time.monotonic()
@@ -88,10 +81,7 @@ def progress_callback(label: str, names: Sequence[str], console: Any = None) -> 
             self.numbers = ""
 
         def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            self.bar = Progress(
-                TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                TimeRemainingColumn(), TextColumn("{task.description}"), refresh_per_second=2, console=shown_on,
-            )
+            self.bar = progress_bar(label, shown_on, refresh_per_second=2)
             self.task = self.bar.add_task("", total=state.max_steps, completed=state.global_step)
             self.bar.start()
 

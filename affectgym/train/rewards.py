@@ -128,24 +128,28 @@ class BatchScorer:
         environments: Sequence[Any] | None = None,
         log_metric: Callable[[str, float], None] | None = None,
         trainer_state: Any = None,
+        **unread: Any,
     ) -> list[dict[str, float | None]]:
-        """The rubric components of every sample of the batch (scored at most once).
+        """The rubric components of every sample of the batch (scored at most once), from TRL's reward call.
 
         Args:
             completions: TRL completions (text or messages).
             scenario_id: Column of the rows (required without ``environments``).
             env_id: Column of the rows; defaults to the scorer's env.
             env_kwargs: Column of the rows (JSON); defaults to the scorer's kwargs.
-            environments: The rollouts' adapters in multi-turn runs.
+            environments: The rollouts' environments in multi-turn runs; read only when they
+                are all affectgym adapters (:mod:`affectgym.train.environment`).
             log_metric: TRL's metric logger; receives the episodes' step-reward sums and
                 the batch's count of samples whose judging failed.
             trainer_state: TRL's ``TrainerState`` (its ``global_step`` numbers the rollouts).
+            unread: The rest of TRL's call (``completion_ids``, the dataset's other columns).
 
         Returns:
             One ``{component: value}`` per sample; every value ``None`` for a sample whose
             judging failed (see the module docstring).
         """
         self.calls += 1
+        environments = _adapters(environments)
         count = len(completions)
         texts = [completion_text(c) for c in completions]
         env_ids = list(env_id) if env_id is not None else [self.env_id] * count
@@ -271,28 +275,11 @@ def reward_functions(
 
 def _component_function(scorer: BatchScorer, name: str) -> RewardFn:
     def reward(
-        prompts: Sequence[Any] | None = None,
-        completions: Sequence[Any] | None = None,
-        scenario_id: Sequence[str] | None = None,
-        env_id: Sequence[str] | None = None,
-        env_kwargs: Sequence[str] | None = None,
-        environments: Sequence[Any] | None = None,
-        log_metric: Callable[[str, float], None] | None = None,
-        trainer_state: Any = None,
-        **columns: Any,
+        prompts: Sequence[Any] | None = None, completions: Sequence[Any] | None = None, **batch: Any
     ) -> list[float | None]:
         if completions is None:
             raise ValueError(f"reward function {name!r} needs completions=, the TRL completions of the batch")
-        results = scorer.components(
-            completions,
-            scenario_id=scenario_id,
-            env_id=env_id,
-            env_kwargs=env_kwargs,
-            environments=_adapters(environments),
-            log_metric=log_metric,
-            trainer_state=trainer_state,
-        )
-        return [r.get(name) for r in results]
+        return [r.get(name) for r in scorer.components(completions, **batch)]
 
     reward.__name__ = name
     reward.__qualname__ = name

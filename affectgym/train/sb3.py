@@ -198,20 +198,12 @@ def plot_learning_curve(
             color="tab:blue",
             label=f"rolling mean ({window} episodes)",
         )
-    if random_mean_reward is not None:
-        ax.axhline(
-            random_mean_reward,
-            color="tab:red",
-            ls="--",
-            label=f"random policy ({random_mean_reward:.1f})",
-        )
-    if trained_mean_reward is not None:
-        ax.axhline(
-            trained_mean_reward,
-            color="tab:green",
-            ls=":",
-            label=f"trained, evaluation ({trained_mean_reward:.1f})",
-        )
+    for mean_reward, color, ls, policy in (
+        (random_mean_reward, "tab:red", "--", "random policy"),
+        (trained_mean_reward, "tab:green", ":", "trained, evaluation"),
+    ):
+        if mean_reward is not None:
+            ax.axhline(mean_reward, color=color, ls=ls, label=f"{policy} ({mean_reward:.1f})")
     ax.set_xlabel("timesteps")
     ax.set_ylabel("episode return")
     ax.set_title(title)
