@@ -17,7 +17,8 @@ def register(subparsers: Any) -> None:
     )
     listing.add_argument("--verbose", "-v", action="store_true", help="print each env's whole docstring")
     listing.add_argument("--datasets", action="store_true",
-                         help="list the speech datasets dataset= can name (built-in and plug-ins) instead")
+                         help="list every registered dataset instead (built-in and plug-ins), by kind, "
+                         "with the envs that read each kind and the argument that names one")
     listing.set_defaults(func=run_list)
 
     validating = subparsers.add_parser(
@@ -64,13 +65,7 @@ def run_list(args: argparse.Namespace) -> int:
     from affectgym.envs.registration import env_summary
 
     if getattr(args, "datasets", False):
-        from affectgym.data.speech_datasets import speech_datasets
-
-        datasets = speech_datasets()
-        width = max(map(len, datasets))
-        for name, dataset in sorted(datasets.items()):
-            folder = "data_dir needed" if dataset.needs_data_dir else "no data_dir"
-            print(f"{name:<{width}}  {dataset.summary} ({folder})")
+        _print_datasets()
         return 0
     ids = affectgym.list_envs()
     if not ids:
@@ -93,6 +88,30 @@ def run_list(args: argparse.Namespace) -> int:
         else:
             print(f"{env_id:<{width}}  {env_summary(env_id)}")
     return 0
+
+
+def _print_datasets() -> None:
+    """Print every registered dataset, plug-ins' included, kind by kind: a heading naming the envs that read
+    the kind, the argument that names a dataset and the plug-ins' entry-point group, then a line a dataset."""
+    import inspect
+
+    # Importing a kind's module registers its built-in datasets.
+    from affectgym.data import dialogues, instructions  # noqa: F401
+    from affectgym.data.registry import KINDS, datasets
+    from affectgym.data.speech_datasets import speech_datasets
+
+    by_kind = {kind: speech_datasets() if kind == "speech" else datasets(kind) for kind in KINDS}
+    width = max(len(name) for named in by_kind.values() for name in named)
+    for number, (kind, named) in enumerate(by_kind.items()):
+        declared = KINDS[kind]
+        print(("\n" if number else "") + f"{kind} datasets ({declared.argument}= of {', '.join(declared.envs)}; "
+              f"plug-ins: entry-point group {declared.group})")
+        for name, dataset in sorted(named.items()):
+            if kind == "speech":
+                about = f"{dataset.summary} ({'data_dir needed' if dataset.needs_data_dir else 'no data_dir'})"
+            else:  # a text kind's dataset is its loader, described by its docstring
+                about = (inspect.getdoc(dataset) or "").split("\n", 1)[0].replace("``", "")
+            print(f"  {name:<{width}}  {about}".rstrip())
 
 
 def run_validate(args: argparse.Namespace) -> int:

@@ -236,6 +236,33 @@ def test_list_filters_by_text_in_the_id_or_the_summary():
     assert nothing.returncode == 1 and "no environment id or summary contains 'no-such-env'" in nothing.stdout
 
 
+def test_list_datasets_lists_every_kind_with_the_envs_that_read_it_and_its_plug_ins(tmp_path):
+    from affectgym.data import dialogues, instructions  # noqa: F401 - importing them registers their built-ins
+    from affectgym.data.registry import KINDS, datasets
+
+    (tmp_path / "my_dialogues_plugin.py").write_text(
+        'def load(*, data_file, hub_name):\n    """Dialogues of my lab, from ``data_file``.\n\n    More.\n    """\n'
+        "    return []\n"
+    )
+    dist_info = tmp_path / "my_dialogues_plugin-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-dialogues-plugin\nVersion: 0.1\n")
+    (dist_info / "entry_points.txt").write_text("[affectgym.datasets.dialogue]\nmy-dialogues = my_dialogues_plugin:load\n")
+    result = affectgym_cli("list", "--datasets", env={"PYTHONPATH": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    sections = result.stdout.strip().split("\n\n")
+    assert [section.split(" ", 1)[0] for section in sections] == list(KINDS)
+    for (kind, declared), section in zip(KINDS.items(), sections, strict=True):
+        heading, *rows = section.splitlines()
+        assert f"{declared.argument}= of {', '.join(declared.envs)}" in heading and declared.group in heading
+        assert set(datasets(kind)) <= {row.split()[0] for row in rows}, kind
+        assert all(row.startswith("  ") and len(row.split()) > 1 for row in rows), "each dataset has a line about it"
+    speech, dialogue = sections[0], sections[1]
+    assert "(no data_dir)" in speech and "(data_dir needed)" in speech
+    plug_in = [row.split(None, 1) for row in dialogue.splitlines() if row.split()[0] == "my-dialogues"]
+    assert plug_in == [["my-dialogues", "Dialogues of my lab, from data_file."]]  # its docstring's first line
+
+
 def test_eval_help_shows_the_reply_token_defaults_of_a_local_and_an_api_model():
     from affectgym.agents.openai_agent import OpenAIAgent
     from affectgym.agents.transformers_agent import TransformersAgent

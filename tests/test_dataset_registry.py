@@ -51,6 +51,15 @@ def test_an_unknown_name_is_refused_naming_the_accepted_datasets_and_the_plug_in
         register_dataset("video", "clips", lambda **arguments: [])
 
 
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_each_env_a_kind_names_reads_that_kind_through_the_argument_it_names(kind):
+    declared = KINDS[kind]
+    assert declared.envs
+    for env_id in declared.envs:
+        with pytest.raises(ValueError, match=f"unknown {kind} dataset 'no-such-set'; {declared.argument}= accepts"):
+            affectgym.make(env_id, **{declared.argument: "no-such-set"})
+
+
 def test_a_dialogue_dataset_registered_in_the_process_is_what_the_env_plays():
     register_dataset("dialogue", "registry-test-exams", lambda *, data_file, hub_name: [one_dialogue("x1"), one_dialogue("x2")])
     env = affectgym.make("affectgym/EmpatheticDialogue-v0", dataset="registry-test-exams", split="all",

@@ -39,24 +39,25 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class DatasetKind:
-    """A kind of dataset: what its envs call the argument that names one, and where plug-ins declare theirs.
+    """A kind of dataset: the envs that read one, the argument that names it, and where plug-ins declare theirs.
 
     Attributes:
         group: The entry-point group of plug-in datasets of this kind.
         argument: The env argument that names a dataset (``"dataset"``, ``"instructions"``).
+        envs: The built-in envs that read a dataset of this kind (a plug-in env may read one too).
     """
 
     group: str
     argument: str
+    envs: tuple[str, ...]
 
 
 KINDS: Mapping[str, DatasetKind] = MappingProxyType({
-    "speech": DatasetKind("affectgym.datasets", "dataset"),
-    "dialogue": DatasetKind("affectgym.datasets.dialogue", "dataset"),
-    "instructions": DatasetKind("affectgym.datasets.instructions", "instructions"),
+    "speech": DatasetKind("affectgym.datasets", "dataset", ("affectgym/SpeechEmotion-v0", "affectgym/Sarcasm-v0")),
+    "dialogue": DatasetKind("affectgym.datasets.dialogue", "dataset", ("affectgym/EmpatheticDialogue-v0",)),
+    "instructions": DatasetKind("affectgym.datasets.instructions", "instructions", ("affectgym/EmotionStyle-v0",)),
 })
-"""Every kind of dataset, by name: speech clips (SpeechEmotion-v0, Sarcasm-v0), tagged dialogues
-(EmpatheticDialogue-v0) and open-ended instructions (EmotionStyle-v0)."""
+"""Every kind of dataset, by name: speech clips, tagged dialogues and open-ended instructions."""
 
 _LOADERS: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}
 _plugins_loaded: set[str] = set()
