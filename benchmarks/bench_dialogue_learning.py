@@ -125,7 +125,8 @@ def sft_stage(seed: int, steps: int) -> tuple[Path, dict[str, Any]]:
 
 def dpo_stage(seed: int, rounds: int, steps: int, sft_adapter: Path, sft_steps: int) -> tuple[Path, dict[str, Any]]:
     """The DPO adapter trained from the SFT adapter (of ``sft_steps`` steps), and its summary."""
-    from affectgym.train.config import config_to_yaml, load_config
+    from affectgym.train.config import config_to_yaml
+    from affectgym.train.config_parser import load_config
     from affectgym.train.dpo import train_dpo
 
     out = WORK / f"s{seed}" / f"dpo{steps_suffix(sft_steps, rounds)}"

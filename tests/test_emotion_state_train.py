@@ -12,7 +12,7 @@ from affectgym.envs.emotion_state import EmotionStateEnv
 from affectgym.envs.emotion_state.plot import plot_episode, rollout
 from affectgym.train import commands
 from affectgym.train.commands import config_from_args
-from affectgym.train.config import load_config
+from affectgym.train.config_parser import load_config
 from affectgym.train.sb3 import read_monitor_logs, train_sb3
 
 

@@ -1,4 +1,4 @@
-"""``affectgym train``: options generated from the config dataclass, YAML files, precedence."""
+"""``affectgym train``: options from the config dataclass through TRL's TrlParser, YAML files, recipes, precedence."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ import pytest
 import toy_env
 from tiny_models import tiny_causal_lm
 
+from affectgym.cli import main
 from affectgym.train import commands
 from affectgym.train.commands import config_from_args
-from affectgym.train.config import TrainConfig, config_fields, config_to_yaml, load_config
+from affectgym.train.config import TrainConfig, config_fields, config_to_yaml
+from affectgym.train.config_parser import ConfigFileError, load_config, parse_train_args
+from affectgym.train.recipes import sarcasm_cpu_config
 
 TOY_ID = "affectgym-test/TrainToyMood-v0"
 if TOY_ID not in gym.registry:
@@ -25,14 +28,35 @@ def parse(argv):
     return parser.parse_args(["train", *argv])
 
 
-def test_every_config_field_is_a_cli_option():
-    parser = argparse.ArgumentParser()
-    commands.register(parser.add_subparsers(dest="command"))
-    help_text = parser._subparsers._group_actions[0].choices["train"].format_help()
+def test_train_help_lists_every_config_field_with_its_help(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["train", "--help"])
+    assert exited.value.code == 0
+    help_text = " ".join(capsys.readouterr().out.split())
     for item in config_fields():
         if item.name != "env_id":
             assert "--" + item.name.replace("_", "-") in help_text
-            assert item.metadata["help"].split()[0] in help_text
+            assert " ".join(item.metadata["help"].split()[:4]) in help_text
+    for switch in ("--config FILE.yaml", "--recipe NAME", "--list-recipes", "--print-config", "--overwrite", "--resume"):
+        assert switch in help_text
+
+
+def test_affectgym_help_lists_the_train_command(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "train a policy on an environment" in capsys.readouterr().out
+
+
+def test_a_usage_error_exits_2_and_an_invalid_value_is_one_error_line(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["train", "affectgym/Sarcasm-v0", "--mode", "bogus"])
+    assert exited.value.code == 2
+    assert "affectgym train: error: argument --mode: invalid choice: 'bogus'" in capsys.readouterr().err
+    assert main(["train", "affectgym/Sarcasm-v0", "--learning-rate", "-1"]) == 1
+    assert capsys.readouterr().err.startswith(
+        "affectgym: error: invalid training config: learning_rate must be a finite number >= 0 (0 = the policy stays as it "
+        "is), got -1.0 (rerun with --debug"
+    )
 
 
 def test_cli_options_parse_into_the_config():
@@ -59,10 +83,64 @@ def test_yaml_file_is_read_and_explicit_options_win(tmp_path):
 def test_unknown_yaml_keys_and_bad_values_are_named(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("max_stepz: 3\n")
-    with pytest.raises(ValueError, match="unknown option.*max_stepz"):
+    with pytest.raises(ConfigFileError, match=rf"{path}: unknown option\(s\) \['max_stepz'\]; accepted: env_id, model"):
         load_config(path)
+    with pytest.raises(ConfigFileError, match="unknown option.*max_stepz"):
+        config_from_args(parse(["affectgym/Sarcasm-v0", "--config", str(path)]))
     with pytest.raises(ValueError, match="batch_size \\(6\\) must be a multiple of num_generations \\(4\\)"):
         TrainConfig(env_id="x", batch_size=6, num_generations=4)
+
+
+@pytest.mark.parametrize(("line", "named"), [
+    ("max_steps: many", "invalid training config: max_steps must be an integer, got 'many'"),
+    ("max_steps: 2.5", "invalid training config: max_steps must be an integer, got 2.5"),
+    ("learning_rate: -1e-5", "invalid training config: learning_rate must be a finite number >= 0 (0 = the policy stays as "
+                             "it is), got -1e-05"),
+    ("mode: batch", "invalid training config: mode must be one of 'flat', 'multiturn', got 'batch'"),
+    ("demos: one-folder", "invalid training config: demos must be a list of strings, got 'one-folder'"),
+])
+def test_a_bad_value_in_a_yaml_file_is_refused_as_the_same_value_in_python(tmp_path, line, named):
+    path = tmp_path / "bad.yaml"
+    path.write_text(f"env_id: affectgym/Sarcasm-v0\n{line}\n")
+    with pytest.raises(ValueError) as refused:
+        config_from_args(parse(["--config", str(path)]))
+    assert str(refused.value) == named
+    with pytest.raises(ValueError) as refused:
+        load_config(path)
+    assert str(refused.value) == f"{path}: {named}"
+
+
+def test_a_missing_or_non_yaml_config_file_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="config file .*nope.yaml' does not exist; write one with --print-config"):
+        config_from_args(parse(["--config", str(tmp_path / "nope.yaml")]))
+    path = tmp_path / "torn.yaml"
+    path.write_text("env_id: [unclosed\n")
+    with pytest.raises(ConfigFileError, match=rf"{path}: not a YAML file of option: value lines"):
+        load_config(path)
+
+
+def test_options_given_win_over_the_yaml_file_which_wins_over_the_recipe(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("max_steps: 24\nseed: 3\nlearning_rate: 1e-4\n")
+    from_file, _ = parse_train_args(["--recipe", "sarcasm-cpu", "--config", str(path)])
+    # the recipe derives its warmup and its rows from the max_steps the file gives
+    assert from_file == sarcasm_cpu_config("runs/sarcasm-cpu", max_steps=24, seed=3, learning_rate=1e-4)
+    given, _ = parse_train_args(["--recipe", "sarcasm-cpu", "--config", str(path), "--seed", "5", "--max-steps", "12"])
+    assert given == sarcasm_cpu_config("runs/sarcasm-cpu", max_steps=12, seed=5, learning_rate=1e-4)
+    path.write_text("recipe: sarcasm-cpu\nmax_steps: 24\n")  # a file may name the recipe too
+    assert parse_train_args(["--config", str(path)])[0] == sarcasm_cpu_config("runs/sarcasm-cpu", max_steps=24)
+
+
+def test_a_list_option_takes_several_values_and_may_be_repeated():
+    config, _ = parse_train_args(["affectgym/Sarcasm-v0", "--algo", "sft", "--demos", "a", "b", "--demos", "c"])
+    assert config.demos == ["a", "b", "c"]
+
+
+def test_a_true_or_unset_option_alone_means_true_and_takes_false():
+    assert parse_train_args(["x", "--bf16"])[0].bf16 is True
+    assert parse_train_args(["x", "--bf16", "false", "--gradient-checkpointing", "no"])[0].bf16 is False
+    assert parse_train_args(["x"])[0].bf16 is None
+    assert parse_train_args(["x", "--references", "--algo", "sft"])[0].references is True
 
 
 def test_print_config_writes_yaml_that_loads_back(tmp_path, capsys):
@@ -71,6 +149,39 @@ def test_print_config_writes_yaml_that_loads_back(tmp_path, capsys):
     path = tmp_path / "printed.yaml"
     path.write_text(capsys.readouterr().out)
     assert load_config(path) == TrainConfig(env_id="affectgym/Sarcasm-v0", max_steps=3)
+
+
+@pytest.mark.parametrize("argv", [
+    ["affectgym/Sarcasm-v0", "--learning-rate", "3e-5", "--env-kwargs", '{"rubric": "single"}', "--oversample", "pivot=2",
+     "--bf16", "false", "--eval-episodes", "0", "--min-reward", "0.5", "--demos", "d", "--anchor-coef", "0.5"],
+    ["affectgym/Sarcasm-v0", "--algo", "sft", "--demos", "a", "b", "--tool-turns-only", "--output-dir", "out"],
+    ["affectgym/Sarcasm-v0", "--algo", "dpo", "--rounds", "2", "--pair-margin", "0.0", "--dpo-beta", "0.2"],
+    ["affectgym/EmotionState-v0", "--algo", "ppo", "--timesteps", "2048"],
+    ["--recipe", "sarcasm-cpu", "--max-steps", "12"],
+], ids=["grpo", "sft", "dpo", "ppo", "recipe"])
+def test_print_config_output_read_back_with_config_is_the_same_config(argv, tmp_path, capsys):
+    args = parse([*argv, "--print-config"])
+    assert args.func(args) == 0
+    path = tmp_path / "printed.yaml"
+    path.write_text(capsys.readouterr().out)
+    assert config_from_args(parse(["--config", str(path)])) == config_from_args(args)
+
+
+@pytest.mark.parametrize("switches", [[], ["--overwrite"], ["--resume"]])
+def test_overwrite_and_resume_reach_the_trainer(switches, monkeypatch, tmp_path, capsys):
+    from affectgym.train import sft
+
+    seen = {}
+
+    def fake_train_sft(config, **options):
+        seen.update(options, config=config)
+        return {"steps": 0}
+
+    monkeypatch.setattr(sft, "train_sft", fake_train_sft)
+    args = parse([TOY_ID, "--algo", "sft", "--references", "--output-dir", str(tmp_path / "run"), *switches])
+    assert args.func(args) == 0
+    assert (seen["overwrite"], seen["resume"]) == ("--overwrite" in switches, "--resume" in switches)
+    assert seen["config"].output_dir == str(tmp_path / "run")
 
 
 def test_train_command_runs_a_two_step_flat_run(tmp_path, capsys):

@@ -8,7 +8,8 @@ import pytest
 from tiny_models import tiny_causal_lm
 
 from affectgym.train import commands
-from affectgym.train.config import TrainConfig, config_to_yaml, load_config
+from affectgym.train.config import TrainConfig, config_to_yaml
+from affectgym.train.config_parser import load_config
 from affectgym.train.grpo import train
 from affectgym.train.policy import check_policy
 from affectgym.train.recipes import RECIPES, recipe_config, recipe_needs, sarcasm_cpu_config

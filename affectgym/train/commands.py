@@ -1,7 +1,8 @@
 """The ``affectgym train`` subcommand.
 
 ``affectgym train ENV_ID [--algo grpo|sft|dpo|ppo|sac] ...``: every option comes from a field of
-:class:`~affectgym.train.config.TrainConfig`, one configuration for every algorithm;
+:class:`~affectgym.train.config.TrainConfig`, one configuration for every algorithm, read through
+TRL's ``TrlParser`` (:mod:`affectgym.train.config_parser`);
 ``--recipe NAME`` starts from a named recipe (``--list-recipes``), ``--config FILE.yaml``
 reads options from a file and ``--print-config`` writes one (and trains nothing); an
 ``--output-dir`` that holds an earlier run is refused unless ``--overwrite`` (or ``--resume``, to
@@ -27,17 +28,10 @@ from typing import Any
 
 from affectgym.eval.commands import run_eval_command
 from affectgym.train.adapters import saved_model_problem
-from affectgym.train.config import (
-    TrainConfig,
-    add_config_arguments,
-    config_fields,
-    config_file_values,
-    config_to_yaml,
-    load_config,
-)
+from affectgym.train.config import TrainConfig, config_to_yaml
 from affectgym.train.flatten import check_oversample_flags
 from affectgym.train.policy import check_policy
-from affectgym.train.recipes import RECIPES, recipe_config, recipe_listing
+from affectgym.train.recipes import recipe_listing
 from affectgym.train.run import heldout_eval_config
 
 #: The env kind (:func:`affectgym.envs.spaces.env_kind`) each algorithm trains on.
@@ -47,58 +41,24 @@ DEFAULT_NUMERIC_ENV = "affectgym/EmotionState-v0"
 
 
 def register(subparsers: Any) -> None:
-    """Add ``train`` to the ``affectgym`` command."""
+    """Add ``train`` to the ``affectgym`` command: its words go as they are to :func:`run_train`'s ``TrlParser``.
+
+    The subparser has no option prefix, so it takes every word after ``train``, options included,
+    and ``affectgym train --help`` is the ``TrlParser``'s help (as in TRL's own ``trl`` command).
+    """
     parser = subparsers.add_parser(
-        "train",
+        "train", add_help=False, prefix_chars="\0",
         help="train a policy on an environment (GRPO, SFT or DPO with TRL; PPO/SAC with Stable-Baselines3)",
-        description=(
-            "--algo grpo (default): GRPO of a language model on a text env with TRL, flat (single-shot prompts, "
-            "every tool output pre-rendered) or multiturn (the model calls the env's tools); writes config.yaml, "
-            "log_history.json, reward curves, the LoRA adapter and a held-out base-vs-trained evaluation to "
-            "--output-dir. --algo sft: a supervised warm start on demonstrations; --algo dpo: rounds of DPO on pairs "
-            "of the policy's own replies ranked by the env's reward. --algo ppo|sac: Stable-Baselines3 on a numeric env (default affectgym/EmotionState-v0); "
-            "writes config.yaml, model.zip, learning_curve.png and summary.json. Options of the other algorithm "
-            "are refused. Several GPUs: accelerate launch -m affectgym.cli train ..."
-        ),
     )
-    add_config_arguments(parser)
-    parser.add_argument(
-        "--recipe", default=None, choices=list(RECIPES), metavar="NAME",
-        help="start from a named, measured recipe (the YAML file and explicit options win); see --list-recipes",
-    )
-    parser.add_argument("--list-recipes", action="store_true", help="list the recipes and exit")
-    parser.add_argument(
-        "--config", dest="config_file", default=None, metavar="FILE.yaml",
-        help="read options from a YAML file (explicit options win); see --print-config",
-    )
-    parser.add_argument(
-        "--overwrite", action="store_true",
-        help="train into an --output-dir that holds an earlier run, deleting that run's files first",
-    )
-    parser.add_argument(
-        "--resume", action="store_true",
-        help="continue the interrupted run in --output-dir (same options) from its last checkpoint, "
-             "or finish its held-out evaluation",
-    )
-    parser.add_argument(
-        "--print-config", action="store_true",
-        help="print the resulting configuration as YAML (the options of its --algo) and exit without training",
-    )
+    parser.add_argument("train_argv", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     parser.set_defaults(func=run_train)
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    """The config from parsed arguments: defaults (or ``--recipe``), then ``--config`` YAML, then explicit options."""
-    values: dict[str, Any] = {}
-    config_file = getattr(args, "config_file", None)
-    if config_file:
-        values.update(config_file_values(Path(config_file)))
-    names = {f.name for f in config_fields()}
-    values.update({name: value for name, value in vars(args).items() if name in names})
-    recipe = getattr(args, "recipe", None)
-    if recipe:
-        return recipe_config(recipe, values)
-    return TrainConfig(**values)
+    """The config of a parsed ``affectgym train`` command line (:func:`~affectgym.train.config_parser.parse_train_args`)."""
+    from affectgym.train.config_parser import parse_train_args
+
+    return parse_train_args(args.train_argv)[0]
 
 
 def check_algo_supports(config: TrainConfig) -> None:
@@ -136,16 +96,18 @@ def check_algo_supports(config: TrainConfig) -> None:
 
 def run_train(args: argparse.Namespace) -> int:
     """Handle ``affectgym train``: list the recipes, or check the env against the algorithm, then print the config or train."""
-    if args.list_recipes:
+    from affectgym.train.config_parser import parse_train_args
+
+    config, switches = parse_train_args(args.train_argv)
+    if switches.list_recipes:
         print(recipe_listing())
         return 0
-    config = config_from_args(args)
     if not config.env_id:
         if ALGO_ENV_KINDS[config.algo] == "text":
             raise ValueError("no environment id given; e.g. affectgym train affectgym/Sarcasm-v0 --model smollm2-135m")
         config = dataclasses.replace(config, env_id=DEFAULT_NUMERIC_ENV)
     check_algo_supports(config)
-    if args.print_config:
+    if switches.print_config:
         if ALGO_ENV_KINDS[config.algo] == "text":
             # what the run would refuse before loading, --print-config refuses too (an alias is resolved only to train)
             check_policy(config, resolve_alias=False)
@@ -156,23 +118,23 @@ def run_train(args: argparse.Namespace) -> int:
 
         from affectgym.train.grpo import train
 
-        summary = train(config, progress=True, overwrite=args.overwrite, resume=args.resume)
+        summary = train(config, progress=True, overwrite=switches.overwrite, resume=switches.resume)
         if not PartialState().is_main_process:  # under accelerate launch the main process prints the summary once
             return 0
     elif config.algo == "sft":
         from affectgym.train.sft import train_sft
 
-        summary = train_sft(config, progress=True, overwrite=args.overwrite, resume=args.resume)
+        summary = train_sft(config, progress=True, overwrite=switches.overwrite, resume=switches.resume)
     elif config.algo == "dpo":
         from affectgym.train.dpo import train_dpo
 
-        summary = train_dpo(config, progress=True, overwrite=args.overwrite, resume=args.resume)
+        summary = train_dpo(config, progress=True, overwrite=switches.overwrite, resume=switches.resume)
     else:
         from affectgym.train.sb3 import train_from_config
 
-        if args.resume:
+        if switches.resume:
             raise ValueError(f"--resume continues GRPO, SFT and DPO runs; --algo {config.algo} runs start anew (--overwrite)")
-        summary = train_from_config(config, overwrite=args.overwrite).as_dict()
+        summary = train_from_config(config, overwrite=switches.overwrite).as_dict()
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -210,6 +172,7 @@ def apply_training_run(args: argparse.Namespace) -> None:
     from affectgym.agents.openai_agent import OpenAIAgent
     from affectgym.agents.registry import agent_class
     from affectgym.agents.transformers_agent import TransformersAgent
+    from affectgym.train.config_parser import load_config
 
     run = Path(args.from_train)
     if not (run / "config.yaml").is_file():

@@ -3,38 +3,29 @@
 One :class:`TrainConfig` serves every algorithm: GRPO and SFT (TRL, text envs) and PPO/SAC
 (Stable-Baselines3, numeric envs). Every field carries its help text in ``metadata["help"]``
 and, when it applies to some algorithms only, their names in ``metadata["algos"]``; setting
-such a field away from its default under another ``algo`` is an error, not silently ignored.
-:func:`add_config_arguments` turns the fields into ``argparse`` options (``max_steps`` ->
-``--max-steps``), grouped by algorithm; :func:`config_to_yaml` writes a commented YAML file
-of the fields the config's algorithm uses, and :func:`load_config` reads one back; on the
-command line, options given explicitly win over the YAML file, which wins over the defaults
-or over a named recipe's values (``--recipe``, :mod:`affectgym.train.recipes`).
+such a field away from its default under another ``algo`` is an error, not silently ignored,
+and every value is checked when the config is built, naming the field and what it accepts.
+TRL's ``TrlParser`` turns the fields into the options of ``affectgym train`` and reads its
+YAML files (:mod:`affectgym.train.config_parser`); :func:`config_to_yaml` writes a commented
+YAML file of the fields the config's algorithm uses, which that parser reads back.
 
 >>> config = TrainConfig(env_id="affectgym/Sarcasm-v0", max_steps=3)
 >>> config.max_steps, config.mode
 (3, 'flat')
 >>> "max_steps: 3" in config_to_yaml(config)
 True
->>> load_config_text(config_to_yaml(config)) == config
-True
 >>> ppo = TrainConfig(env_id="affectgym/EmotionState-v0", algo="ppo", timesteps=2048)
 >>> ppo.output_dir, "timesteps: 2048" in config_to_yaml(ppo), "max_steps" in config_to_yaml(ppo)
 ('runs/sb3', True, False)
 """
-
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
-import json
 import math
-import re
 import types
 import typing
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 ALGOS = ("grpo", "sft", "dpo", "ppo", "sac")
@@ -45,16 +36,6 @@ SAMPLING = ("grpo", "dpo", "sft")  # the algorithms that sample replies from the
 LM = ("grpo", "sft", "dpo")  # the algorithms that train a language model
 DEMOS = ("grpo", "sft")  # the algorithms that read demonstrated episodes
 SB3 = ("ppo", "sac")
-#: Argument-group titles of ``affectgym train --help``, by the algorithms a field applies to.
-ALGO_GROUPS = {
-    LM: "language models (--algo grpo|sft|dpo, text envs)",
-    DEMOS: "demonstrations (--algo sft, and --algo grpo's anchor)",
-    SAMPLING: "sampling from the policy (--algo grpo|dpo, and --algo sft --best-of)",
-    GRPO: "GRPO (--algo grpo)",
-    SFT: "supervised warm start (--algo sft)",
-    DPO: "preference optimisation from the env's reward (--algo dpo)",
-    SB3: "Stable-Baselines3 (--algo ppo|sac, numeric envs)",
-}
 #: ``lr_scheduler`` choices and the ``transformers`` schedule each names (every one warms up first).
 LR_SCHEDULERS = {"linear": "linear", "constant": "constant_with_warmup", "cosine": "cosine"}
 
@@ -383,11 +364,7 @@ class TrainConfig:
 
     def _type_problems(self) -> list[str]:
         """One problem per field whose value is not of its declared type."""
-        hints = _hints()
-        return [
-            f"{item.name} must be {_type_words(hints[item.name])}, got {getattr(self, item.name)!r}"
-            for item in config_fields() if not _is_instance(getattr(self, item.name), hints[item.name])
-        ]
+        return [problem for item in config_fields() if (problem := type_problem(item.name, getattr(self, item.name)))]
 
     def _range_problems(self) -> list[str]:
         """Values of the right type outside what the trainers accept."""
@@ -457,15 +434,19 @@ def _default(item: dataclasses.Field) -> Any:
     return item.default if item.default is not dataclasses.MISSING else item.default_factory()
 
 
-def _default_text(item: dataclasses.Field) -> str:
-    by_algo = item.metadata.get("by_algo")
-    if by_algo is None:
-        return str(_default(item))
-    return ", ".join(f"{value} with {algo}" for algo, value in by_algo.items())
-
-
+@functools.cache
 def _hints() -> dict[str, Any]:
     return typing.get_type_hints(TrainConfig)
+
+
+def type_problem(name: str, value: Any) -> str | None:
+    """What is wrong with ``value`` as the value of field ``name``, in words; ``None`` when it has the field's type.
+
+    >>> type_problem("max_steps", "10"), type_problem("max_steps", 10)
+    ("max_steps must be an integer, got '10'", None)
+    """
+    hint = _hints()[name]
+    return None if _is_instance(value, hint) else f"{name} must be {_type_words(hint)}, got {value!r}"
 
 
 def reporting_integrations() -> set[str]:
@@ -527,77 +508,6 @@ def _inner(hint: Any) -> tuple[Any, bool]:
     return hint, False
 
 
-def parse_mapping(text: str) -> dict[str, Any]:
-    """Read ``key=value,key=value`` or a JSON object; values are JSON when they parse.
-
-    >>> parse_mapping("pivot=2")
-    {'pivot': 2}
-    >>> parse_mapping('{"max_turns": 4, "split": "train"}')
-    {'max_turns': 4, 'split': 'train'}
-    >>> parse_mapping("")
-    {}
-    """
-    text = text.strip()
-    if not text:
-        return {}
-    if text.startswith("{"):
-        value = json.loads(text)
-        if not isinstance(value, dict):
-            raise ValueError(f"expected a JSON object, got {text!r}")
-        return value
-    result: dict[str, Any] = {}
-    for item in text.split(","):
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"expected key=value pairs separated by commas (or a JSON object), got {text!r}")
-        try:
-            result[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
-            result[key.strip()] = raw.strip()
-    return result
-
-
-def _parse_optional_int(text: str) -> int | None:
-    return None if text.strip().lower() in ("", "none", "null") else int(text)
-
-
-def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add one option per :class:`TrainConfig` field, grouped by algorithm.
-
-    Options default to ``argparse.SUPPRESS``, so :func:`affectgym.train.commands.config_from_args`
-    can tell the ones given explicitly (which win over the YAML file) from the defaults.
-    """
-    hints = _hints()
-    groups = {algos: parser.add_argument_group(title) for algos, title in ALGO_GROUPS.items()}
-    for item in config_fields():
-        kind, optional = _inner(hints[item.name])
-        help_text = item.metadata.get("help", "")
-        target = groups.get(item.metadata.get("algos"), parser)
-        if item.metadata.get("positional"):
-            target.add_argument(item.name, nargs="?", default=argparse.SUPPRESS, help=help_text)
-            continue
-        flag = "--" + item.name.replace("_", "-")
-        options: dict[str, Any] = {"default": argparse.SUPPRESS, "dest": item.name}
-        if kind is bool:
-            target.add_argument(
-                flag, action=argparse.BooleanOptionalAction, help=f"{help_text} (default: {_default_text(item)})", **options
-            )
-            continue
-        if typing.get_origin(kind) is Literal:
-            options["choices"] = list(typing.get_args(kind))
-        elif typing.get_origin(kind) is list:
-            options["action"] = "append"
-            options["metavar"] = item.name.upper().removesuffix("S")
-        elif typing.get_origin(kind) is dict or kind is dict:
-            options["type"] = parse_mapping
-            options["metavar"] = "K=V,..."
-        elif kind is int and optional:
-            options["type"] = _parse_optional_int
-        elif kind in (int, float, str):
-            options["type"] = kind
-        target.add_argument(flag, help=f"{help_text} (default: {_default_text(item)})", **options)
-
-
 def config_to_yaml(config: TrainConfig) -> str:
     """The config as YAML: the fields its ``algo`` uses, each preceded by its help as a comment."""
     import yaml
@@ -612,84 +522,4 @@ def config_to_yaml(config: TrainConfig) -> str:
     return "\n".join(lines) + "\n"
 
 
-#: YAML 1.2's floats: PyYAML follows YAML 1.1, where ``1e-5`` (no dot) is a string.
-_YAML12_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
-
-
-def yaml_values(text: str) -> Any:
-    """Parse YAML as ``yaml.safe_load`` does, but ``1e-5`` is a float (YAML 1.2) as ``1.0e-5`` is.
-
-    >>> yaml_values("learning_rate: 1e-5\\nseed: 3\\nname: 1e")
-    {'learning_rate': 1e-05, 'seed': 3, 'name': '1e'}
-    """
-    import yaml
-
-    return yaml.load(text, Loader=_yaml_loader())  # noqa: S506  (a SafeLoader subclass)
-
-
-@functools.cache
-def _yaml_loader() -> type:
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        """``SafeLoader`` that reads YAML 1.2's exponent floats."""
-
-    Loader.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_FLOAT, list("-+0123456789."))
-    return Loader
-
-
-def load_config_text(text: str) -> TrainConfig:
-    """A config from YAML text (unknown keys are an error)."""
-    values = yaml_values(text) or {}
-    return TrainConfig(**_checked(values, "the YAML text"))
-
-
-def load_config(path: str | Path) -> TrainConfig:
-    """A config from a YAML file (unknown keys are an error).
-
-    Raises:
-        FileNotFoundError: No such file.
-        ValueError: The file is not YAML, or sets an unknown option or an invalid value; the file is named.
-    """
-    values = config_file_values(Path(path))
-    try:
-        return TrainConfig(**values)
-    except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from None
-
-
-def config_file_values(path: Path) -> dict[str, Any]:
-    """The options a YAML config file sets, checked to be known ones (not yet a :class:`TrainConfig`)."""
-    import yaml
-
-    if not path.is_file():
-        raise FileNotFoundError(f"config file {str(path)!r} does not exist; write one with --print-config")
-    try:
-        values = yaml_values(path.read_text(encoding="utf-8")) or {}
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: not a YAML file of option: value lines ({' '.join(str(exc).split())})") from None
-    return _checked(values, str(path))
-
-
-def _checked(values: Any, where: str) -> dict[str, Any]:
-    if not isinstance(values, Mapping):
-        raise ValueError(f"{where}: expected a mapping of option: value, got {type(values).__name__}")
-    names = [f.name for f in config_fields()]
-    unknown = sorted(set(values) - set(names))
-    if unknown:
-        raise ValueError(f"{where}: unknown option(s) {unknown}; accepted: {', '.join(names)}")
-    return dict(values)
-
-
-__all__ = [
-    "ALGOS",
-    "TrainConfig",
-    "add_config_arguments",
-    "applicable_fields",
-    "config_fields",
-    "config_file_values",
-    "config_to_yaml",
-    "load_config",
-    "load_config_text",
-    "parse_mapping",
-]
+__all__ = ["ALGOS", "TrainConfig", "applicable_fields", "config_fields", "config_to_yaml", "type_problem"]

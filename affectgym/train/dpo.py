@@ -44,7 +44,7 @@ from typing import Any
 
 from affectgym.data.jsonl import json_lines
 from affectgym.train.arguments import trainer_arguments
-from affectgym.train.config import TrainConfig, config_to_yaml, load_config
+from affectgym.train.config import TrainConfig, config_to_yaml
 from affectgym.train.plots import plot_loss_curve
 from affectgym.train.policy import check_policy, has_gpu, load_policy, trainable_policy
 from affectgym.train.progress import show_progress
@@ -197,6 +197,8 @@ def _train_dpo(config: TrainConfig, *, gpu: bool | None, progress: bool, overwri
 
 def _as_started(config: TrainConfig) -> TrainConfig:
     """The config a resumed run must have been started with: ``config``, or it with fewer rounds (the run adds the rest)."""
+    from affectgym.train.config_parser import load_config  # TRL's parser, a heavy import
+
     written = Path(config.output_dir) / "config.yaml"
     if not written.is_file():
         return config
