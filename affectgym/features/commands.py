@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from affectgym.cli_arguments import add_dataclass_command
 from affectgym.features.prosody import BACKENDS
 from affectgym.features.render import CONTOUR_POINTS
 
@@ -21,44 +23,44 @@ DESCRIPTION = (
 )
 
 
+@dataclass
+class FeaturesOptions:
+    """The arguments of ``affectgym features``, one per field."""
+
+    file: str = field(metadata={
+        "positional": True, "metavar": "FILE",
+        "help": "one audio file (wav, flac, ogg, mp3, m4a, mp4...), or 'precompute' followed by a dataset name",
+    })
+    dataset: str | None = field(default=None, metadata={
+        "positional": True, "metavar": "DATASET",
+        "help": "with 'precompute': the dataset (affectgym list --datasets) whose every clip is measured and cached, "
+                "with its corpus norms, ahead of a run",
+    })
+    data_dir: str | None = field(default=None, metadata={"help": "with 'precompute': the dataset's data_dir"})
+    workers: int = field(default=1, metadata={"metavar": "N", "help": "with 'precompute': worker processes (default 1)"})
+    json: bool = field(default=False, metadata={
+        "help": "print the full measurements as JSON, one field per line (the contour arrays on one line each)",
+    })
+    plot: str | None = field(default=None, metadata={"metavar": "OUT.png", "help": "also draw waveform, pitch and intensity"})
+    backend: str = field(default="praat", metadata={
+        "choices": BACKENDS, "help": "analysis backend (librosa: the first run after installing compiles numba code, 20-40 s)",
+    })
+    points: int = field(default=CONTOUR_POINTS, metadata={
+        "help": f"width of the pitch sparkline (default {CONTOUR_POINTS}, what an agent sees)",
+    })
+    no_cache: bool = field(default=False, metadata={"help": "do not read or write the cache"})
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``features`` subcommand.
+    """Add the ``features`` subcommand, its options those of :class:`FeaturesOptions`.
 
     Args:
         subparsers: The object returned by ``ArgumentParser.add_subparsers()``.
     """
-    parser = subparsers.add_parser(
-        "features",
-        help="measure the prosody of an audio file, as the speech envs' tools show it",
-        description=DESCRIPTION,
+    add_dataclass_command(
+        subparsers, "features", [FeaturesOptions], run_features,
+        help="measure the prosody of an audio file, as the speech envs' tools show it", description=DESCRIPTION,
     )
-    parser.add_argument(
-        "file", metavar="FILE",
-        help="one audio file (wav, flac, ogg, mp3, m4a, mp4...), or 'precompute' followed by a dataset name",
-    )
-    parser.add_argument(
-        "dataset", nargs="?", default=None, metavar="DATASET",
-        help="with 'precompute': the dataset (affectgym list --datasets) whose every clip is measured and cached, "
-        "with its corpus norms, ahead of a run",
-    )
-    parser.add_argument("--data-dir", default=None, help="with 'precompute': the dataset's data_dir")
-    parser.add_argument("--workers", type=int, default=1, metavar="N",
-                        help="with 'precompute': worker processes (default 1)")
-    parser.add_argument(
-        "--json", action="store_true",
-        help="print the full measurements as JSON, one field per line (the contour arrays on one line each)",
-    )
-    parser.add_argument("--plot", metavar="OUT.png", help="also draw waveform, pitch and intensity")
-    parser.add_argument(
-        "--backend", choices=BACKENDS, default="praat",
-        help="analysis backend (librosa: the first run after installing compiles numba code, 20-40 s)",
-    )
-    parser.add_argument(
-        "--points", type=int, default=CONTOUR_POINTS,
-        help=f"width of the pitch sparkline (default {CONTOUR_POINTS}, what an agent sees)",
-    )
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
-    parser.set_defaults(func=run_features)
 
 
 def run_features(args: argparse.Namespace) -> int:
