@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from affectgym.cli_arguments import json_object_argument
+from affectgym.cli_arguments import add_dataclass_command, json_object_argument
 
 DESCRIPTION = (
     "Fit the discrimination ladder on a speech env's train split and score it on --split: majority class, "
@@ -22,8 +24,24 @@ DESCRIPTION = (
 )
 
 
+@dataclass
+class DataReportOptions:
+    """The arguments of ``affectgym data report``, one per field."""
+
+    env_id: str = field(metadata={
+        "positional": True, "metavar": "ENV_ID", "help": "a speech env, e.g. affectgym/Sarcasm-v0 or affectgym/SpeechEmotion-v0",
+    })
+    split: str = field(default="eval", metadata={"help": "the split scored (default: eval); the ladder is always fitted on train"})
+    env_kwargs: dict[str, Any] = field(default_factory=dict, metadata={
+        "type": json_object_argument, "metavar": "JSON",
+        "help": 'env arguments, e.g. \'{"dataset": "folder", "data_dir": "my_clips"}\' (not split: use --split)',
+    })
+    json: Path | None = field(default=None, metadata={"metavar": "PATH", "help": "also write the ladder as JSON to PATH"})
+    no_progress: bool = field(default=False, metadata={"help": "no progress lines while clips are measured"})
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``data`` subcommand (with ``data report``).
+    """Add the ``data`` subcommand (with ``data report``, its options those of :class:`DataReportOptions`).
 
     Args:
         subparsers: The object returned by ``ArgumentParser.add_subparsers()``.
@@ -31,20 +49,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     data = subparsers.add_parser("data", help="look at a speech dataset: `affectgym data report ENV_ID`",
                                  description="Look at the dataset behind a speech env.")
     actions = data.add_subparsers(dest="data_command", metavar="ACTION", required=True)
-    report = actions.add_parser(
-        "report", help="how hard a speech dataset is: the discrimination ladder, as a table and JSON",
-        description=DESCRIPTION,
+    add_dataclass_command(
+        actions, "report", [DataReportOptions], run_data_report,
+        help="how hard a speech dataset is: the discrimination ladder, as a table and JSON", description=DESCRIPTION,
     )
-    report.add_argument("env_id", metavar="ENV_ID", help="a speech env, e.g. affectgym/Sarcasm-v0 or affectgym/SpeechEmotion-v0")
-    report.add_argument("--split", default="eval",
-                        help="the split scored (default: eval); the ladder is always fitted on train")
-    report.add_argument(
-        "--env-kwargs", type=json_object_argument, default={}, metavar="JSON",
-        help='env arguments, e.g. \'{"dataset": "folder", "data_dir": "my_clips"}\' (not split: use --split)',
-    )
-    report.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write the ladder as JSON to PATH")
-    report.add_argument("--no-progress", action="store_true", help="no progress lines while clips are measured")
-    report.set_defaults(func=run_data_report)
 
 
 def run_data_report(args: argparse.Namespace) -> int:
@@ -74,4 +82,4 @@ def run_data_report(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["register", "run_data_report"]
+__all__ = ["DataReportOptions", "register", "run_data_report"]
