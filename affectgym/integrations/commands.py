@@ -3,17 +3,67 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from affectgym.cli_arguments import add_dataclass_command, json_object_argument
+from affectgym.integrations.openenv.app import ServeConfig
+
+#: ``ServeConfig``'s defaults, which are the options' defaults.
+_SERVED = ServeConfig(env_id="")
+
+
+@dataclass
+class ServeOptions:
+    """The arguments of ``affectgym serve``, one per field (those of :class:`ServeConfig`, with ``--split`` apart)."""
+
+    env_id: str = field(metadata={
+        "positional": True, "metavar": "ENV_ID", "help": "environment id (see `affectgym list`), built-in or from a plug-in",
+    })
+    split: str = field(default="train", metadata={
+        "help": "scenario split (default: train); the only way to set it: --env-kwargs may not hold 'split'",
+    })
+    env_kwargs: dict[str, Any] = field(default_factory=dict, metadata={
+        "type": json_object_argument, "metavar": "JSON",
+        "help": 'extra env arguments, e.g. \'{"max_turns": 6}\' (not split: use --split)',
+    })
+    host: str = field(default=_SERVED.host, metadata={
+        "help": f"address to bind (default {_SERVED.host}: this machine only; 0.0.0.0 exposes the env to the network)",
+    })
+    port: int = field(default=_SERVED.port, metadata={"help": f"TCP port (default {_SERVED.port})"})
+    max_sessions: int = field(default=_SERVED.max_sessions, metadata={
+        "metavar": "N",
+        "help": f"WebSocket sessions (env instances) at a time per worker; more are refused (default {_SERVED.max_sessions})",
+    })
+    idle_timeout_s: float = field(default=_SERVED.idle_timeout_s, metadata={
+        "metavar": "S",
+        "help": f"close a session after S seconds without a message from its client, or with the server's messages "
+                f"unread (default {_SERVED.idle_timeout_s:g})",
+    })
+    workers: int = field(default=_SERVED.workers, metadata={
+        "metavar": "W", "help": f"uvicorn worker processes, each with its own sessions (default {_SERVED.workers})",
+    })
+    max_connections: int = field(default=_SERVED.max_connections, metadata={
+        "metavar": "N",
+        "help": f"connections a worker takes at a time; more are answered 503 (default {_SERVED.max_connections})",
+    })
+    header_timeout_s: float = field(default=_SERVED.header_timeout_s, metadata={
+        "metavar": "S",
+        "help": f"close a connection that has not sent a request's headers S seconds after opening or after its "
+                f"previous response (default {_SERVED.header_timeout_s:g})",
+    })
+    max_body_bytes: int = field(default=_SERVED.max_body_bytes, metadata={
+        "metavar": "B", "help": f"largest HTTP request body; larger ones are answered 413 (default {_SERVED.max_body_bytes})",
+    })
+    log_level: Literal["critical", "error", "warning", "info", "debug"] = field(default=_SERVED.log_level, metadata={
+        "help": "uvicorn's log level",
+    })
 
 
 def register(subparsers: Any) -> None:
-    """Add ``serve`` to the ``affectgym`` command."""
-    from affectgym.cli_arguments import json_object_argument
-    from affectgym.integrations.openenv.app import ServeConfig
-
-    defaults = ServeConfig(env_id="")
-    parser = subparsers.add_parser(
-        "serve",
+    """Add ``serve`` to the ``affectgym`` command, its options those of :class:`ServeOptions`."""
+    add_dataclass_command(
+        subparsers, "serve", [ServeOptions], run_serve,
         help="serve an env over HTTP and WebSocket (OpenEnv), one env per session, for remote trainers and evals",
         description=(
             "Serve ENV_ID with openenv-core's server under uvicorn: OpenEnv clients reset and step it over "
@@ -22,54 +72,12 @@ def register(subparsers: Any) -> None:
             "every host that reaches it play the env and read its scenarios and tool outputs."
         ),
     )
-    parser.add_argument("env_id", metavar="ENV_ID", help="environment id (see `affectgym list`), built-in or from a plug-in")
-    parser.add_argument(
-        "--split", default="train",
-        help="scenario split (default: train); the only way to set it: --env-kwargs may not hold 'split'",
-    )
-    parser.add_argument(
-        "--env-kwargs", type=json_object_argument, default={}, metavar="JSON",
-        help='extra env arguments, e.g. \'{"max_turns": 6}\' (not split: use --split)',
-    )
-    parser.add_argument(
-        "--host", default=defaults.host,
-        help=f"address to bind (default {defaults.host}: this machine only; 0.0.0.0 exposes the env to the network)",
-    )
-    parser.add_argument("--port", type=int, default=defaults.port, help=f"TCP port (default {defaults.port})")
-    parser.add_argument(
-        "--max-sessions", type=int, default=defaults.max_sessions, metavar="N",
-        help=f"WebSocket sessions (env instances) at a time per worker; more are refused (default {defaults.max_sessions})",
-    )
-    parser.add_argument(
-        "--idle-timeout-s", type=float, default=defaults.idle_timeout_s, metavar="S",
-        help=f"close a session after S seconds without a message from its client, or with the server's messages "
-             f"unread (default {defaults.idle_timeout_s:g})",
-    )
-    parser.add_argument(
-        "--workers", type=int, default=defaults.workers, metavar="W",
-        help=f"uvicorn worker processes, each with its own sessions (default {defaults.workers})",
-    )
-    parser.add_argument(
-        "--max-connections", type=int, default=defaults.max_connections, metavar="N",
-        help=f"connections a worker takes at a time; more are answered 503 (default {defaults.max_connections})",
-    )
-    parser.add_argument(
-        "--header-timeout-s", type=float, default=defaults.header_timeout_s, metavar="S",
-        help=f"close a connection that has not sent a request's headers S seconds after opening or after its "
-             f"previous response (default {defaults.header_timeout_s:g})",
-    )
-    parser.add_argument(
-        "--max-body-bytes", type=int, default=defaults.max_body_bytes, metavar="B",
-        help=f"largest HTTP request body; larger ones are answered 413 (default {defaults.max_body_bytes})",
-    )
-    parser.add_argument("--log-level", default=defaults.log_level, choices=["critical", "error", "warning", "info", "debug"], help="uvicorn's log level")
-    parser.set_defaults(func=run_serve)
 
 
 def run_serve(args: argparse.Namespace) -> int:
     """Handler of ``affectgym serve``."""
     import affectgym  # noqa: F401  (registers the built-in envs and plugins)
-    from affectgym.integrations.openenv.app import ServeConfig, serve
+    from affectgym.integrations.openenv.app import serve
 
     if "split" in args.env_kwargs:
         raise ValueError(
@@ -85,4 +93,4 @@ def run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["register", "run_serve"]
+__all__ = ["ServeOptions", "register", "run_serve"]
