@@ -136,7 +136,7 @@ def run(task: FirstTokenTask, arm: str, seed: int, steps: int, eval_every: int) 
     from peft import get_peft_model
     from transformers import AutoModelForCausalLM, get_linear_schedule_with_warmup, set_seed
 
-    from affectgym.agents.models import resolve_model
+    from affectgym.models import resolve_model
     from affectgym.train.flatten import to_dataset
     from affectgym.train.policy import peft_config
 
@@ -181,7 +181,7 @@ def first_token_task() -> FirstTokenTask:
     """The task of the recipe's model and env options (one for every run: building it parses every token)."""
     from transformers import AutoTokenizer
 
-    from affectgym.agents.models import resolve_model
+    from affectgym.models import resolve_model
 
     config = sarcasm_cpu_config("runs/bench-estimator")
     tokenizer = AutoTokenizer.from_pretrained(resolve_model(config.model))

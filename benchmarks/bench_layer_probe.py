@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     from sklearn.linear_model import LogisticRegression
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from affectgym.agents.models import resolve_model
+    from affectgym.models import resolve_model
 
     path = resolve_model("smollm2-135m")
     tokenizer = AutoTokenizer.from_pretrained(path)

@@ -282,7 +282,7 @@ def policy_token_lengths(replies: Sequence[str]) -> dict[str, float] | None:
     try:
         from transformers import AutoTokenizer
 
-        from affectgym.agents.models import resolve_model
+        from affectgym.models import resolve_model
 
         tokenizer = AutoTokenizer.from_pretrained(resolve_model("smollm2-135m"))
     except (ImportError, OSError) as error:

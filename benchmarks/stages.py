@@ -73,7 +73,7 @@ def load_policy(model: str, adapter: Path | None = None) -> tuple[Any, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from affectgym.agents.models import resolve_model
+    from affectgym.models import resolve_model
 
     path = resolve_model(model)
     policy = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)

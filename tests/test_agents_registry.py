@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from affectgym.agents.base import FunctionAgent
-from affectgym.agents.models import resolve_model, smollm2_gguf_path
 from affectgym.agents.registry import make_agent, register_agent, registered_agents
+from affectgym.models import resolve_model, smollm2_gguf_path
 
 
 def test_registered_name_builds_its_agent_with_the_given_kwargs():

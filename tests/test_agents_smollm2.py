@@ -10,9 +10,9 @@ pytest.importorskip("gguf")
 
 @pytest.mark.slow
 def test_smollm2_alias_converts_once_loads_offline_and_replies(monkeypatch):
-    from affectgym.agents.models import smollm2_gguf_path
     from affectgym.agents.registry import make_agent
     from affectgym.cache_root import cache_root
+    from affectgym.models import smollm2_gguf_path
 
     try:
         smollm2_gguf_path()

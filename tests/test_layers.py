@@ -36,7 +36,7 @@ import pytest
 PACKAGE_ROOT = Path(__file__).resolve().parents[1] / "affectgym"
 
 LAYERS: tuple[tuple[tuple[str, ...], ...], ...] = (
-    (("affectgym.emotions", "affectgym._version", "affectgym.cache_root", "affectgym.hub", "affectgym.library_output", "affectgym.text",
+    (("affectgym.emotions", "affectgym._version", "affectgym.cache_root", "affectgym.hub", "affectgym.models", "affectgym.library_output", "affectgym.text",
       "affectgym.cli_arguments"),),
     # data reads clips with the features' audio reader and fits their prosody norms
     (("affectgym.features", "affectgym.rewards"), ("affectgym.data",)),

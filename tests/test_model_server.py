@@ -37,7 +37,7 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """``(base_url, model, process)`` of a running ``transformers serve`` on the embedded SmolLM2."""
-    from affectgym.agents.models import smollm2_gguf_path
+    from affectgym.models import smollm2_gguf_path
 
     try:
         smollm2_gguf_path()

@@ -45,7 +45,7 @@ def smollm2_tokenizer():
     pytest.importorskip("gguf")
     from transformers import AutoTokenizer
 
-    from affectgym.agents.models import resolve_model
+    from affectgym.models import resolve_model
 
     try:
         return AutoTokenizer.from_pretrained(resolve_model("smollm2-135m"))
@@ -72,7 +72,7 @@ def test_assistant_only_mask_on_the_smollm2_tokenizer_covers_each_assistant_turn
 def test_chat_prompt_form_is_the_agents_answer_turn_token_for_token(tiny_model):
     from transformers import AutoTokenizer
 
-    from affectgym.agents.models import CHATML_TOOL_TEMPLATE
+    from affectgym.models import CHATML_TOOL_TEMPLATE
     from affectgym.train.flatten import to_dataset
     from affectgym.train.grpo import chat_text_prompts
 

@@ -71,7 +71,7 @@ def tiny_causal_lm(
         Qwen2ForCausalLM,
     )
 
-    from affectgym.agents.models import CHATML_TOOL_TEMPLATE
+    from affectgym.models import CHATML_TOOL_TEMPLATE
 
     directory = Path(tmp_path) / name
     tokenizer_model = Tokenizer(models.BPE())

@@ -4,7 +4,7 @@ Accepted specs:
 
 * a registered name: ``register_agent(name, factory)`` (the sarcasm baselines register
   ``majority``, ``random``, ``prosody-rule``, ``probe``...), or a model alias of
-  :mod:`affectgym.agents.models` such as ``smollm2-135m`` (a :class:`TransformersAgent`);
+  :mod:`affectgym.models` such as ``smollm2-135m`` (a :class:`TransformersAgent`);
 * ``hf:<folder or hub id>``: a :class:`TransformersAgent`;
 * ``openai:<model>@<base_url>`` (``@<base_url>`` optional: ``$OPENAI_BASE_URL`` or OpenAI's):
   an :class:`OpenAIAgent`;
@@ -86,7 +86,7 @@ def register_agent(name: str, factory: AgentFactory, *, agent_class: type[Agent]
 
 def registered_agents() -> list[str]:
     """Names :func:`make_agent` accepts (registered agents and model aliases), sorted."""
-    from affectgym.agents.models import model_aliases
+    from affectgym.models import model_aliases
 
     _load_builtin()
     return sorted(set(_REGISTRY) | set(model_aliases()))
@@ -108,7 +108,7 @@ def make_agent(
     Raises:
         ValueError: The spec matches no accepted form; the message lists them.
     """
-    from affectgym.agents.models import model_aliases
+    from affectgym.models import model_aliases
 
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"agent spec must be a non-empty string, got {spec!r}; accepted: {_accepted()}")
@@ -149,7 +149,7 @@ def agent_class(spec: str) -> type[Agent] | None:
     >>> agent_class("openai:gpt-4o-mini").__name__, agent_class("hf:./my-model").__name__
     ('OpenAIAgent', 'TransformersAgent')
     """
-    from affectgym.agents.models import model_aliases
+    from affectgym.models import model_aliases
 
     spec = spec.strip()
     _load_builtin()

@@ -6,7 +6,7 @@ The engine is Hugging Face's own server (FastAPI, ``/v1/chat/completions`` and
     python -m affectgym.agents.serve_local --port 8000
     affectgym eval affectgym/Sarcasm-v0 --agent openai:smollm2-135m@http://127.0.0.1:8000/v1 -n 4 -t 32
 
-A model alias (``smollm2-135m``, see :mod:`affectgym.agents.models`) is resolved to its
+A model alias (``smollm2-135m``, see :mod:`affectgym.models`) is resolved to its
 folder and served from the folder above it under its own name, so requests name the
 model as affectgym does. The settings that make it answer on a CPU:
 
@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
-from affectgym.agents.models import resolve_model
+from affectgym.models import resolve_model
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -66,7 +66,7 @@ def serve_command(model: str = "smollm2-135m", *, host: str = DEFAULT_HOST, port
     if not (folder / "config.json").is_file():
         raise FileNotFoundError(
             f"cannot serve {model!r}: {folder} is not a model folder (no config.json); "
-            "give a model alias (see affectgym.agents.models.model_aliases()) or a local transformers model folder"
+            "give a model alias (see affectgym.models.model_aliases()) or a local transformers model folder"
         )
     argv = [sys.executable, "-m", "transformers.cli.transformers", "serve", folder.name,
             "--device", "cpu", "--host", host, "--port", str(port)]

@@ -17,9 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from affectgym.agents.base import Agent, TokenCount, raw_text_messages
-from affectgym.agents.models import CHATML_TOOL_TEMPLATE, resolve_model
 from affectgym.hub import pretrained_problem
 from affectgym.library_output import hf_progress_bars_hidden
+from affectgym.models import CHATML_TOOL_TEMPLATE, resolve_model
 
 #: A local model's longest message by default, in tokens: a tool call or an answer takes 20-60,
 #: and a base model that never ends its turn costs at most this much a message on a CPU.

@@ -2,7 +2,7 @@
 
 :func:`train` runs the whole job from a :class:`~affectgym.train.config.TrainConfig`:
 
-1. the policy: an alias (``smollm2-135m``, resolved by :mod:`affectgym.agents.models`), a
+1. the policy: an alias (``smollm2-135m``, resolved by :mod:`affectgym.models`), a
    folder or a hub id, with a LoRA adapter (PEFT; ``q_proj,k_proj,v_proj,o_proj`` on
    llama/qwen/mistral-like models) unless ``lora_r=0`` (:mod:`affectgym.train.policy`);
 2. the data: the env's train split (:func:`~affectgym.train.flatten.to_dataset`), flat

@@ -31,13 +31,13 @@ LORA_TARGETS: dict[str, list[str]] = {
 
 
 def resolve_model(name_or_path: str) -> str:
-    """The folder (or hub id) of a model alias, through :mod:`affectgym.agents.models`.
+    """The folder (or hub id) of a model alias, through :mod:`affectgym.models`.
 
     >>> resolve_model("./some/folder")
     './some/folder'
     """
     try:
-        from affectgym.agents.models import resolve_model as resolve
+        from affectgym.models import resolve_model as resolve
     except ImportError:  # the agents package is optional for training from a folder
         return name_or_path
     return resolve(name_or_path)
@@ -141,7 +141,7 @@ def load_policy(config: TrainConfig, *, gpu: bool) -> tuple[Any, Any, str]:
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     if not getattr(tokenizer, "chat_template", None):
-        from affectgym.agents.models import CHATML_TOOL_TEMPLATE
+        from affectgym.models import CHATML_TOOL_TEMPLATE
 
         if "<|im_start|>" not in tokenizer.get_vocab():
             raise ValueError(f"the tokenizer of {config.model!r} has no chat template and no ChatML tokens")
@@ -213,7 +213,7 @@ def training_chat_template(tokenizer: Any) -> str:
         raise ValueError(
             "supervised training masks everything but the assistant's turns, and this tokenizer's chat template "
             "has no {% generation %} marks that TRL could add; give the model a template with them "
-            "(affectgym.agents.models.CHATML_TOOL_TEMPLATE has them)"
+            "(affectgym.models.CHATML_TOOL_TEMPLATE has them)"
         ) from None
     return patched or tokenizer.chat_template
 
