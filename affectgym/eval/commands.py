@@ -4,114 +4,139 @@ from __future__ import annotations
 
 import argparse
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from affectgym.cli_arguments import json_object_argument
+from affectgym.agents.openai_agent import DEFAULT_MAX_TOKENS
+from affectgym.agents.transformers_agent import DEFAULT_MAX_NEW_TOKENS
+from affectgym.cli_arguments import add_dataclass_command, json_object_argument
+
+
+@dataclass
+class EvalSubject:
+    """What ``affectgym eval`` plays: the env and the agent (the first of its arguments)."""
+
+    env_id: str | None = field(default=None, metadata={
+        "positional": True, "metavar": "ENV_ID",
+        "help": "environment id (see `affectgym list`); may be left out with --from-train",
+    })
+    # read by affectgym.train.commands.apply_training_run: a training run is train's, a layer above eval
+    from_train: str | None = field(default=None, metadata={
+        "metavar": "RUN",
+        "help": "replay the held-out evaluation of the affectgym train run in RUN: its env, env options, model and "
+                "adapter, greedy decoding at its token limit, its episodes and seed (options given here win); "
+                "output in RUN/eval-replay",
+    })
+    agent: str | None = field(default=None, metadata={
+        "metavar": "SPEC",
+        "help": "registered name (e.g. smollm2-135m, majority), hf:<path or id>, openai:<model>@<base_url>, "
+                "dspy:<model>@<base_url>; or give -m MODEL instead",
+    })
+
+
+@dataclass
+class EndpointOptions:
+    """-m/-b name the agent openai:MODEL@BASE_URL; -k/-t/-T/-S set any OpenAI-compatible agent
+    (-m, or --agent openai:...) and may not repeat a key of --agent-kwargs"""
+
+    _argument_group_name = "OpenAI-compatible endpoint (the flags of vf-eval)"
+    model: str | None = field(default=None, metadata={
+        "aliases": ["-m"], "metavar": "MODEL", "help": "model name the server knows (instead of --agent)",
+    })
+    base_url: str | None = field(default=None, metadata={
+        "aliases": ["-b"], "metavar": "URL",
+        "help": "endpoint ending in /v1, e.g. http://127.0.0.1:8000/v1 (default: $OPENAI_BASE_URL or OpenAI's)",
+    })
+    api_key_var: str | None = field(default=None, metadata={
+        "aliases": ["-k"], "metavar": "VAR",
+        "help": "environment variable holding the API key (default: OPENAI_API_KEY, or none for local servers)",
+    })
+    max_tokens: int | None = field(default=None, metadata={
+        "aliases": ["-t"], "metavar": "N",
+        "help": f"longest reply, in tokens (default {DEFAULT_MAX_TOKENS} for an OpenAI-compatible agent, "
+                f"{DEFAULT_MAX_NEW_TOKENS} a message for a local model)",
+    })
+    temperature: float | None = field(default=None, metadata={"aliases": ["-T"], "metavar": "T", "help": "sampling temperature"})
+    sampling_args: dict[str, Any] = field(default_factory=dict, metadata={
+        "aliases": ["-S"], "type": json_object_argument, "metavar": "JSON",
+        "help": 'more sampling arguments, e.g. \'{"top_p": 0.9, "min_p": 0.05}\' (these win over -t/-T); '
+                "keys other than temperature, top_p and max_tokens are sent as they are in the request body",
+    })
+
+
+@dataclass
+class EvalOptions:
+    """How ``affectgym eval`` plays and where it writes (the rest of its options)."""
+
+    examples: int | None = field(default=None, metadata={
+        "aliases": ["-n"], "metavar": "N", "help": "scenarios to play (default: all of the split)",
+    })
+    rollouts: int = field(default=1, metadata={"aliases": ["-r"], "metavar": "R", "help": "episodes per scenario (pass@k when > 1)"})
+    concurrency: int = field(default=1, metadata={"aliases": ["-c"], "metavar": "C", "help": "episodes played at the same time"})
+    split: str = field(default="eval", metadata={
+        "help": "scenario split (default: eval); the only way to set it: --env-kwargs may not hold 'split'",
+    })
+    seed: int | None = field(default=None, metadata={"help": "seed of the scenario order and the episodes (default 0)"})
+    out: Path | None = field(default=None, metadata={"metavar": "DIR", "help": "output folder (default: runs/<env>/<agent>)"})
+    resume: bool = field(default=False, metadata={"help": "finish an interrupted run in --out"})
+    retry_errors: bool = field(default=False, metadata={"help": "with --resume, play again the episodes that failed"})
+    env_kwargs: dict[str, Any] = field(default_factory=dict, metadata={
+        "type": json_object_argument, "metavar": "JSON",
+        "help": 'extra env arguments, e.g. \'{"max_turns": 6}\' (not split: use --split)',
+    })
+    env_url: list[str] | None = field(default=None, metadata={
+        "action": "append", "metavar": "URL",
+        "help": "play the env served at URL by `affectgym serve` (ws://HOST:PORT or http://HOST:PORT) instead of "
+                "making it here; its id and split must be ENV_ID and --split, and its kwargs are the server's. "
+                "Repeat it for replicas of one env: the -c sessions go to them in turn",
+    })
+    agent_kwargs: dict[str, Any] = field(default_factory=dict, metadata={
+        "type": json_object_argument, "metavar": "JSON", "help": 'agent arguments, e.g. \'{"temperature": 0.7}\'',
+    })
+    adapter: str | None = field(default=None, metadata={
+        "metavar": "PATH", "help": "PEFT (LoRA) adapter folder for a local model agent",
+    })
+    user_simulator: str | None = field(default=None, metadata={
+        "metavar": "SPEC",
+        "help": "agent spec (same forms as --agent) that plays the user, for envs with a simulated user "
+                "such as affectgym/EmpatheticDialogue-v0 (default: the dataset's scripted user turns)",
+    })
+    max_fail_fraction: float = field(default=0.5, metadata={
+        "metavar": "F", "help": "stop when more than this fraction of the episodes fail (default 0.5)",
+    })
+    no_progress: bool = field(default=False, metadata={
+        "help": "plain progress lines instead of a bar (episodes done, mean reward, tokens/s), then the results table",
+    })
+    push_to_hub: str | None = field(default=None, metadata={
+        "metavar": "REPO_ID",
+        "help": "after the run, upload its episodes as the Hugging Face dataset REPO_ID (namespace/name); "
+                "checked before the run starts",
+    })
+
+
+@dataclass
+class ReportOptions:
+    """The arguments of ``affectgym report``."""
+
+    run_dirs: list[Path] = field(metadata={"positional": True, "metavar": "DIR", "help": "eval output folders"})
+    out: Path | None = field(default=None, metadata={
+        "metavar": "OUT", "help": "output folder (default: DIR/report, or ./report for several)",
+    })
 
 
 def register(subparsers: Any) -> None:
-    """Add ``eval`` and ``report`` to the ``affectgym`` command."""
-    from affectgym.agents.openai_agent import DEFAULT_MAX_TOKENS
-    from affectgym.agents.transformers_agent import DEFAULT_MAX_NEW_TOKENS
-
-    evaluate = subparsers.add_parser(
-        "eval",
+    """Add ``eval`` (options: :class:`EvalSubject`, :class:`EndpointOptions`, :class:`EvalOptions`) and ``report`` (:class:`ReportOptions`)."""
+    add_dataclass_command(
+        subparsers, "eval", [EvalSubject, EndpointOptions, EvalOptions], run_eval_command,
         help="play an agent on an env's scenarios; write results.jsonl, metadata.json, summary.json",
         description="Play an agent on the first N scenarios of a split and write one line per episode.",
     )
-    evaluate.add_argument(
-        "env_id", metavar="ENV_ID", nargs="?", default=None,
-        help="environment id (see `affectgym list`); may be left out with --from-train",
-    )
-    # read by affectgym.train.commands.apply_training_run: a training run is train's, a layer above eval
-    evaluate.add_argument(
-        "--from-train", default=None, metavar="RUN",
-        help="replay the held-out evaluation of the affectgym train run in RUN: its env, env options, model and "
-        "adapter, greedy decoding at its token limit, its episodes and seed (options given here win); "
-        "output in RUN/eval-replay",
-    )
-    evaluate.add_argument(
-        "--agent", default=None, metavar="SPEC",
-        help="registered name (e.g. smollm2-135m, majority), hf:<path or id>, openai:<model>@<base_url>, "
-        "dspy:<model>@<base_url>; or give -m MODEL instead",
-    )
-    endpoint = evaluate.add_argument_group(
-        "OpenAI-compatible endpoint (the flags of vf-eval)",
-        "-m/-b name the agent openai:MODEL@BASE_URL; -k/-t/-T/-S set any OpenAI-compatible agent "
-        "(-m, or --agent openai:...) and may not repeat a key of --agent-kwargs",
-    )
-    endpoint.add_argument("-m", "--model", default=None, metavar="MODEL", help="model name the server knows (instead of --agent)")
-    endpoint.add_argument(
-        "-b", "--base-url", default=None, metavar="URL",
-        help="endpoint ending in /v1, e.g. http://127.0.0.1:8000/v1 (default: $OPENAI_BASE_URL or OpenAI's)",
-    )
-    endpoint.add_argument(
-        "-k", "--api-key-var", default=None, metavar="VAR",
-        help="environment variable holding the API key (default: OPENAI_API_KEY, or none for local servers)",
-    )
-    endpoint.add_argument(
-        "-t", "--max-tokens", type=int, default=None, metavar="N",
-        help=f"longest reply, in tokens (default {DEFAULT_MAX_TOKENS} for an OpenAI-compatible agent, "
-             f"{DEFAULT_MAX_NEW_TOKENS} a message for a local model)",
-    )
-    endpoint.add_argument("-T", "--temperature", type=float, default=None, metavar="T", help="sampling temperature")
-    endpoint.add_argument(
-        "-S", "--sampling-args", type=json_object_argument, default={}, metavar="JSON",
-        help='more sampling arguments, e.g. \'{"top_p": 0.9, "min_p": 0.05}\' (these win over -t/-T); '
-        "keys other than temperature, top_p and max_tokens are sent as they are in the request body",
-    )
-    evaluate.add_argument("-n", "--examples", type=int, default=None, metavar="N", help="scenarios to play (default: all of the split)")
-    evaluate.add_argument("-r", "--rollouts", type=int, default=1, metavar="R", help="episodes per scenario (pass@k when > 1)")
-    evaluate.add_argument("-c", "--concurrency", type=int, default=1, metavar="C", help="episodes played at the same time")
-    evaluate.add_argument(
-        "--split", default="eval",
-        help="scenario split (default: eval); the only way to set it: --env-kwargs may not hold 'split'",
-    )
-    evaluate.add_argument("--seed", type=int, default=None, help="seed of the scenario order and the episodes (default 0)")
-    evaluate.add_argument("--out", type=Path, default=None, metavar="DIR", help="output folder (default: runs/<env>/<agent>)")
-    evaluate.add_argument("--resume", action="store_true", help="finish an interrupted run in --out")
-    evaluate.add_argument("--retry-errors", action="store_true", help="with --resume, play again the episodes that failed")
-    evaluate.add_argument(
-        "--env-kwargs", type=json_object_argument, default={}, metavar="JSON",
-        help='extra env arguments, e.g. \'{"max_turns": 6}\' (not split: use --split)',
-    )
-    evaluate.add_argument(
-        "--env-url", action="append", default=None, metavar="URL",
-        help="play the env served at URL by `affectgym serve` (ws://HOST:PORT or http://HOST:PORT) instead of "
-        "making it here; its id and split must be ENV_ID and --split, and its kwargs are the server's. "
-        "Repeat it for replicas of one env: the -c sessions go to them in turn",
-    )
-    evaluate.add_argument("--agent-kwargs", type=json_object_argument, default={}, metavar="JSON", help='agent arguments, e.g. \'{"temperature": 0.7}\'')
-    evaluate.add_argument("--adapter", default=None, metavar="PATH", help="PEFT (LoRA) adapter folder for a local model agent")
-    evaluate.add_argument(
-        "--user-simulator", default=None, metavar="SPEC",
-        help="agent spec (same forms as --agent) that plays the user, for envs with a simulated user "
-        "such as affectgym/EmpatheticDialogue-v0 (default: the dataset's scripted user turns)",
-    )
-    evaluate.add_argument(
-        "--max-fail-fraction", type=float, default=0.5, metavar="F",
-        help="stop when more than this fraction of the episodes fail (default 0.5)",
-    )
-    evaluate.add_argument(
-        "--no-progress", action="store_true",
-        help="plain progress lines instead of a bar (episodes done, mean reward, tokens/s), then the results table",
-    )
-    evaluate.add_argument(
-        "--push-to-hub", default=None, metavar="REPO_ID",
-        help="after the run, upload its episodes as the Hugging Face dataset REPO_ID (namespace/name); "
-        "checked before the run starts",
-    )
-    evaluate.set_defaults(func=run_eval_command)
-
-    report = subparsers.add_parser(
-        "report",
+    add_dataclass_command(
+        subparsers, "report", [ReportOptions], run_report_command,
         help="figures and report.md from eval run folders (several: side by side)",
         description="Write PNG figures and report.md for one or more `affectgym eval` output folders.",
     )
-    report.add_argument("run_dirs", nargs="+", type=Path, metavar="DIR", help="eval output folders")
-    report.add_argument("--out", type=Path, default=None, metavar="OUT", help="output folder (default: DIR/report, or ./report for several)")
-    report.set_defaults(func=run_report_command)
 
 
 def run_eval_command(args: argparse.Namespace) -> int:
@@ -234,4 +259,7 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", text.split("/", 1)[-1] if text.startswith("affectgym/") else text).strip("_")
 
 
-__all__ = ["agent_from_args", "register", "run_eval_command", "run_report_command"]
+__all__ = [
+    "EndpointOptions", "EvalOptions", "EvalSubject", "ReportOptions", "agent_from_args", "register", "run_eval_command",
+    "run_report_command",
+]
