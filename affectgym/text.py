@@ -143,16 +143,23 @@ def normalise_for_rules(text: str) -> str:
     return unicodedata.normalize("NFC", visible).translate(_confusable_letters())
 
 
+#: Distinct words whose stems :func:`english_stemmer` remembers.
+STEMS_REMEMBERED = 65_536
+
+
 @functools.cache
 def english_stemmer() -> Callable[[str], str]:
     """NLTK's Snowball English stemmer, made once: the lexical criteria compare words by stem.
+
+    Each distinct word is stemmed once (the last :data:`STEMS_REMEMBERED` kept): a long reply
+    repeats its words, and stemming costs microseconds a word.
 
     >>> english_stemmer()("reassured"), english_stemmer()("reassuring")
     ('reassur', 'reassur')
     """
     from nltk.stem.snowball import SnowballStemmer
 
-    return SnowballStemmer("english").stem
+    return functools.lru_cache(maxsize=STEMS_REMEMBERED)(SnowballStemmer("english").stem)
 
 
 @functools.cache
