@@ -79,3 +79,14 @@ def test_help_shows_every_option_with_its_help_and_a_dataclass_group(capsys):
     for text in ("Probe the options.", "ENV_ID the env", "-n N, --examples N how many", "--resume go on",
                  "endpoint: Flags of the endpoint. -T TEMPERATURE, --temperature TEMPERATURE sampling temperature"):
         assert text in shown
+
+
+def test_a_bool_option_defaulting_to_true_is_refused_naming_it():
+    @dataclass
+    class Backwards:
+        progress: bool = field(default=True, metadata={"help": "show progress"})
+
+    parser = argparse.ArgumentParser(prog="affectgym")
+    add_dataclass_command(parser.add_subparsers(), "backwards", [Backwards], print, help="", description="")
+    with pytest.raises(TypeError, match="option 'progress': a bool option is a switch, false unless given"):
+        parser.parse_args(["backwards"])

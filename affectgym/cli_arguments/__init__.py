@@ -1,10 +1,11 @@
-"""What the ``affectgym`` subcommands share in reading their arguments; the bottom of the command modules, importing no other affectgym module.
+"""What the ``affectgym`` subcommands share in reading their arguments; the bottom of the command modules, importing no affectgym module outside it.
 
 A subcommand declares its options as a dataclass, one field per option, as TRL's scripts and
 ``affectgym train`` do (:mod:`affectgym.train.config_parser`): :func:`add_dataclass_command`
 registers it, and the words after the command's name are read by ``transformers.HfArgumentParser``
-(:func:`dataclass_parser`) when the command line is parsed, so ``affectgym --help`` loads no
-transformers. A field is an option as ``HfArgumentParser`` makes it, its type converting the
+(:class:`~affectgym.cli_arguments.dataclass_parser.DataclassParser`, a module of its own so that it
+is imported, with transformers, only when such a command is parsed and ``affectgym --help`` stays
+fast). A field is an option as ``HfArgumentParser`` makes it, its type converting the
 value (``int | None``, ``Path``, ``Literal[...]`` for choices), ``metadata`` giving ``help``,
 ``aliases`` (``["-n"]``), ``choices`` and ``metavar``; on top of that, for the spellings the
 commands have always had:
@@ -23,11 +24,7 @@ group of ``--help``, its docstring the group's description.
 from __future__ import annotations
 
 import argparse
-import copy
-import dataclasses
-import inspect
 import json
-import typing
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -50,7 +47,8 @@ def add_dataclass_command(
     """Add the subcommand ``name``, whose options are the fields of the dataclasses ``option_types``.
 
     The subcommand's own parser takes every word after ``name`` as it is (as ``affectgym train``'s
-    does); :class:`DataclassOptions` reads them with :func:`dataclass_parser`, so ``--help`` and
+    does); :class:`DataclassOptions` reads them with a
+    :class:`~affectgym.cli_arguments.dataclass_parser.DataclassParser`, so ``--help`` and
     usage errors are that parser's (``affectgym NAME: error: ...``, status 2), and sets one
     attribute of the namespace per field; ``func`` is ``handler``.
 
@@ -65,7 +63,7 @@ def add_dataclass_command(
 
 
 class DataclassOptions(argparse.Action):
-    """The words after a subcommand, read by :func:`dataclass_parser` into the namespace, one attribute per field.
+    """The words after a subcommand, read by a ``DataclassParser`` into the namespace, one attribute per field.
 
     Words no option takes are left to the top parser, as argparse's subcommands leave them, so
     they are refused as ``affectgym: error: unrecognized arguments: ...``.
@@ -77,7 +75,10 @@ class DataclassOptions(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
-        reader = dataclass_parser(self.option_types, prog=parser.prog, description=parser.description)
+        # imported when a command is parsed: it imports transformers
+        from affectgym.cli_arguments.dataclass_parser import DataclassParser
+
+        reader = DataclassParser(self.option_types, prog=parser.prog, description=parser.description)
         *options, unrecognized = reader.parse_args_into_dataclasses(values, return_remaining_strings=True, look_for_args_file=False)
         for parsed in options:
             vars(namespace).update(vars(parsed))
@@ -85,59 +86,4 @@ class DataclassOptions(argparse.Action):
             vars(namespace).setdefault(argparse._UNRECOGNIZED_ARGS_ATTR, []).extend(unrecognized)
 
 
-def dataclass_parser(option_types: Sequence[type], *, prog: str, description: str | None = None) -> argparse.ArgumentParser:
-    """A ``transformers.HfArgumentParser`` of the dataclasses ``option_types``, their fields read as the module docstring says.
-
-    Its help is argparse's plain one (each option's help says its default where it matters).
-    """
-    from transformers import HfArgumentParser
-
-    parser = HfArgumentParser(prog=prog, description=description, formatter_class=argparse.HelpFormatter)
-    for option_type in option_types:
-        group_name = getattr(option_type, "_argument_group_name", None)
-        group = parser if group_name is None else parser.add_argument_group(group_name, inspect.getdoc(option_type))
-        hints = typing.get_type_hints(option_type)
-        for field in dataclasses.fields(option_type):
-            _add_field_argument(group, field, hints[field.name])
-    parser.dataclass_types = list(option_types)
-    return parser
-
-
-class _RecordedArguments:
-    """Stands in for a parser to keep what ``HfArgumentParser`` would add for one field."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[tuple[str, ...], dict[str, Any]]] = []
-
-    def add_argument(self, *names: str, **kwargs: Any) -> None:
-        self.calls.append((names, kwargs))
-
-
-def _add_field_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup, field: dataclasses.Field, hint: Any) -> None:
-    """Add ``field``'s argument to ``parser``: ``HfArgumentParser``'s, with affectgym's spellings (module docstring)."""
-    from transformers import HfArgumentParser
-
-    metadata = dict(field.metadata)
-    positional = metadata.pop("positional", False)
-    shown = copy.copy(field)
-    shown.type = metadata.pop("type", hint)
-    shown.metadata = metadata
-    recorded = _RecordedArguments()
-    HfArgumentParser._parse_dataclass_field(recorded, shown)
-    _, kwargs = recorded.calls[0]
-    if hint is bool:
-        for key in ("type", "nargs", "const"):
-            kwargs.pop(key)
-        kwargs["action"] = "store_true"
-    if kwargs.get("action") == "append":
-        kwargs.pop("nargs", None)
-    if positional:
-        if not kwargs.pop("required", False) and "nargs" not in kwargs:
-            kwargs["nargs"] = "?"
-        parser.add_argument(field.name, **kwargs)
-        return
-    aliases = metadata.get("aliases", [])
-    parser.add_argument(*([aliases] if isinstance(aliases, str) else aliases), "--" + field.name.replace("_", "-"), **kwargs)
-
-
-__all__ = ["DataclassOptions", "add_dataclass_command", "dataclass_parser", "json_object_argument"]
+__all__ = ["DataclassOptions", "add_dataclass_command", "json_object_argument"]
