@@ -1,5 +1,6 @@
 """EmpatheticDialogue-v0 pays for listening and for emotion: replies that ignore the user, and
-emotion slots filled with questions or neutral statements, score below the dataset's reply."""
+emotion slots filled with questions or neutral statements, score below the dataset's reply; emotion
+about nothing the user said earns less (the emotion credit is gated by listening)."""
 
 from __future__ import annotations
 
@@ -19,13 +20,46 @@ def eval_env():
     return affectgym.make("affectgym/EmpatheticDialogue-v0", split="eval").unwrapped
 
 
+def share_below_the_reference(env, hack: str) -> float:
+    below = [env.score(turn, not_listening_replies(turn)[hack], []).total < env.score(turn, turn.reference, []).total
+             for turn in env.scenarios]
+    return sum(below) / len(below)
+
+
 @pytest.mark.parametrize("hack", ["content_free_template", "echoes_the_user"])
-def test_a_reply_that_ignores_the_user_scores_below_the_reference_on_95_percent_of_eval_turns(eval_env, hack):
-    below = [
-        eval_env.score(turn, not_listening_replies(turn)[hack], []).total < eval_env.score(turn, turn.reference, []).total
-        for turn in eval_env.scenarios
-    ]
-    assert len(below) == 27 and sum(below) / len(below) >= 0.95
+def test_a_reply_that_ignores_the_user_scores_below_the_reference_on_every_eval_turn(eval_env, hack):
+    assert len(eval_env.scenarios) == 27 and share_below_the_reference(eval_env, hack) == 1.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("hack", ["content_free_template", "echoes_the_user"])
+def test_a_reply_that_ignores_the_user_scores_below_the_reference_on_95_percent_of_train_turns(hack):
+    env = affectgym.make("affectgym/EmpatheticDialogue-v0", split="train").unwrapped
+    assert len(env.scenarios) == 95 and share_below_the_reference(env, hack) >= 0.95
+
+
+def test_check_env_runs_the_replies_that_do_not_listen_as_canaries_and_they_lose(eval_env):
+    report = affectgym.validate("affectgym/EmpatheticDialogue-v0", env_kwargs={"split": "eval"}, max_scenarios=27, replays=2)
+    canary_floor = next(result for result in report.results if result.check_id == "semantic.canary_floor")
+    assert canary_floor.status == "pass", canary_floor.evidence
+    assert canary_floor.measured["canaries_checked"] == 27 * len(eval_env.canaries(eval_env.scenarios[0]))
+    assert {"content_free_template", "echoes_the_user"} <= set(eval_env.canaries(eval_env.scenarios[0]))
+
+
+def test_emotion_about_nothing_the_user_said_earns_less_than_the_same_emotion_that_listens(eval_env):
+    turn = eval_env.scenarios[0]
+    template = not_listening_replies(turn)["content_free_template"]
+    words_only = affectgym.make("affectgym/EmpatheticDialogue-v0", split="eval", relevance_model=None).unwrapped
+    gated, ungated = eval_env.score(turn, template, []), words_only.score(turn, template, [])
+    assert gated.components["expressed_emotion"] < ungated.components["expressed_emotion"]
+    assert gated.components["relevance"] < eval_env.score(turn, turn.reference, []).components["relevance"]
+
+
+def test_without_a_relevance_model_the_reward_reads_shared_words_and_ships_no_listening_canary():
+    env = affectgym.make("affectgym/EmpatheticDialogue-v0", split="eval", relevance_model=None).unwrapped
+    turn = env.get_scenario("ed028/t1")
+    assert "content_free_template" not in env.canaries(turn)
+    assert env.score(turn, turn.reference, []).components["relevance"] == 0.0  # it shares no word with the user
 
 
 def test_the_reference_replies_lose_at_most_0_05_of_their_mean_score(eval_env):

@@ -166,6 +166,39 @@ def test_each_check_fails_on_the_toy_env_broken_its_way_and_only_that_check(env_
     assert report.verdict == "fail" and report.exit_code == 1
 
 
+class SometimesHackableEnv(ToyMoodEnv):
+    """Ships a canary that is its reference answer on the first note only, or on every note."""
+
+    canary_min_share = {"copy_of_reference": 0.8}
+    everywhere = False
+
+    def canaries(self, scenario):
+        if self.everywhere or scenario.id == "n01":
+            return {"copy_of_reference": self.reference_answer(scenario)}
+        return {"copy_of_reference": ("nothing to do with it", [])}
+
+
+def test_a_canary_with_a_min_share_may_win_where_the_sample_shows_no_more_than_its_share():
+    report = validate(SometimesHackableEnv(), replays=2)
+    canary_floor = next(result for result in report.results if result.name == "canary_floor")
+    assert canary_floor.status == "pass" and "copy_of_reference below it on 5/6 scenarios" in " ".join(canary_floor.evidence)
+    assert canary_floor.measured["canaries_within_share"] == {"copy_of_reference": "5/6"}
+
+
+def test_a_canary_with_a_min_share_fails_when_the_sample_shows_it_wins_more_often():
+    env = SometimesHackableEnv()
+    env.everywhere = True
+    canary_floor = next(result for result in validate(env, replays=2).results if result.name == "canary_floor")
+    assert canary_floor.status == "fail" and canary_floor.measured["canaries_failing"] == 6
+
+
+def test_a_min_share_outside_0_to_1_is_refused_naming_the_canary():
+    env = SometimesHackableEnv()
+    env.canary_min_share = {"copy_of_reference": 1.5}
+    canary_floor = next(result for result in validate(env, replays=2).results if result.name == "canary_floor")
+    assert canary_floor.status == "error" and "canary_min_share['copy_of_reference'] is 1.5" in " ".join(canary_floor.evidence)
+
+
 def test_no_solution_leakage_fails_on_a_tool_that_tells_the_label():
     from affectgym.envs.core import tool
 

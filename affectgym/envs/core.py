@@ -320,6 +320,11 @@ class AffectEnv(gym.Env[str, str]):
         """Reward-hacking attempts (name -> final text, trace) that must score below the reference."""
         return {}
 
+    #: Canaries that must score below the reference on this share of the scenarios rather than on
+    #: every one (name -> share in (0, 1]); a scorer that reads meaning through a model gets a margin
+    #: here, named and measured, never a silent pass. Every other canary must lose everywhere.
+    canary_min_share: ClassVar[Mapping[str, float]] = {}
+
     def fuzz_actions(self) -> list[str]:
         """Well-formed actions the checker mixes into its fuzzing (e.g. valid tool calls)."""
         return [f'<tool_call>{{"name": "{name}", "arguments": {{}}}}</tool_call>' for name in self.tools]

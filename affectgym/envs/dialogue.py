@@ -23,6 +23,8 @@ from affectgym.envs.dialogue_criteria import (
     FAR_OFF_LENGTH_CAP,
     earlier_turns,
     length_credit,
+    listened_sentences,
+    model_listening_credit,
     open_question,
     relevance,
     render_history,
@@ -31,6 +33,7 @@ from affectgym.envs.dialogue_criteria import (
     shows_not_tells,
     structure,
     tag_correctness,
+    user_said,
 )
 from affectgym.envs.dialogue_format import DIALOGUE_FORMATS, DialogueFormat
 from affectgym.envs.dialogue_parsing import (
@@ -47,11 +50,14 @@ from affectgym.envs.task_format import coerce_task_format
 from affectgym.rewards.classifier import EmotionClassifier, MemoisedClassifier
 from affectgym.rewards.factories import make_classifier, make_judge
 from affectgym.rewards.judge import EmpathyJudge
+from affectgym.rewards.relevance import ConditionalRelevance
 from affectgym.rewards.rubric import Cap, Criterion, Reply, Rubric, RubricResult, Unscored
 
 log = logging.getLogger(__name__)
 
 EMOTION_CACHE_SIZE = 100_000  # classified sentences remembered per env
+#: The language model that reads whether a reply listens (``relevance_model``): the offline SmolLM2-135M-Instruct.
+RELEVANCE_MODEL = "smollm2-135m"
 
 EMOTION_SLOT_FLOOR = 0.3  # P(tag) / max P below which a sentence in an emotion slot reads as neutral (or as another emotion)
 
@@ -188,10 +194,14 @@ class DialogueEnv(AffectEnv):
     + 0.10 tags (share of slots with the required tag) + 0.30 expressed emotion (each
     sentence classified alone against its slot's required tag as ``P(tag) / max P``; 0 for a
     sentence that names its emotion instead of showing it, and in an emotion slot 0 for a
-    question or a sentence that reads as neutral, see :func:`slot_emotion_credit`)
+    question or a sentence that reads as neutral, see :func:`slot_emotion_credit`; times the
+    listening credit when a ``relevance_model`` reads it: emotion about nothing the user said
+    is not empathy)
     + 0.05 shows-not-tells + 0.05 length (1 at 20-25 words, linear to 0 at 15 words
-    outside) + 0.20 open question (1 open, 0.3 yes/no, 0 none) + 0.20 relevance (the
-    user's words taken up, not echoed: :func:`~affectgym.envs.dialogue_criteria.relevance`), capped at 0.5 when the
+    outside) + 0.20 open question (1 open, 0.3 yes/no, 0 none) + 0.20 relevance (listening: the user's words taken up, not echoed,
+    :func:`~affectgym.envs.dialogue_criteria.relevance`; with a ``relevance_model``, the larger of
+    that and how much what the user said makes the reply's sentences likelier,
+    :func:`~affectgym.envs.dialogue_criteria.model_listening_credit`), capped at 0.5 when the
     length credit is 0. With a judge, ``empathy`` (weight ``judge_weight``, 0.2) is added.
     The step reward of turn k is exactly its score; an invalid message costs
     ``invalid_action_penalty``; the last step adds ``completion_bonus`` (dialogue finished)
@@ -244,7 +254,11 @@ class DialogueEnv(AffectEnv):
     agent fits, and ``affectgym eval --user-simulator SPEC`` passes the agent ``SPEC``
     names), ``classifier`` ("nade" | "transformers" | "auto" | a model id or path | an
     :class:`~affectgym.rewards.classifier.EmotionClassifier` | a callable; see
-    :func:`~affectgym.rewards.factories.make_classifier`), ``reward_weights``, ``rubric`` (the
+    :func:`~affectgym.rewards.factories.make_classifier`), ``relevance_model`` (the causal
+    language model that reads listening, see :class:`~affectgym.rewards.relevance.ConditionalRelevance`:
+    a model alias, a local folder, a :class:`~affectgym.rewards.relevance.ConditionalRelevance` or
+    a callable; default ``"smollm2-135m"``, loaded on the first score; ``None`` reads shared words
+    only and leaves the emotion credit ungated), ``reward_weights``, ``rubric`` (the
     per-turn :class:`~affectgym.rewards.rubric.Rubric`; default :meth:`default_turn_rubric`; the
     episode's terms are added to any), ``task_format`` (how a turn is asked for and the
     reply read: "default" | "no-hint", see
@@ -280,6 +294,7 @@ class DialogueEnv(AffectEnv):
         eval_fraction: float = 0.2,
         user_simulator: UserSimulator | None = None,
         classifier: str | EmotionClassifier | Callable[..., Any] = "nade",
+        relevance_model: str | ConditionalRelevance | Callable[[str, str], float] | None = RELEVANCE_MODEL,
         reward_weights: Mapping[str, float] | None = None,
         rubric: Rubric | None = None,
         task_format: DialogueFormat | str | Mapping[str, Any] | None = None,
@@ -311,6 +326,8 @@ class DialogueEnv(AffectEnv):
         self.completion_bonus = float(completion_bonus)
         self.truncation_penalty = float(truncation_penalty)
         self.classifier = make_classifier(classifier)
+        self.listening_model = (relevance_model if relevance_model is None or isinstance(relevance_model, ConditionalRelevance)
+                                else ConditionalRelevance(relevance_model))
         if user_simulator is not None and not callable(user_simulator):
             raise ValueError(
                 f"user_simulator must be None (the dataset's scripted user turns) or a callable messages -> str, "
@@ -385,7 +402,7 @@ class DialogueEnv(AffectEnv):
             Criterion("shows_not_tells", shows_not_tells, DEFAULT_REWARD_WEIGHTS["shows_not_tells"]),
             Criterion("length", reply_length, DEFAULT_REWARD_WEIGHTS["length"]),
             Criterion("open_question", open_question, DEFAULT_REWARD_WEIGHTS["open_question"]),
-            Criterion("relevance", relevance, DEFAULT_REWARD_WEIGHTS["relevance"]),
+            Criterion("relevance", self.listening, DEFAULT_REWARD_WEIGHTS["relevance"], batched=True),
         ]
         if self.judge is not None:
             criteria.append(Criterion("empathy", self._judged, self.judge_weight, batched=True, scorer="judge"))
@@ -426,7 +443,31 @@ class DialogueEnv(AffectEnv):
                 for sentence, tag in zip(turn.sentences, scenario.required_tags, strict=True)
             ]
             values.append(sum(credits) / 3)
-        return values
+        if self.listening_model is None:
+            return values
+        return [value * listened for value, listened in zip(values, self.listening(scenarios, replies, traces), strict=True)]
+
+    def listening(
+        self, scenarios: Sequence[DialogueTurn], replies: Sequence[Reply], traces: Sequence[Trace]
+    ) -> list[float]:
+        """Batched criterion: whether each reply listens, in [0, 1].
+
+        Without a ``relevance_model``, :func:`~affectgym.envs.dialogue_criteria.relevance` (the
+        user's content stems taken up outside echoes). With one, the larger of that and
+        :func:`~affectgym.envs.dialogue_criteria.model_listening_credit`: the highest PMI, with
+        everything the user said, of the reply's sentences that are no echo (two model reads
+        per sentence, remembered by text); a reply that does not parse has words only.
+        """
+        by_words = [relevance(s, r, t) for s, r, t in zip(scenarios, replies, traces, strict=True)]
+        if self.listening_model is None:
+            return by_words
+        read = [listened_sentences(s, turn) if (turn := reply_turn(r)) is not None else None
+                for s, r in zip(scenarios, replies, strict=True)]
+        pmis = iter(self.listening_model.scores(
+            [user_said(s) for s, sentences in zip(scenarios, read, strict=True) for _ in sentences or ()],
+            [sentence for sentences in read for sentence in sentences or ()]))
+        return [words if sentences is None else max(words, model_listening_credit([next(pmis) for _ in sentences]))
+                for words, sentences in zip(by_words, read, strict=True)]
 
     def _judged(
         self, scenarios: Sequence[DialogueTurn], replies: Sequence[Reply], traces: Sequence[Trace]
@@ -590,14 +631,19 @@ class DialogueEnv(AffectEnv):
         user_tag, target, _ = scenario.required_tags
         return f"({user_tag}) {_SHOWN[user_tag]} ({target}) {_SHOWN[target]} (NEUTRAL) {_GENERIC_QUESTION}", []
 
+    canary_min_share = {"content_free_template": 0.95, "echoes_the_user": 0.95}
+
     def canaries(self, scenario: DialogueTurn) -> dict[str, tuple[str | None, Trace]]:
         """Reward hacks that must score below the reference reply of the turn.
 
         Tags with empty sentences; correct tags over sentences of far-off emotions; a yes/no
         question; a 200-word reply; naming the emotions instead of expressing them; no reply.
-        The replies that do not listen (:func:`not_listening_replies`) are not among them: the
-        offline relevance term reads words, not meaning, and on a turn whose reference shares no
-        word with the user (ed028/t1 of the eval split) they tie or beat it.
+        With a ``relevance_model``, the replies that do not listen too (:func:`not_listening_replies`):
+        they must lose on :attr:`canary_min_share` of the turns (95%), not on every one, since the
+        model reads meaning with a margin: on the embedded dialogues the content-free template
+        stays below the dataset's reply on 91 of 95 train turns and all 27 eval turns, the echo
+        on all of them. Without a model, shared words alone cannot show it (a reference that
+        shares no word with the user ties the template), so they are not run.
         """
         reference, _ = self.reference_answer(scenario)
         parsed = parse_chatbot_turn(reference)[0]
@@ -623,6 +669,8 @@ class DialogueEnv(AffectEnv):
             ),
             "unanswered": (None, []),
         }
+        if self.listening_model is not None:
+            hacks.update({name: (text, []) for name, text in not_listening_replies(scenario).items()})
         # One classifier call for every sentence the checker is about to score.
         parsed_hacks = [parse_chatbot_turn(text)[0] for text, _ in hacks.values() if text]
         self._emotions.scores([*sentences, *(s for p in parsed_hacks if p is not None for s in p.sentences)])

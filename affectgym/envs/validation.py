@@ -65,6 +65,8 @@ PASS, FAIL, SKIP, ERROR, WARN = "pass", "fail", "skip", "error", "warn"
 CHECK_ENV_WARNINGS = frozenset({"semantic.oracle_max", "semantic.floor_gap"})
 #: A reward may pass its range by this much (float sums of components).
 REWARD_SLACK = 1e-9
+#: Significance at which a canary with a ``canary_min_share`` is shown to win too often.
+CANARY_SHARE_ALPHA = 0.05
 
 
 @dataclass(frozen=True)
@@ -583,25 +585,52 @@ def check_floor_gap(subject: EnvUnderTest) -> CheckResult:
     )
 
 
+def _wins_more_often_than(wins: int, scenarios: int, allowed: float) -> bool:
+    """Whether ``wins`` of ``scenarios`` show a win rate above ``allowed`` (exact binomial test, one-sided)."""
+    from scipy.stats import binomtest
+
+    return binomtest(wins, scenarios, allowed, alternative="greater").pvalue < CANARY_SHARE_ALPHA
+
+
 def check_canary_floor(subject: EnvUnderTest) -> CheckResult:
-    """``semantic.canary_floor``: every shipped canary scores at most the floor, or below the oracle."""
+    """``semantic.canary_floor``: every shipped canary scores at most the floor, or below the oracle.
+
+    A canary the env names in ``canary_min_share`` must do so on that share of the scenarios:
+    it fails when the scenarios it wins on show, by a one-sided exact binomial test at
+    :data:`CANARY_SHARE_ALPHA`, that it wins more often than the rest of the share allows
+    (on a sample of 3, one win is no evidence; on 20, four are). Every other canary must lose
+    on each scenario.
+    """
     if not subject.text:
         return CheckResult(
             "semantic.canary_floor", SKIP, {"canaries_checked": 0},
             [f"no canaries: {type(subject.base).__name__} is not an AffectEnv (canaries(scenario) is its hook)"],
         )
     references = subject.references
-    problems, checked = [], 0
+    shares = dict(getattr(subject.base, "canary_min_share", {}))
+    for name, share in shares.items():
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
+            raise ValueError(f"{type(subject.base).__name__}.canary_min_share[{name!r}] is {share!r}; "
+                             "give the share of scenarios a canary must lose on, in (0, 1]")
+    beating: dict[str, list[str]] = {}
+    played: dict[str, int] = {}
+    checked = 0
     for index, scenario in enumerate(subject.scenarios):
         floor = subject.floors[index]
         reference = references[index][3] if references is not None else None
         for name, (text, trace) in subject.base.canaries(scenario).items():
             checked += 1
+            played[name] = played.get(name, 0) + 1
             score = subject.total(scenario, text, trace)
             if score > floor + REWARD_SLACK and (reference is None or not score < reference):
                 against = f"reference {reference:.3f}" if reference is not None else "no reference"
-                problems.append(f"{scenario.id}/{name}: {score:.3f} > floor {floor:.3f} and >= {against}")
-    measured = {"canaries_checked": checked, "canaries_failing": len(problems)}
+                beating.setdefault(name, []).append(f"{scenario.id}/{name}: {score:.3f} > floor {floor:.3f} and >= {against}")
+    shown_above = {name: _wins_more_often_than(len(lines), played[name], 1 - shares[name])
+                   for name, lines in beating.items() if name in shares}
+    problems = [line for name, lines in beating.items() if shown_above.get(name, True) for line in lines]
+    tolerated = {name: f"{played[name] - len(beating[name])}/{played[name]}"
+                 for name, shown in shown_above.items() if not shown}
+    measured = {"canaries_checked": checked, "canaries_failing": len(problems), "canaries_within_share": tolerated}
     cls = type(subject.base).__name__
     if not checked:
         return CheckResult(
@@ -625,7 +654,9 @@ def check_canary_floor(subject: EnvUnderTest) -> CheckResult:
         )
     return CheckResult(
         "semantic.canary_floor", PASS, measured,
-        [f"canaries: {checked} at most the floor or below the reference"],
+        [f"canaries: {checked} at most the floor or below the reference"
+         + "".join(f"; {name} below it on {won} scenarios ({shares[name]:.0%} asked, no evidence of fewer)"
+                   for name, won in tolerated.items())],
     )
 
 

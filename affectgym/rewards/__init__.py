@@ -16,6 +16,7 @@ from affectgym.rewards.judge import (
     JudgeVerdict,
 )
 from affectgym.rewards.memo import BoundedMemo
+from affectgym.rewards.relevance import ConditionalRelevance
 from affectgym.rewards.rubric import Cap, Criterion, Gate, Reply, Rubric, RubricResult, Unscored
 from affectgym.rewards.rules import (
     RuleMatch,
@@ -26,6 +27,7 @@ from affectgym.rewards.rules import (
 )
 
 __all__ = [
+    "ConditionalRelevance",
     "EMOTIONS",
     "BoundedMemo",
     "Cap",
