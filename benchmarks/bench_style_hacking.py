@@ -278,9 +278,8 @@ TABLE_COLUMNS = (("target_probability", "P(target)"), ("target_accuracy", "targe
                  ("valence_agreement", "valence agreement (VADER)"), ("hacked", "hack rate"))
 
 
-def markdown_table(summary: dict[str, Any]) -> str:
-    """The Results page's block (docs/results.md): every arm's metrics and check rates (mean and 95% interval), the
-    paired differences against ``base``, the goals, and three replies per arm."""
+def arm_table_lines(summary: dict[str, Any]) -> list[str]:
+    """Every arm's metrics and check rates, mean (95% interval), one row an arm."""
     checks = list(summary["checks"])
     lines = ["| arm | seeds | " + " | ".join(h for _, h in TABLE_COLUMNS) + " | "
              + " | ".join(c.replace("_", " ") for c in checks) + " |",
@@ -288,27 +287,44 @@ def markdown_table(summary: dict[str, Any]) -> str:
     for arm, entry in summary["arms"].items():
         cells = [_cell(entry, m) for m, _ in TABLE_COLUMNS] + [_cell(entry, f"check_{c}") for c in checks]
         lines.append(f"| `{arm}` | {len(entry['seeds'])} | " + " | ".join(cells) + " |")
-    for key, difference in summary["differences"].items():
-        arm = key.removesuffix("_vs_base")
-        lines.append(f"\n`{arm}` - `base`: P(target) "
-                     f"{Estimate.from_dict(difference['target_probability']).format(groups=GROUPS)}; hack rate "
-                     f"{Estimate.from_dict(difference['hacked']).format(groups=GROUPS)}; target accuracy "
-                     f"{Estimate.from_dict(difference['target_accuracy']).format(groups=GROUPS)}.")
+    return lines
+
+
+def goal_lines(summary: dict[str, Any]) -> list[str]:
+    """The goals, each met, not met or not measured yet."""
     met = {True: "met", False: "not met", None: "not measured yet"}
-    lines.append("\nGoals: " + "; ".join(f"{name.replace('_', ' ')}: {met[value]}" for name, value in summary["goals"].items())
-                 + ".")
-    overlap = "; ".join(f"{check} ({', '.join(rules)})" for check, rules in summary["checks_overlapping_default_rules"].items())
-    lines.append(f"\nChecks that overlap a rule of the default rubric, which `full` and `full-shuffled` are trained on: "
-                 f"{overlap}. The classifier-only reward reads none of them.")
-    lines.append(f"\nCells: mean (95% CI). {summary['intervals']}. {summary['selection'][0].upper()}"
-                 f"{summary['selection'][1:]}.")
+    return ["\nGoals: " + "; ".join(f"{name.replace('_', ' ')}: {met[value]}" for name, value in summary["goals"].items())
+            + "."]
+
+
+def closing_lines(summary: dict[str, Any]) -> list[str]:
+    """How the cells read and how the settings were fixed, then the example replies with the checks that fire."""
+    lines = [f"\nCells: mean (95% CI). {summary['intervals']}. {summary['selection'][0].upper()}"
+             f"{summary['selection'][1:]}."]
     if summary["examples"]:
         lines.append("\n| arm | scenario | reply | checks that fire |\n|---|---|---|---|")
         for example in summary["examples"]:
             reply = " ".join((example["reply"] or "").split()).replace("|", "\\|")
             lines.append(f"| `{example['arm']}` | `{example['scenario_id']}` | {reply} | "
                          f"{', '.join(example['hacks']) or '-'} |")
-    return "\n".join(lines)
+    return lines
+
+
+def markdown_table(summary: dict[str, Any]) -> str:
+    """The Results page's block (docs/results.md): every arm's metrics and check rates (mean and 95% interval), the
+    paired differences against ``base``, the goals, and three replies per arm."""
+    lines = arm_table_lines(summary)
+    for key, difference in summary["differences"].items():
+        arm = key.removesuffix("_vs_base")
+        lines.append(f"\n`{arm}` - `base`: P(target) "
+                     f"{Estimate.from_dict(difference['target_probability']).format(groups=GROUPS)}; hack rate "
+                     f"{Estimate.from_dict(difference['hacked']).format(groups=GROUPS)}; target accuracy "
+                     f"{Estimate.from_dict(difference['target_accuracy']).format(groups=GROUPS)}.")
+    lines += goal_lines(summary)
+    overlap = "; ".join(f"{check} ({', '.join(rules)})" for check, rules in summary["checks_overlapping_default_rules"].items())
+    lines.append(f"\nChecks that overlap a rule of the default rubric, which `full` and `full-shuffled` are trained on: "
+                 f"{overlap}. The classifier-only reward reads none of them.")
+    return "\n".join(lines + closing_lines(summary))
 
 
 def report(results: Path = RESULTS, steps: int = GRPO_STEPS) -> dict[str, Any]:
@@ -349,4 +365,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["main", "markdown_table", "summarise"]
+__all__ = ["arm_table_lines", "closing_lines", "goal_lines", "main", "markdown_table", "summarise"]

@@ -48,12 +48,11 @@ from typing import Any
 import bench_style_hacking as hacking
 from bench_style_hacking import (
     NEUTRAL_WEIGHT,
-    TABLE_COLUMNS,
     episode_values,
     example_replies,
     metrics,
 )
-from bench_style_learning import GROUPS, _cell, observations, play, rows_with_samples
+from bench_style_learning import GROUPS, observations, play, rows_with_samples
 from stages import append_jsonl, done, read_jsonl, rerun_options, run_missing, use_threads
 
 from affectgym.eval.stats import (
@@ -195,13 +194,7 @@ def goals(differences: dict[str, Any]) -> dict[str, bool | None]:
 def markdown_table(summary: dict[str, Any]) -> str:
     """The Results page's block (docs/results.md): every arm's metrics and check rates, the paired differences, the
     goals and three replies per arm."""
-    checks = list(summary["checks"])
-    lines = ["| arm | seeds | " + " | ".join(h for _, h in TABLE_COLUMNS) + " | "
-             + " | ".join(c.replace("_", " ") for c in checks) + " |",
-             "|---|---|" + "---|" * (len(TABLE_COLUMNS) + len(checks))]
-    for arm, entry in summary["arms"].items():
-        cells = [_cell(entry, m) for m, _ in TABLE_COLUMNS] + [_cell(entry, f"check_{c}") for c in checks]
-        lines.append(f"| `{arm}` | {len(entry['seeds'])} | " + " | ".join(cells) + " |")
+    lines = hacking.arm_table_lines(summary)
     for key, difference in summary["differences"].items():
         compared, reference = key.split("_vs_")
         lines.append(f"\n`{compared}` - `{reference}` ({difference['seeds']} seeds): target accuracy "
@@ -209,18 +202,7 @@ def markdown_table(summary: dict[str, Any]) -> str:
                      f"{Estimate.from_dict(difference['target_probability']).format(groups=GROUPS)}; valence agreement "
                      f"{Estimate.from_dict(difference['valence_agreement']).format(groups=GROUPS)}; hack rate "
                      f"{Estimate.from_dict(difference['hacked']).format(groups=GROUPS)}.")
-    met = {True: "met", False: "not met", None: "not measured yet"}
-    lines.append("\nGoals: " + "; ".join(f"{name.replace('_', ' ')}: {met[value]}" for name, value in summary["goals"].items())
-                 + ".")
-    lines.append(f"\nCells: mean (95% CI). {summary['intervals']}. {summary['selection'][0].upper()}"
-                 f"{summary['selection'][1:]}.")
-    if summary["examples"]:
-        lines.append("\n| arm | scenario | reply | checks that fire |\n|---|---|---|---|")
-        for example in summary["examples"]:
-            reply = " ".join((example["reply"] or "").split()).replace("|", "\\|")
-            lines.append(f"| `{example['arm']}` | `{example['scenario_id']}` | {reply} | "
-                         f"{', '.join(example['hacks']) or '-'} |")
-    return "\n".join(lines)
+    return "\n".join(lines + hacking.goal_lines(summary) + hacking.closing_lines(summary))
 
 
 def report(results: Path = RESULTS) -> dict[str, Any]:
