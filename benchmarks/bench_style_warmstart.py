@@ -72,6 +72,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 RUNS_NAME, SAMPLES_NAME, SUMMARY_NAME = ("style_warmstart_runs.jsonl", "style_warmstart_samples.jsonl",
                                          "style_warmstart.json")
+SUMMARY_FILE = RESULTS / SUMMARY_NAME
 WORK = ROOT / "runs" / "bench_style_warmstart"
 ARMS = ("sft", "sft-grpo", "sft-grpo-shuffled")
 #: The GRPO budget after the warm start: the EmotionStyle recipe's, as in bench_style_hacking.

@@ -109,6 +109,8 @@ BENCHMARK_TABLES = {
                              "--report-only -->\n", "\n<!-- end of style table -->", "CALIBRATED_SUMMARY_FILE"),
     "bench_style_hacking": ("<!-- style hacking table: python benchmarks/bench_style_hacking.py --report-only -->\n",
                             "\n<!-- end of style hacking table -->"),
+    "bench_style_warmstart": ("<!-- style warm-start table: python benchmarks/bench_style_warmstart.py --report-only -->\n",
+                              "\n<!-- end of style warm-start table -->"),
 }
 
 
