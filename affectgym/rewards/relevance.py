@@ -34,8 +34,6 @@ __all__ = ["NEUTRAL_OPENING", "ConditionalRelevance", "LogProbFn", "dialogue_con
 LogProbFn = Callable[[str, str], float]
 #: What the user says in the reference context: an opening that tells nothing of a situation.
 NEUTRAL_OPENING = "Hello."
-#: Sequences per forward pass of the model.
-BATCH_SIZE = 16
 #: Tokens read of a context (its last) and of a sentence (its first): what the user said lately, and a
 #: sentence's opening, decide whether it takes the user up; a 30,000-character reply costs no more.
 MAX_CONTEXT_TOKENS = 256
@@ -111,16 +109,14 @@ class ConditionalRelevance:
                     tokenizer(" " + text, add_special_tokens=False)["input_ids"][:MAX_SENTENCE_TOKENS] if text else [])
                    for context, text in pairs]
         results = []
-        for start in range(0, len(encoded), BATCH_SIZE):
-            batch = encoded[start:start + BATCH_SIZE]
-            width = max(len(c) + len(t) for c, t in batch)
-            ids = torch.tensor([c + t + [0] * (width - len(c) - len(t)) for c, t in batch])
-            mask = torch.tensor([[1] * (len(c) + len(t)) + [0] * (width - len(c) - len(t)) for c, t in batch])
+        for context, text in encoded:  # one sequence a pass: a score must not depend on what it was batched with
+            if not text:
+                results.append(0.0)
+                continue
+            ids = torch.tensor([context + text])
             with torch.no_grad():
-                log_probs = model(input_ids=ids, attention_mask=mask).logits[:, :-1].log_softmax(-1)
-            picked = log_probs.gather(2, ids[:, 1:, None])[..., 0]
-            results += [float(picked[row, len(c) - 1:len(c) - 1 + len(t)].mean()) if t else 0.0
-                        for row, (c, t) in enumerate(batch)]
+                log_probs = model(input_ids=ids).logits[0, :-1].log_softmax(-1)
+            results.append(float(log_probs.gather(1, ids[0, 1:, None])[len(context) - 1:, 0].mean()))
         return results
 
     def _model(self) -> tuple[Any, Any]:
