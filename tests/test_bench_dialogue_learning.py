@@ -21,8 +21,8 @@ def row(bench, arm, seed, reward, *, sft_steps=90, dpo_rounds=0):
 
 def test_the_recipes_summary_is_the_named_file_and_other_settings_get_their_own(bench):
     assert bench.summary_file(bench.SFT_STEPS, bench.DPO_ROUNDS) == bench.SUMMARY_FILE
-    assert bench.summary_file(30, 2).name == "dialogue_learning_sft30_r2.json"
-    assert bench.summary_file(90, 4).name == "dialogue_learning_sft90_r4.json"
+    assert bench.summary_file(30, 2).name == "dialogue_listening_sft30_r2.json"
+    assert bench.summary_file(90, 4).name == "dialogue_listening_sft90_r4.json"
 
 
 def test_run_folders_carry_a_suffix_except_at_the_first_settings(bench):

@@ -103,8 +103,8 @@ BENCHMARK_TABLES = {
                        "\n<!-- end of learning table -->"),
     "bench_transfer": ("<!-- transfer table: python benchmarks/bench_transfer.py --report-only -->\n",
                        "\n<!-- end of transfer table -->"),
-    "bench_dialogue_learning": ("<!-- dialogue table: python benchmarks/bench_dialogue_learning.py --report-only -->\n",
-                                "\n<!-- end of dialogue table -->"),
+    "bench_dialogue_learning": ("<!-- dialogue table, the earlier rubric: benchmarks/results/dialogue_learning.json -->\n",
+                                "\n<!-- end of dialogue table -->", "EARLIER_RUBRIC_SUMMARY_FILE"),
     "bench_style_learning": ("<!-- style table: python benchmarks/bench_style_learning.py --neutral-weight 0.25 "
                              "--report-only -->\n", "\n<!-- end of style table -->", "CALIBRATED_SUMMARY_FILE"),
     "bench_style_hacking": ("<!-- style hacking table: python benchmarks/bench_style_hacking.py --report-only -->\n",
