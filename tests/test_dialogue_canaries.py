@@ -10,6 +10,7 @@ import pytest
 
 import affectgym
 from affectgym.envs.dialogue import not_listening_replies
+from affectgym.envs.dialogue_criteria import relevance as dialogue_relevance
 
 REFERENCE_MEAN_BEFORE_RELEVANCE = 0.9117  # the eval turns' reference replies under the rubric before issue 40
 WEAK_REPLY = "(FEAR) Hearing footsteps in the attic at night is a common noise. (NEUTRAL) The attic is a quiet place. (NEUTRAL) What is it that you hear?"
@@ -53,6 +54,20 @@ def test_emotion_about_nothing_the_user_said_earns_less_than_the_same_emotion_th
     gated, ungated = eval_env.score(turn, template, []), words_only.score(turn, template, [])
     assert gated.components["expressed_emotion"] < ungated.components["expressed_emotion"]
     assert gated.components["relevance"] < eval_env.score(turn, turn.reference, []).components["relevance"]
+
+
+def test_the_emotion_credit_is_the_words_only_credit_times_relevance_and_listening_is_read_once(eval_env, monkeypatch):
+    import affectgym.envs.dialogue as dialogue
+
+    turn = eval_env.scenarios[0]
+    template = not_listening_replies(turn)["content_free_template"]
+    words_only = affectgym.make("affectgym/EmpatheticDialogue-v0", split="eval", relevance_model=None).unwrapped
+    reads = []
+    monkeypatch.setattr(dialogue, "relevance", lambda *args: reads.append(args) or dialogue_relevance(*args))
+    gated = eval_env.score(turn, template, []).components
+    assert gated["expressed_emotion"] == pytest.approx(
+        words_only.score(turn, template, []).components["expressed_emotion"] * gated["relevance"])
+    assert len(reads) == 2  # once for each env's relevance criterion, none for the scaled emotion credit
 
 
 def test_without_a_relevance_model_the_reward_reads_shared_words_and_ships_no_listening_canary():

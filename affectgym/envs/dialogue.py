@@ -398,7 +398,8 @@ class DialogueEnv(AffectEnv):
         criteria = [
             Criterion("structure", structure, DEFAULT_REWARD_WEIGHTS["structure"]),
             Criterion("tags", tag_correctness, DEFAULT_REWARD_WEIGHTS["tags"]),
-            Criterion("expressed_emotion", self.expressed_emotion, DEFAULT_REWARD_WEIGHTS["expressed_emotion"], batched=True),
+            Criterion("expressed_emotion", self.expressed_emotion, DEFAULT_REWARD_WEIGHTS["expressed_emotion"], batched=True,
+                      scaled_by=None if self.listening_model is None else "relevance"),
             Criterion("shows_not_tells", shows_not_tells, DEFAULT_REWARD_WEIGHTS["shows_not_tells"]),
             Criterion("length", reply_length, DEFAULT_REWARD_WEIGHTS["length"]),
             Criterion("open_question", open_question, DEFAULT_REWARD_WEIGHTS["open_question"]),
@@ -429,7 +430,8 @@ class DialogueEnv(AffectEnv):
         0.25 for every tag but HAPPINESS in nine cases out of ten). A sentence that names its
         emotion instead of showing it (:func:`tells_emotion`) earns 0; a reply that does not
         parse earns 0. Sentences are classified once per env (cached by text), the whole batch
-        in one classifier call.
+        in one classifier call. With a ``relevance_model`` the rubric scales this credit by
+        :meth:`listening` (``Criterion.scaled_by``), which it scores once for both.
         """
         parsed = [reply_turn(r) for r in replies]
         found = iter(self._emotions.scores([s for p in parsed if p is not None for s in p.sentences]))
@@ -443,9 +445,7 @@ class DialogueEnv(AffectEnv):
                 for sentence, tag in zip(turn.sentences, scenario.required_tags, strict=True)
             ]
             values.append(sum(credits) / 3)
-        if self.listening_model is None:
-            return values
-        return [value * listened for value, listened in zip(values, self.listening(scenarios, replies, traces), strict=True)]
+        return values
 
     def listening(
         self, scenarios: Sequence[DialogueTurn], replies: Sequence[Reply], traces: Sequence[Trace]

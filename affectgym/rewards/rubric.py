@@ -106,6 +106,15 @@ class Criterion:
             which is added after them.
         scorer: The outside scorer ``fn`` asks (e.g. ``"judge"``), ``None`` for a pure
             function; an :class:`Unscored` it returns is that scorer's failure.
+        scaled_by: Name of another criterion of the rubric whose raw value multiplies this
+            one's (e.g. emotion credit scaled by how well the reply listens): the component
+            reported is the product, and the other criterion is scored once for both. Where
+            the other is ``None`` this one is left as it is; where it went unscored, so does this one.
+
+    >>> rubric = Rubric([Criterion("warm", lambda s, r, t: 1.0, 0.5, scaled_by="on_topic"),
+    ...                  Criterion("on_topic", lambda s, r, t: 0.4, 0.5)])
+    >>> rubric.score(None, Reply("hi"), []).components
+    {'warm': 0.4, 'on_topic': 0.4}
     """
 
     name: str
@@ -114,6 +123,7 @@ class Criterion:
     batched: bool = False
     capped: bool = True
     scorer: str | None = None
+    scaled_by: str | None = None
 
     def seeing(self, transform: Callable[[Any], Any]) -> Criterion:
         """A copy that scores ``transform(scenario)`` in place of each scenario (same name and weight).
@@ -201,6 +211,14 @@ class Rubric:
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"rubric criteria must have unique names; repeated: {duplicates}")
+        for c in self.criteria:
+            if c.scaled_by is not None and (c.scaled_by == c.name or c.scaled_by not in names):
+                raise ValueError(f"criterion {c.name!r} is scaled by {c.scaled_by!r}, which must be another "
+                                 f"criterion of the rubric: one of {sorted(set(names) - {c.name})}")
+            scaling = next((o for o in self.criteria if o.name == c.scaled_by), None)
+            if scaling is not None and scaling.scaled_by is not None:
+                raise ValueError(f"criterion {c.name!r} is scaled by {c.scaled_by!r}, which is itself scaled by "
+                                 f"{scaling.scaled_by!r}: scale by the criterion that is scored as it is")
 
     @property
     def scorers(self) -> frozenset[str]:
@@ -278,6 +296,10 @@ class Rubric:
             else:
                 values = [criterion.fn(s, r, t) for s, r, t in zip(scenarios, replies, traces, strict=True)]
             columns[criterion.name] = [_as_component(criterion.name, v) for v in values]
+        for criterion in self.criteria:
+            if criterion.scaled_by is not None:
+                columns[criterion.name] = [_scaled(value, by) for value, by
+                                           in zip(columns[criterion.name], columns[criterion.scaled_by], strict=True)]
         return [
             self._combine({name: column[i] for name, column in columns.items()})
             for i in range(len(replies))
@@ -308,6 +330,15 @@ class Rubric:
                 total += c.weight * components[c.name]
         failed = frozenset(c.scorer for c in self.criteria if c.name in unscored and c.scorer is not None)
         return RubricResult(total=float(total), components=components, unscored=unscored, failed_scorers=failed)
+
+
+def _scaled(value: float | Unscored | None, by: float | Unscored | None) -> float | Unscored | None:
+    """``value`` times the scaling criterion's ``by``: unscored when either is, as it is when either is ``None``."""
+    if isinstance(value, Unscored) or value is None:
+        return value
+    if isinstance(by, Unscored):
+        return by
+    return value if by is None else value * by
 
 
 def _as_component(name: str, value: Any) -> float | Unscored | None:
