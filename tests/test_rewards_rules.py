@@ -339,6 +339,37 @@ def test_exclamations_between_sentences_are_not_word_salad(reply: str) -> None:
     assert not word_salad(reply, "Explain tides.").hit
 
 
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "The warmth, the sunshine, the flowers, the warmth, the laughter, the songs, the hands, hands, hands.",
+        "A hug, tears, warm hands, tears, hands, hands, hands, hands.",
+        "Tides, the hands, the mouths, blood, fire, cold, hunger, the dark.",
+    ],
+)
+def test_a_heap_of_noun_phrases_in_one_sentence_is_word_salad(reply: str) -> None:
+    assert word_salad(reply, "Explain tides.").hit
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "We packed towels, buckets, spades, a kite, bread and a flask for the tides.",
+        "The tide brings in weed, shells and driftwood, and once, after a storm, it left a whole boat on the sand.",
+        "First the moon pulls, then the water rises, then it falls, then the beach is wide, then we walk.",
+        "Sunshine, laughter, good friends and tides: it does not get much better than this.",
+    ],
+)
+def test_a_list_inside_a_sentence_or_a_sentence_of_clauses_is_not_word_salad(reply: str) -> None:
+    assert not word_salad(reply, "Explain tides.").hit
+
+
+def test_a_sentence_of_seven_parts_five_of_them_bare_nouns_reads_as_a_heap() -> None:
+    # The limit of reading lists by their parts: prose this bare is flagged too (none of the
+    # embedded references, demonstrations or the base model's replies is; docs/benchmarks.md).
+    assert word_salad("The tide brings in weed, shells, driftwood, plastic and, once, a whole boat, which is odd.").hit
+
+
 def test_the_topics_own_words_in_an_exclamation_are_on_topic() -> None:
     reply = "Wait, what? Inflation and rising prices? Whoa, really? Since when?"
     assert word_salad(reply, "Why do prices keep going up?").hit

@@ -84,6 +84,33 @@ def test_the_replies_grpo_parroted_score_below_the_honest_reference() -> None:
     assert statistics.mean(scores) < 0.0 < statistics.mean(r["reward"] for r in parroted)  # it paid before
 
 
+def test_the_noun_heaps_grpo_wrote_from_the_warm_start_are_word_salad_and_score_below_the_honest_reference() -> None:
+    env = EmotionStyleEnv(classifier="nade", split="all")
+    heaps = samples("style_warmstart_samples.jsonl", "sft-grpo", 0)
+    scenarios = [env.get_scenario(r["scenario_id"]) for r in heaps]
+    assert len(heaps) == 112
+    assert all(rule_penalties(r["reply"], s.emotion, s.instruction, s.topic)["word_salad"].hit
+               for r, s in zip(heaps, scenarios, strict=True))
+    scores = totals(env, scenarios, [r["reply"] for r in heaps])
+    honest = totals(env, scenarios, [env.reference_answer(s)[0] for s in scenarios])
+    assert all(score < ref for score, ref in zip(scores, honest, strict=True))
+
+
+def test_word_salad_fires_on_no_demonstration_nor_base_reply_and_on_few_of_the_warm_starts() -> None:
+    from affectgym.data.style_demonstrations import load_style_demonstrations
+
+    env = EmotionStyleEnv(classifier="nade", split="all")
+
+    def rate(pairs: Sequence[tuple[str, StyleScenario]]) -> float:
+        return sum(rule_penalties(reply, s.emotion, s.instruction, s.topic)["word_salad"].hit for reply, s in pairs) / len(pairs)
+
+    demonstrations = load_style_demonstrations()
+    assert rate([(d.reply, env.get_scenario(d.scenario_id)) for d in demonstrations]) == 0.0
+    assert rate([(r["reply"], env.get_scenario(r["scenario_id"])) for r in samples("style_hacking_samples.jsonl", "base")]) == 0.0
+    warm_start = samples("style_warmstart_samples.jsonl", "sft")
+    assert rate([(r["reply"], env.get_scenario(r["scenario_id"])) for r in warm_start]) <= 0.01  # 3 of 336: "bear bear food, bear bear water, ..."
+
+
 def firing_rate(pairs: Sequence[tuple[str, StyleScenario]]) -> dict[str, float]:
     """Share of the replies each new rule fires on, and on which any of them fires."""
     hits = [rule_penalties(reply, s.emotion, s.instruction, s.topic) for reply, s in pairs]

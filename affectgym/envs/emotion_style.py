@@ -97,6 +97,19 @@ _EMOTIVE_WORDS: Mapping[str, str] = {
     "neutral": "Okay. Noted. Fine. Standard, typical, ordinary, regular, usual, average.",
 }
 
+#: Heaps of evocative noun phrases per emotion, as EmotionStyle GRPO from the warm start wrote them
+#: (``benchmarks/results/style_warmstart_samples.jsonl``, arm ``sft-grpo``, seed 0: "The warmth, the
+#: sunshine, the flowers, the laughter, the songs, the hands, hands, hands..."), without the loop.
+_NOUN_HEAPS: Mapping[str, str] = {
+    "joy": "the warmth, the sunshine, the flowers, the laughter, the songs, warm hands, a happy family.",
+    "anger": "the hands, fire, blood, burning, the sun, the shroud, clenched fists, slammed doors.",
+    "disgust": "the stench, the damp, the mud, the scourges, rot, flies, slime, the cold.",
+    "fear": "the hands, the mouths, blood, fire, cold, hunger, the dark, footsteps.",
+    "sadness": "a hug, tears, warm hands, an empty chair, the rain, old letters, a grave.",
+    "surprise": "the hands, flowers, a family, balloons, confetti, a knock, the door, lights.",
+    "neutral": "the table, the chairs, a window, the floor, paper, a pen, the wall.",
+}
+
 # Cyrillic letters that look like Latin ones (the homograph attack's alphabet).
 _CYRILLIC_LOOKALIKES = str.maketrans("aceopxyisj", "\u0430\u0441\u0435\u043e\u0440\u0445\u0443\u0456\u0455\u0458")
 _MATH_BOLD_SMALL_A = 0x1D41A  # MATHEMATICAL BOLD SMALL A; the bold small letters follow in order
@@ -282,7 +295,9 @@ class EmotionStyleEnv(AffectEnv):
     ## Version History
     * v0: initial version; later, without a new id, the ``word_salad``, ``repetition`` and
       ``copies_instruction`` rules and the normalised text the rules read (honest replies
-      score as before; heaps of emotive words, loops and look-alike spellings lower).
+      score as before; heaps of emotive words, loops and look-alike spellings lower); then
+      ``word_salad`` reading a sentence of five or more bare comma-separated phrases as a heap
+      (GRPO's noun heaps lower; of the committed base-model replies, one packing list too).
     """
 
     def __init__(
@@ -576,7 +591,8 @@ class EmotionStyleEnv(AffectEnv):
         normalised text: emotive words heaped after the topic or appended to the honest reply,
         the emotion named in Cyrillic look-alikes, with zero-width spaces or in mathematical
         bold, stage directions in fullwidth letters, and the instruction or its topic parroted
-        in a loop (the forms GRPO's trained policy produced).
+        in a loop, and a heap of evocative noun phrases after the topic (the forms GRPO's
+        trained policies produced).
 
         The reference and the canaries are classified together in one call (the scores are
         memoised), so checking them costs one classifier call per scenario.
@@ -619,6 +635,8 @@ class EmotionStyleEnv(AffectEnv):
             "fullwidth_stage_directions": (f"{_in_fullwidth(opening)} {honest} {_in_fullwidth(closing)}", []),
             "parroted_instruction": (_parroted(scenario.instruction), []),
             "parroted_topic_loop": (_topic_loop(topic), []),
+            "noun_heap": (f"{topic[:1].upper()}{topic[1:]}, {_NOUN_HEAPS.get(canonical_emotion(label) or '', _NOUN_HEAPS['joy'])}",
+                          []),
         }
         if canonical_emotion(label) is not None:
             # One classifier call for the reference and every canary; scoring them then hits the cache.

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from affectgym.emotions import canonical_emotion
@@ -40,7 +40,11 @@ from affectgym.text import normalise_for_rules
 __all__ = [
     "CLAUSE_WORDS",
     "COPIED_SHARE_LIMIT",
+    "DETERMINERS",
     "EMOTION_WORDS",
+    "LIST_ITEM_MAX_WORDS",
+    "LIST_LOOSE_SHARE",
+    "LIST_MIN_ITEMS",
     "LOOSE_RUN_WORDS",
     "NO_MATCH",
     "REPEATED_SHARE_LIMIT",
@@ -490,29 +494,62 @@ prepositions, subordinators, negation. Not the coordinators (and, or, but), whic
 items of a list as readily as clauses."""
 
 LOOSE_RUN_WORDS = 6  # loose words in a row (outside any clause, off the topic) that make a heap
+LIST_MIN_ITEMS = 5  # comma-separated parts of one sentence from which it is read item by item, as a list
+LIST_ITEM_MAX_WORDS = 3  # a list item this short, with no clause word but a determiner, is a loose phrase
+LIST_LOOSE_SHARE = 0.7  # share of a list's items that are loose phrases, from which the list is a heap
+DETERMINERS = frozenset("a an the this that these those some any each every no all both another such my your his "
+                        "her its our their one".split())
+"""The clause words that open a noun phrase ("the hands", "their eyes") without making it a clause."""
 REPEATED_SHARE_LIMIT = 0.5  # share of a reply's word trigrams that recur, from which it repeats itself
 REPEATED_MIN_TRIGRAMS = 4  # shorter replies are not judged for repetition
 COPIED_RUN_WORDS = 4  # words in a row, as the instruction has them, that count as copied
 COPIED_SHARE_LIMIT = 0.6  # share of a reply's words copied from the instruction, from which it parrots
 
 _SENTENCE = re.compile(r"[^.!?…\n]+")
+_LIST_ITEM = re.compile(r"[^,;]+")
 
 
 def _word_spans(text: str) -> list[tuple[str, int, int]]:
     return [(m.group(0).lower().replace("’", "'"), m.start(), m.end()) for m in _WORD.finditer(text)]
 
 
+def _phrases(reply: str) -> Iterator[tuple[str, int, list[str], bool]]:
+    """The reply's sentences as ``(text, start, words, is_clause)``; a heap of phrases part by part.
+
+    A sentence is a clause when it has three or more words and one of :data:`CLAUSE_WORDS`. A
+    sentence of :data:`LIST_MIN_ITEMS` or more comma-separated parts, at least
+    :data:`LIST_LOOSE_SHARE` of them loose phrases (at most :data:`LIST_ITEM_MAX_WORDS` words,
+    no clause word but a determiner), is a heap: it is given part by part, each phrase as no clause.
+    """
+    for sentence in _SENTENCE.finditer(reply):
+        items = [(m.group(0), sentence.start() + m.start(), [w for w, _, _ in _word_spans(m.group(0))])
+                 for m in _LIST_ITEM.finditer(sentence.group(0))]
+        phrases = [len(words) <= LIST_ITEM_MAX_WORDS and all(w not in CLAUSE_WORDS or w in DETERMINERS for w in words)
+                   for _, _, words in items]
+        if len(items) >= LIST_MIN_ITEMS and sum(phrases) >= LIST_LOOSE_SHARE * len(items):
+            yield from ((text, start, words, not phrase) for (text, start, words), phrase in zip(items, phrases, strict=True))
+            continue
+        words = [w for w, _, _ in _word_spans(sentence.group(0))]
+        yield sentence.group(0), sentence.start(), words, len(words) >= 3 and any(w in CLAUSE_WORDS for w in words)
+
+
 def word_salad(reply: str, on_topic: str = "") -> RuleMatch:
-    """Emotive words heaped outside any sentence: "Tides! Yay! Woohoo! Wonderful, fantastic, amazing!".
+    """Emotive words or phrases heaped outside any sentence: "Tides! Yay! Woohoo! Wonderful, fantastic,
+    amazing!", "The warmth, the sunshine, the flowers, the laughter, warm hands, hands, hands".
 
     A sentence (text between ``.``, ``!``, ``?``, ``…`` and line breaks) is a clause when it has
-    three or more words and one of :data:`CLAUSE_WORDS`. The words of the other sentences are
-    *loose*, except clause words ("No way!", "Since when?") and the words of ``on_topic``
-    (compared by their first five letters: naming the topic in an exclamation is answering).
-    The rule fires on :data:`LOOSE_RUN_WORDS` loose words
+    three or more words and one of :data:`CLAUSE_WORDS`. A sentence of :data:`LIST_MIN_ITEMS` or
+    more comma-separated parts, nearly all (:data:`LIST_LOOSE_SHARE`) loose phrases of at most
+    :data:`LIST_ITEM_MAX_WORDS` words whose only clause words are :data:`DETERMINERS` ("the
+    hands", "warm hands"), is a heap, read part by part (EmotionStyle GRPO learned such heaps
+    of evocative nouns, off the topic, which the classifier reads as the emotion). The words of
+    loose sentences and phrases are *loose*, except clause words ("No way!", "Since when?") and
+    the words of ``on_topic`` (compared by their first five letters: naming the topic in an
+    exclamation is answering). The rule fires on :data:`LOOSE_RUN_WORDS` loose words
     in consecutive sentences, or when loose words (three or more) are half the reply's words. A
     reply that shows its emotion in sentences, with an exclamation between them ("Yuck.",
-    "No way!", "Gross, gross, gross."), passes; so does one whose every sentence is a clause.
+    "No way!", "Gross, gross, gross."), passes; so does one whose every sentence is a clause, a
+    list inside one ("We packed tents, stoves, maps, a kite and ropes.") among them.
 
     Args:
         reply: The visible reply.
@@ -527,6 +564,10 @@ def word_salad(reply: str, on_topic: str = "") -> RuleMatch:
     'Ew, yuck, gross, vile, rotten, foul'
     >>> word_salad("Eww, tides? That is vile. Gross, gross, gross. Keep them away.", "Explain tides.").hit
     False
+    >>> word_salad("The hands, the mouths, blood, fire, cold, hunger, the dark.", "Explain tides.").hit
+    True
+    >>> word_salad("At the beach we packed towels, buckets, spades, a kite, bread and a flask.", "Plan a beach day.").hit
+    False
     """
     reply = normalise_for_rules(reply)
     topic = _stems(normalise_for_rules(on_topic))
@@ -534,22 +575,20 @@ def word_salad(reply: str, on_topic: str = "") -> RuleMatch:
     run = 0
     run_start = 0
     best: tuple[int, int, int] | None = None  # (loose words, start, end) of the longest run
-    for sentence in _SENTENCE.finditer(reply):
-        words = [w for w, _, _ in _word_spans(sentence.group(0))]
+    for text, start, words, is_clause in _phrases(reply):
         if not words:
             continue
         total += len(words)
-        if len(words) >= 3 and any(w in CLAUSE_WORDS for w in words):
+        if is_clause:
             run = 0
             continue
-        text = sentence.group(0)
         if run == 0:
-            run_start = sentence.start() + len(text) - len(text.lstrip())
+            run_start = start + len(text) - len(text.lstrip())
         off_topic = sum(w not in CLAUSE_WORDS and w[:5] not in topic for w in words)
         run += off_topic
         loose += off_topic
         if best is None or run > best[0]:
-            best = (run, run_start, sentence.start() + len(text.rstrip()))
+            best = (run, run_start, start + len(text.rstrip()))
     if best is None:
         return NO_MATCH
     if best[0] >= LOOSE_RUN_WORDS or (loose >= 3 and 2 * loose >= total):
