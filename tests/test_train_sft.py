@@ -172,3 +172,28 @@ def test_transfer_recipes_keep_training_the_warm_start_adapter_flat_and_multi_tu
     for summary in (flat, multiturn):
         adapter = json.loads((tmp_path / summary["output_dir"] / "adapter" / "adapter_config.json").read_text())
         assert adapter["r"] == 16 and adapter["layers_to_transform"] == [0, 1]  # the warm start's own adapter
+
+
+def test_grpo_with_a_kl_term_from_a_warm_start_is_anchored_to_the_warm_start_not_the_base_model(tiny_model, demos, tmp_path):
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    from affectgym.train.grpo import train
+    from affectgym.train.recipes import sarcasm_chat_grpo_config, sarcasm_protocol_sft_config
+
+    # A warm start far from the base model (large steps), so a base-model reference would show.
+    sft = train_sft(sarcasm_protocol_sft_config(tmp_path / "sft", [str(demos)], model=str(tiny_model), max_steps=3,
+                                                learning_rate=0.05, lora_dropout=0.0))
+    warm = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(str(tiny_model)), sft["adapter_dir"]).eval()
+    tokens = torch.arange(1, 17).unsqueeze(0)
+    with torch.no_grad(), warm.disable_adapter():
+        base_logits = warm(tokens).logits
+    with torch.no_grad():
+        assert (warm(tokens).logits - base_logits).abs().max() > 0.1
+
+    train(sarcasm_chat_grpo_config(tmp_path / "grpo", sft["adapter_dir"], model=str(tiny_model), max_steps=1,
+                                   num_generations=4, batch_size=8, beta=0.1, lora_dropout=0.0, eval_episodes=0))
+    history = json.loads((tmp_path / "grpo" / "log_history.json").read_text(encoding="utf-8"))
+    # With the base model as the reference this first step's KL is 0.033 (measured by forcing TRL to disable the adapters).
+    assert next(row["kl"] for row in history if "kl" in row) == pytest.approx(0.0, abs=1e-6)
