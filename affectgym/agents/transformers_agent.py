@@ -19,7 +19,7 @@ from typing import Any
 from affectgym.agents.base import Agent, TokenCount, raw_text_messages
 from affectgym.hub import pretrained_problem
 from affectgym.library_output import hf_progress_bars_hidden
-from affectgym.models import CHATML_TOOL_TEMPLATE, resolve_model
+from affectgym.models import CHATML_TOOL_TEMPLATE, load_pretrained, resolve_model
 
 #: A local model's longest message by default, in tokens: a tool call or an answer takes 20-60,
 #: and a base model that never ends its turn costs at most this much a message on a CPU.
@@ -163,7 +163,7 @@ class TransformersAgent(Agent):
         if isinstance(model, str):
             torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype)
             with hf_progress_bars_hidden():
-                loaded = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
+                loaded = load_pretrained(AutoModelForCausalLM.from_pretrained, path, dtype=torch_dtype)
             tokenizer = AutoTokenizer.from_pretrained(tokenizer or path) if not _is_tokenizer(tokenizer) else tokenizer
         else:
             loaded = model
@@ -174,7 +174,7 @@ class TransformersAgent(Agent):
         if adapter is not None:
             from peft import PeftModel
 
-            loaded = PeftModel.from_pretrained(loaded, adapter).merge_and_unload()
+            loaded = load_pretrained(PeftModel.from_pretrained, loaded, adapter).merge_and_unload()
         self.model = loaded.to(device).eval()
         self.tokenizer = tokenizer
         self.tokenizer.padding_side = "left"

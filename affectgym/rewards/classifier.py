@@ -48,6 +48,7 @@ from typing import Any
 
 from affectgym.emotions import EMOTIONS, canonical_emotion
 from affectgym.hub import pretrained_problem
+from affectgym.models import load_pretrained
 from affectgym.rewards.memo import BoundedMemo
 from affectgym.rewards.rules import strip_think
 
@@ -479,7 +480,7 @@ def _load_transformers(
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(model_name)
-        model = AutoModelForSequenceClassification.from_pretrained(model_name)
+        model = load_pretrained(AutoModelForSequenceClassification.from_pretrained, model_name)
     except OSError as error:
         raise OSError(f"could not load the emotion classifier {model_name!r} ({error}). {advice}") from error
     id2label = model.config.id2label

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from affectgym.models import resolve_model
+from affectgym.models import load_pretrained, resolve_model
 from affectgym.rewards.memo import BoundedMemo
 
 __all__ = ["NEUTRAL_OPENING", "ConditionalRelevance", "LogProbFn", "dialogue_context"]
@@ -126,6 +126,6 @@ class ConditionalRelevance:
 
                 folder = resolve_model(self.model)
                 tokenizer = AutoTokenizer.from_pretrained(folder)
-                model = AutoModelForCausalLM.from_pretrained(folder, dtype="float32").eval()
+                model = load_pretrained(AutoModelForCausalLM.from_pretrained, folder, dtype="float32").eval()
                 self._loaded = (tokenizer, model)
             return self._loaded

@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from affectgym.models import load_pretrained
 from affectgym.train.adapters import check_init_adapter
 from affectgym.train.config import TrainConfig
 
@@ -135,7 +136,7 @@ def load_policy(config: TrainConfig, *, gpu: bool) -> tuple[Any, Any, str]:
 
     path = resolve_model(config.model)
     bf16 = gpu if config.bf16 is None else bool(config.bf16)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16 if bf16 else torch.float32)
+    model = load_pretrained(AutoModelForCausalLM.from_pretrained, path, dtype=torch.bfloat16 if bf16 else torch.float32)
     tokenizer = AutoTokenizer.from_pretrained(path)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
@@ -164,7 +165,7 @@ def trainable_policy(config: TrainConfig, model: Any) -> tuple[Any, Any]:
     problem = pretrained_problem(config.init_adapter)
     if problem is not None:
         raise OSError(f"cannot load --init-adapter: {problem}")
-    return PeftModel.from_pretrained(model, config.init_adapter, is_trainable=True), None
+    return load_pretrained(PeftModel.from_pretrained, model, config.init_adapter, is_trainable=True), None
 
 
 def peft_config(config: TrainConfig, model_type: str, num_layers: int | None = None) -> Any:
