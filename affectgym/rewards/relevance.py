@@ -38,6 +38,10 @@ NEUTRAL_OPENING = "Hello."
 #: sentence's opening, decide whether it takes the user up; a 30,000-character reply costs no more.
 MAX_CONTEXT_TOKENS = 256
 MAX_SENTENCE_TOKENS = 64
+#: The language models read, by folder: loaded once per process and shared by every scorer of that folder
+#: (an eval of 16 concurrent episodes has 16 envs, each with its scorer).
+_MODELS: dict[str, tuple[Any, Any]] = {}
+_MODELS_LOCK = threading.Lock()
 
 
 def dialogue_context(user_text: str) -> str:
@@ -73,8 +77,6 @@ class ConditionalRelevance:
             raise ValueError(f"relevance model must be a model alias such as 'smollm2-135m', a local model folder, "
                              f"or a callable (context, continuation) -> log-probability per token; got {model!r}")
         self._memo: BoundedMemo[tuple[str, str], float] = BoundedMemo(max_entries)
-        self._load_lock = threading.Lock()
-        self._loaded: tuple[Any, Any] | None = None
 
     def __repr__(self) -> str:
         return f"ConditionalRelevance({self.model!r})"
@@ -120,12 +122,13 @@ class ConditionalRelevance:
         return results
 
     def _model(self) -> tuple[Any, Any]:
-        with self._load_lock:
-            if self._loaded is None:
+        """The tokenizer and model, loaded on the first call and shared with every scorer of the same folder."""
+        folder = resolve_model(self.model)
+        with _MODELS_LOCK:
+            if folder not in _MODELS:
                 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-                folder = resolve_model(self.model)
                 tokenizer = AutoTokenizer.from_pretrained(folder)
-                model = load_pretrained(AutoModelForCausalLM.from_pretrained, folder, dtype="float32").eval()
-                self._loaded = (tokenizer, model)
-            return self._loaded
+                _MODELS[folder] = (tokenizer, load_pretrained(AutoModelForCausalLM.from_pretrained, folder,
+                                                              dtype="float32").eval())
+            return _MODELS[folder]
