@@ -92,6 +92,8 @@ DIFFERENCES = (("sft-grpo-shuffled", "sft-grpo"), ("sft", "sft-grpo"), ("base", 
                ("sft-grpo-shuffled", "sft-grpo-kl"), ("sft", "sft-grpo-kl"))
 GOAL_ACCURACY_GAIN = 0.15
 GOAL_HACK_MARGIN = 0.05
+#: Seeds a comparison needs before its goal is read (fewer: "not measured yet").
+GOAL_SEEDS = 3
 SELECTION = (f"settings fixed before any warm-started run was played: SFT {STYLE_DEMONSTRATION_PASSES} passes over "
              "the demonstrations at the dialogue reference SFT's learning rate and LoRA, then the EmotionStyle GRPO "
              f"recipe unchanged ({GRPO_STEPS} steps, the calibrated classifier at neutral weight {NEUTRAL_WEIGHT:g}); "
@@ -189,9 +191,10 @@ def summarise(rows: list[dict[str, Any]], samples: list[dict[str, Any]], base: l
 
 
 def goals(differences: dict[str, Any]) -> dict[str, bool | None]:
-    """The issue's goals, ``None`` while an arm is missing (see the module's docstring)."""
+    """The issue's goals, ``None`` while an arm or one of its :data:`GOAL_SEEDS` seeds is missing (see the module's docstring)."""
     def estimate(key: str, metric: str) -> Estimate | None:
-        return Estimate.from_dict(differences[key][metric]) if key in differences else None
+        found = differences.get(key)
+        return Estimate.from_dict(found[metric]) if found is not None and found["seeds"] >= GOAL_SEEDS else None
 
     found: dict[str, bool | None] = {}
     for arm in ("sft-grpo", "sft-grpo-heap-rule", "sft-grpo-kl"):
