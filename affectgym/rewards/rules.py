@@ -539,7 +539,7 @@ def word_salad(reply: str, on_topic: str = "") -> RuleMatch:
 
     A sentence (text between ``.``, ``!``, ``?``, ``…`` and line breaks) is a clause when it has
     three or more words and one of :data:`CLAUSE_WORDS`. A sentence of :data:`LIST_MIN_ITEMS` or
-    more comma-separated parts, nearly all (:data:`LIST_LOOSE_SHARE`) loose phrases of at most
+    more comma-separated parts, at least :data:`LIST_LOOSE_SHARE` of them loose phrases of at most
     :data:`LIST_ITEM_MAX_WORDS` words whose only clause words are :data:`DETERMINERS` ("the
     hands", "warm hands"), is a heap, read part by part (EmotionStyle GRPO learned such heaps
     of evocative nouns, off the topic, which the classifier reads as the emotion). The words of
