@@ -38,7 +38,7 @@ NEUTRAL_OPENING = "Hello."
 #: sentence's opening, decide whether it takes the user up; a 30,000-character reply costs no more.
 MAX_CONTEXT_TOKENS = 256
 MAX_SENTENCE_TOKENS = 64
-#: The language models read, by folder: loaded once per process and shared by every scorer of that folder
+#: The language models read, by model name or folder: loaded once per process and shared by every scorer of it
 #: (an eval of 16 concurrent episodes has 16 envs, each with its scorer).
 _MODELS: dict[str, tuple[Any, Any]] = {}
 _MODELS_LOCK = threading.Lock()
@@ -122,13 +122,13 @@ class ConditionalRelevance:
         return results
 
     def _model(self) -> tuple[Any, Any]:
-        """The tokenizer and model, loaded on the first call and shared with every scorer of the same folder."""
-        folder = resolve_model(self.model)
+        """The tokenizer and model, loaded on the first call and shared with every scorer of the same model."""
         with _MODELS_LOCK:
-            if folder not in _MODELS:
+            if self.model not in _MODELS:
                 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+                folder = resolve_model(self.model)  # once: resolving an alias checks (and may convert) its folder
                 tokenizer = AutoTokenizer.from_pretrained(folder)
-                _MODELS[folder] = (tokenizer, load_pretrained(AutoModelForCausalLM.from_pretrained, folder,
-                                                              dtype="float32").eval())
-            return _MODELS[folder]
+                _MODELS[self.model] = (tokenizer, load_pretrained(AutoModelForCausalLM.from_pretrained, folder,
+                                                                  dtype="float32").eval())
+            return _MODELS[self.model]

@@ -529,7 +529,7 @@ def _phrases(reply: str) -> Iterator[tuple[str, int, list[str], bool]]:
         if len(items) >= LIST_MIN_ITEMS and sum(phrases) >= LIST_LOOSE_SHARE * len(items):
             yield from ((text, start, words, not phrase) for (text, start, words), phrase in zip(items, phrases, strict=True))
             continue
-        words = [w for w, _, _ in _word_spans(sentence.group(0))]
+        words = [w for _, _, item_words in items for w in item_words]  # no word spans a comma
         yield sentence.group(0), sentence.start(), words, len(words) >= 3 and any(w in CLAUSE_WORDS for w in words)
 
 
