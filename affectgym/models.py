@@ -19,7 +19,7 @@ import importlib.util
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -87,6 +87,9 @@ _Loaded = TypeVar("_Loaded")
 #: every later one of the process ("Cannot copy out of meta tensor"; huggingface/transformers#44940).
 PRETRAINED_LOAD_LOCK = threading.Lock()
 
+_SHARED: dict[Hashable, Any] = {}
+_SHARED_LOCK = threading.RLock()  # re-entrant: a load may itself use a shared model
+
 
 def load_pretrained(load: Callable[..., _Loaded], *args: Any, **kwargs: Any) -> _Loaded:
     """``load(*args, **kwargs)`` (a ``from_pretrained``) while no other load runs in this process.
@@ -96,6 +99,22 @@ def load_pretrained(load: Callable[..., _Loaded], *args: Any, **kwargs: Any) -> 
     """
     with PRETRAINED_LOAD_LOCK:
         return load(*args, **kwargs)
+
+
+def shared_model(key: Hashable, load: Callable[[], _Loaded]) -> _Loaded:
+    """What ``load()`` returns, made once per ``key`` in this process and shared by every caller.
+
+    Scorers call it so that the sixteen envs of a concurrent eval hold one copy of a model, not
+    sixteen; a caller that arrives while the first one loads waits for it. Keys name their
+    owner, e.g. ``("relevance", "smollm2-135m")``.
+
+    >>> shared_model(("doctest", "tiny"), lambda: {"weights": 1}) is shared_model(("doctest", "tiny"), dict)
+    True
+    """
+    with _SHARED_LOCK:
+        if key not in _SHARED:
+            _SHARED[key] = load()
+        return _SHARED[key]
 
 
 def register_model_alias(name: str, resolver: Callable[[], str]) -> None:

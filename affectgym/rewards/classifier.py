@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -48,7 +47,7 @@ from typing import Any
 
 from affectgym.emotions import EMOTIONS, canonical_emotion
 from affectgym.hub import pretrained_problem
-from affectgym.models import load_pretrained
+from affectgym.models import load_pretrained, shared_model
 from affectgym.rewards.memo import BoundedMemo
 from affectgym.rewards.rules import strip_think
 
@@ -85,9 +84,6 @@ _SENTENCE_BREAK = re.compile(r"(?:(?<=[.!?…])|(?<=[.!?…][\"'’”)\]]))\s+|
 
 ScoreFn = Callable[[list[str]], Sequence[Mapping[str, float]]]
 
-_MODEL_CACHE: dict[tuple[str, str, str], tuple[Any, Any, list[str | None], int]] = {}
-_NADE_CACHE: dict[str, Any] = {}
-_CACHE_LOCK = threading.Lock()
 
 
 def default_precision(device: str) -> str:
@@ -372,10 +368,7 @@ class EmotionClassifier:
 
     def _loaded(self) -> tuple[Any, Any, list[str | None], int]:
         key = (self.model, self.device, self.precision)
-        with _CACHE_LOCK:
-            if key not in _MODEL_CACHE:
-                _MODEL_CACHE[key] = _load_transformers(*key)
-            return _MODEL_CACHE[key]
+        return shared_model(("classifier", *key), lambda: _load_transformers(*key))
 
     def _scores_transformers(self, texts: list[str]) -> list[dict[str, float]]:
         import torch
@@ -401,10 +394,7 @@ class EmotionClassifier:
     # -- nade ----------------------------------------------------------------------------
 
     def _scores_nade(self, texts: list[str]) -> list[dict[str, float]]:
-        with _CACHE_LOCK:
-            if "socialmedia_en" not in _NADE_CACHE:
-                _NADE_CACHE["socialmedia_en"] = _load_nade()
-            nade = _NADE_CACHE["socialmedia_en"]
+        nade = shared_model(("nade", "socialmedia_en"), _load_nade)
         # fastText predicts one line at a time; nade lower-cases and respaces itself.
         lines = [" ".join(text.split()) for text in texts]
         columns = nade.predict(lines)

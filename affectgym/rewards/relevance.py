@@ -20,12 +20,11 @@ memoised by content (:class:`~affectgym.rewards.memo.BoundedMemo`).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from affectgym.models import load_pretrained, resolve_model
+from affectgym.models import load_pretrained, resolve_model, shared_model
 from affectgym.rewards.memo import BoundedMemo
 
 __all__ = ["NEUTRAL_OPENING", "ConditionalRelevance", "LogProbFn", "dialogue_context"]
@@ -40,8 +39,6 @@ MAX_CONTEXT_TOKENS = 256
 MAX_SENTENCE_TOKENS = 64
 #: The language models read, by model name or folder: loaded once per process and shared by every scorer of it
 #: (an eval of 16 concurrent episodes has 16 envs, each with its scorer).
-_MODELS: dict[str, tuple[Any, Any]] = {}
-_MODELS_LOCK = threading.Lock()
 
 
 def dialogue_context(user_text: str) -> str:
@@ -123,12 +120,11 @@ class ConditionalRelevance:
 
     def _model(self) -> tuple[Any, Any]:
         """The tokenizer and model, loaded on the first call and shared with every scorer of the same model."""
-        with _MODELS_LOCK:
-            if self.model not in _MODELS:
-                from transformers import AutoModelForCausalLM, AutoTokenizer
+        return shared_model(("relevance", self.model), self._load)
 
-                folder = resolve_model(self.model)  # once: resolving an alias checks (and may convert) its folder
-                tokenizer = AutoTokenizer.from_pretrained(folder)
-                _MODELS[self.model] = (tokenizer, load_pretrained(AutoModelForCausalLM.from_pretrained, folder,
-                                                                  dtype="float32").eval())
-            return _MODELS[self.model]
+    def _load(self) -> tuple[Any, Any]:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        folder = resolve_model(self.model)  # once: resolving an alias checks (and may convert) its folder
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        return tokenizer, load_pretrained(AutoModelForCausalLM.from_pretrained, folder, dtype="float32").eval()
