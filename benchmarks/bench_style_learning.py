@@ -129,18 +129,21 @@ def train_stage(arm: str, seed: int, steps: int, neutral_weight: float) -> tuple
     return out / "adapter", json.loads((out / "summary.json").read_text(encoding="utf-8"))
 
 
-def play(arm: str, seed: int, adapter: Path | None, neutral_weight: float, work: Path = WORK) -> dict[str, Any]:
-    """The arm's held-out replies through the eval runner (its folder under ``work``): its metrics and every reply."""
+def play(arm: str, seed: int, adapter: Path | None, neutral_weight: float, work: Path = WORK,
+         split: str = "eval") -> dict[str, Any]:
+    """The arm's held-out replies to ``split`` (``"eval"``, or ``"validation"`` to choose settings) through the eval
+    runner (its folder under ``work``): its metrics and every reply."""
     from affectgym.eval import EvalConfig, run_eval
     from affectgym.eval.results import read_results
 
-    out = work / (f"eval-base{neutral_suffix(neutral_weight)}" if adapter is None else f"s{seed}/eval-{adapter.parent.name}")
+    out = work / (f"{split}-base{neutral_suffix(neutral_weight)}" if adapter is None
+                  else f"s{seed}/{split}-{adapter.parent.name}")
     agent_kwargs: dict[str, Any] = {"max_new_tokens": STYLE_MAX_NEW_TOKENS, "temperature": 0.0, "max_batch_size": 16}
     if adapter is not None:
         agent_kwargs["adapter"] = str(adapter)
     if not done(out):
         run_eval(EvalConfig(env_id=EMOTION_STYLE_ENV_ID, agent="hf:smollm2-135m", out=out, n=EVAL_SCENARIOS,
-                            split="eval", seed=0, env_kwargs=eval_env_kwargs(neutral_weight), agent_kwargs=agent_kwargs,
+                            split=split, seed=0, env_kwargs=eval_env_kwargs(neutral_weight), agent_kwargs=agent_kwargs,
                             concurrency=16, progress=False, max_fail_fraction=1.0, resume=out.exists()))
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     records, _ = read_results(out / "results.jsonl")
