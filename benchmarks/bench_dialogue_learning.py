@@ -41,11 +41,18 @@ folders end ``-sftN`` and ``-rR`` except at the benchmark's first settings (30 a
 of more rounds starts from a copy of the same seed's run of fewer (its first rounds are the
 same) and adds the rest.
 
+``--validation`` chooses the number of DPO rounds on the validation split (4 dialogues, 12
+turns): each finished seed's adapter after 0 (the SFT adapter), 1, 2 and 3 rounds plays it,
+and the count with the highest mean reward over the seeds is chosen (a tie to fewer rounds).
+Its turns go to ``dialogue_listening_validation_runs.jsonl`` and ``..._validation_samples.jsonl``,
+its table below the eval table.
+
 Usage (two processes, one core each, fill one results file; a DPO process peaks at ~10 GB,
 so no more than two on 24 GB; about 3.5 hours)::
 
     taskset -c 0 python benchmarks/bench_dialogue_learning.py --seeds 0 2 --threads 1 &
     taskset -c 1 python benchmarks/bench_dialogue_learning.py --seeds 1 --threads 1 &
+    python benchmarks/bench_dialogue_learning.py --validation --seeds 0 1 2 --threads 1
     python benchmarks/bench_dialogue_learning.py --report-only
 """
 
@@ -87,6 +94,9 @@ RESULTS = ROOT / "benchmarks" / "results"
 RUNS_FILE = RESULTS / "dialogue_listening_runs.jsonl"
 SAMPLES_FILE = RESULTS / "dialogue_listening_samples.jsonl"
 SUMMARY_FILE = RESULTS / "dialogue_listening.json"
+#: Each seed's adapters after 0 to :data:`DPO_ROUNDS` DPO rounds on the validation split (``--validation``).
+VALIDATION_RUNS_FILE = RESULTS / "dialogue_listening_validation_runs.jsonl"
+VALIDATION_SAMPLES_FILE = RESULTS / "dialogue_listening_validation_samples.jsonl"
 #: The summary of the earlier rubric's runs, which paid for replies that ignore the user (kept as its record).
 EARLIER_RUBRIC_SUMMARY_FILE = RESULTS / "dialogue_learning.json"
 WORK = ROOT / "runs" / "bench_dialogue_listening"
@@ -197,17 +207,18 @@ def turn_metrics(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
     }
 
 
-def play(arm: str, seed: int, adapter: Path | None, settings: dict[str, int]) -> dict[str, Any]:
-    """The arm's held-out turns through the eval runner: its metrics and every turn (``settings``: :func:`arm_settings`)."""
+def play(arm: str, seed: int, adapter: Path | None, settings: dict[str, int], split: str = "eval") -> dict[str, Any]:
+    """The arm's turns of ``split`` (held out: ``"eval"``, or ``"validation"`` to choose settings) through the eval
+    runner: its metrics and every turn (``settings``: :func:`arm_settings`)."""
     from affectgym.eval import EvalConfig, run_eval
     from affectgym.eval.results import read_results
 
-    out = WORK / ("eval-base" if adapter is None else f"s{seed}/eval-{arm}{steps_suffix(**settings)}")
+    out = WORK / (f"{split}-base" if adapter is None else f"s{seed}/{split}-{arm}{steps_suffix(**settings)}")
     agent_kwargs: dict[str, Any] = {"max_new_tokens": DIALOGUE_MAX_NEW_TOKENS, "temperature": 0.0, "max_batch_size": 16}
     if adapter is not None:
         agent_kwargs["adapter"] = str(adapter)
     if not done(out):
-        run_eval(EvalConfig(env_id=DIALOGUE_ENV_ID, agent="hf:smollm2-135m", out=out, split="eval", seed=seed,
+        run_eval(EvalConfig(env_id=DIALOGUE_ENV_ID, agent="hf:smollm2-135m", out=out, split=split, seed=seed,
                             agent_kwargs=agent_kwargs, concurrency=16, progress=False, max_fail_fraction=1.0,
                             resume=out.exists()))
     records, _ = read_results(out / "results.jsonl")
@@ -241,6 +252,66 @@ def run_arm(arm: str, seed: int, sft_steps: int, dpo_rounds: int, dpo_steps: int
     append_jsonl(SAMPLES_FILE, played["samples"])
     append_jsonl(RUNS_FILE, [row])
     print(f"{arm} seed {seed}: " + ", ".join(f"{k} {row[k]:.3f}" for k in METRICS), flush=True)
+
+
+def round_adapter(seed: int, sft_steps: int, dpo_rounds: int, after: int) -> Path:
+    """The adapter of the seed's run of ``dpo_rounds`` DPO rounds after its first ``after`` (0: the SFT adapter)."""
+    if after == 0:
+        return WORK / f"s{seed}" / f"sft{steps_suffix(sft_steps)}" / "adapter"
+    return WORK / f"s{seed}" / f"dpo{steps_suffix(sft_steps, dpo_rounds)}" / "rounds" / str(after - 1) / "adapter"
+
+
+def run_validation(seed: int, sft_steps: int, dpo_rounds: int, finished: set[tuple[int, int]]) -> None:
+    """Play the seed's adapters after 0 to ``dpo_rounds`` rounds on the validation split (those not ``finished``:
+    (seed, rounds) pairs); append each one's turns, then its row. A seed whose DPO run has not finished is skipped."""
+    run = WORK / f"s{seed}" / f"dpo{steps_suffix(sft_steps, dpo_rounds)}"
+    if not dpo_done(run, dpo_rounds):
+        print(f"seed {seed}: no finished DPO run of {dpo_rounds} rounds in {run}; train it first (without --validation)")
+        return
+    for after in range(dpo_rounds + 1):
+        if (seed, after) in finished:
+            continue
+        arm = "sft" if after == 0 else "sft+dpo"
+        settings = {"sft_steps": sft_steps, "dpo_rounds": after}
+        played = play(arm, seed, round_adapter(seed, sft_steps, dpo_rounds, after), settings, split="validation")
+        row = {"arm": arm, "seed": seed, **settings, "split": "validation", **played["metrics"]}
+        append_jsonl(VALIDATION_SAMPLES_FILE, played["samples"])
+        append_jsonl(VALIDATION_RUNS_FILE, [row])
+        print(f"validation, seed {seed}, {after} DPO rounds: reward {row['reward']:.3f}, structure valid "
+              f"{row['structure_valid']:.3f}", flush=True)
+
+
+def validation_summary(rows: Sequence[dict[str, Any]], turns: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """Each number of DPO rounds on the validation split (reward, structure validity, expressed emotion over the
+    turns of every seed) and the number chosen: the highest mean reward, a tie to fewer rounds. ``None`` until every
+    count has the same seeds."""
+    by_rounds: dict[int, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_rounds.setdefault(row["dpo_rounds"], []).append(row)
+    seeds = {after: sorted(row["seed"] for row in found) for after, found in by_rounds.items()}
+    if not by_rounds or len({tuple(found) for found in seeds.values()}) != 1 or set(by_rounds) != set(range(max(by_rounds) + 1)):
+        return None
+    played = turns_of(rows, turns)
+    counts = {after: {metric: hierarchical_bootstrap(observations(
+        found, [t for row in found for t in played.get(run_key(row), [])], metric)).to_dict()
+        for metric in ("reward", "structure_valid", "expressed_emotion")} for after, found in sorted(by_rounds.items())}
+    chosen = max(counts, key=lambda after: (counts[after]["reward"]["mean"], -after))
+    return {"split": "validation", "seeds": seeds[0], "turns": by_rounds[0][0]["turns"], "dpo_rounds": counts,
+            "chosen_dpo_rounds": chosen}
+
+
+def validation_lines(validation: dict[str, Any] | None) -> list[str]:
+    """The validation table of DPO rounds and the count chosen (nothing before ``--validation`` ran)."""
+    if validation is None:
+        return []
+    lines = ["", f"DPO rounds on the validation split ({len(validation['seeds'])} seeds × {validation['turns']} turns; "
+                 "the count with the highest mean reward is chosen, a tie to fewer rounds):", "",
+             "| DPO rounds | reward | structure valid | expressed emotion |", "|---|---|---|---|"]
+    for after, entry in validation["dpo_rounds"].items():
+        cells = " | ".join(Estimate.from_dict(entry[m]).format(scope=False)
+                           for m in ("reward", "structure_valid", "expressed_emotion"))
+        lines.append(f"| {after} | {cells} |")
+    return lines + ["", f"Chosen: {validation['chosen_dpo_rounds']} DPO rounds."]
 
 
 def turn_values(turn: dict[str, Any]) -> dict[str, float]:
@@ -350,13 +421,15 @@ SELECTION = ("not a frozen recipe in the strict sense: its settings (90 SFT step
              "under the earlier rubric (the env had no validation split then)")
 
 
-def summarise(rows: list[dict[str, Any]], turns: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+def summarise(rows: list[dict[str, Any]], turns: Sequence[dict[str, Any]] = (),
+              validation: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every metric of every arm over the turns of all its seeds, and ``sft+dpo``'s paired difference to ``sft``.
 
     Args:
         rows: The runs file's rows to summarise (one setting's; the base model's shared).
         turns: The samples file's turns (those of other runs are left alone); without any, the
             intervals are over the rows' seeds alone.
+        validation: The DPO rounds compared on the validation split (:func:`validation_summary`), if played.
     """
     by_arm: dict[str, dict[int, dict[str, Any]]] = {}
     for row in rows:
@@ -387,7 +460,7 @@ def summarise(rows: list[dict[str, Any]], turns: Sequence[dict[str, Any]] = ()) 
         "dpo_rounds": max((r["dpo_rounds"] for r in rows), default=0),
         "dpo_steps_per_round": max((r["dpo_steps_per_round"] for r in rows), default=0),
         "frozen": False, "selection": SELECTION,
-        "intervals": method_text(GROUPS, mcnemar=True), "arms": arms,
+        "intervals": method_text(GROUPS, mcnemar=True), "arms": arms, "validation": validation,
     }
 
 
@@ -422,7 +495,7 @@ def markdown_table(summary: dict[str, Any]) -> str:
     lines += ["", f"Cells: mean (95% CI). {summary['intervals']}."]
     if not summary.get("frozen", True):
         lines += ["", f"{summary['selection'][0].upper()}{summary['selection'][1:]}."]
-    return "\n".join(lines)
+    return "\n".join(lines + validation_lines(summary.get("validation")))
 
 
 def _gain_sentences(delta: dict[str, Any]) -> str:
@@ -450,9 +523,13 @@ def summary_file(sft_steps: int, dpo_rounds: int = DPO_ROUNDS) -> Path:
 
 def report(sft_steps: int = SFT_STEPS, dpo_rounds: int = DPO_ROUNDS) -> dict[str, Any]:
     """Summarise the runs of ``sft_steps`` SFT steps and ``dpo_rounds`` rounds (and the base model), write the summary, print the table."""
+    validation = None
+    if (sft_steps, dpo_rounds) == (SFT_STEPS, DPO_ROUNDS):
+        validation = validation_summary([r for r in read_jsonl(VALIDATION_RUNS_FILE) if r["sft_steps"] == sft_steps],
+                                        read_jsonl(VALIDATION_SAMPLES_FILE))
     summary = summarise([r for r in read_jsonl(RUNS_FILE)
                          if r["sft_steps"] in (0, sft_steps) and r["dpo_rounds"] in (0, dpo_rounds)],
-                        read_jsonl(SAMPLES_FILE))
+                        read_jsonl(SAMPLES_FILE), validation)
     target = summary_file(sft_steps, dpo_rounds)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
@@ -470,9 +547,17 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"DPO rounds (default {DPO_ROUNDS}); other counts' runs are kept apart")
     parser.add_argument("--dpo-steps", type=int, default=DPO_STEPS, help="DPO optimizer steps per round")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (1 when two runs share the machine)")
+    parser.add_argument("--validation", action="store_true",
+                        help="play each finished seed's adapters after 0 to --dpo-rounds rounds on the validation split "
+                             "(the DPO round count is chosen there) and train nothing")
     parser.add_argument("--report-only", action="store_true", help="summarise the results file and train nothing")
     args = parser.parse_args(argv)
-    if not args.report_only:
+    if args.validation and not args.report_only:
+        use_threads(args.threads)
+        finished = {(r["seed"], r["dpo_rounds"]) for r in read_jsonl(VALIDATION_RUNS_FILE) if r["sft_steps"] == args.sft_steps}
+        for seed in args.seeds:
+            run_validation(seed, args.sft_steps, args.dpo_rounds, finished)
+    elif not args.report_only:
         use_threads(args.threads)
         finished = {(r["arm"], r["seed"], r["sft_steps"], r["dpo_rounds"]) for r in read_jsonl(RUNS_FILE)}
         run_missing(args.seeds, args.arms,

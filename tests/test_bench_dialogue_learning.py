@@ -49,3 +49,24 @@ def test_each_arm_records_zero_for_the_stages_it_does_not_run(bench):
     assert bench.arm_settings("base", 90, 3) == {"sft_steps": 0, "dpo_rounds": 0}
     assert bench.arm_settings("sft", 90, 3) == {"sft_steps": 90, "dpo_rounds": 0}
     assert bench.arm_settings("sft+dpo", 90, 3) == {"sft_steps": 90, "dpo_rounds": 3}
+
+
+def test_the_dpo_round_count_with_the_best_validation_reward_is_chosen_and_a_tie_goes_to_fewer(bench):
+    rewards = {0: (0.80, 0.82), 1: (0.86, 0.84), 2: (0.84, 0.86), 3: (0.70, 0.75)}
+    rows = [{**row(bench, "sft" if after == 0 else "sft+dpo", seed, reward, dpo_rounds=after), "split": "validation"}
+            for after, pair in rewards.items() for seed, reward in enumerate(pair)]
+    found = bench.validation_summary(rows, [])
+    assert found["chosen_dpo_rounds"] == 1 and found["seeds"] == [0, 1]
+    assert found["dpo_rounds"][3]["reward"]["mean"] == pytest.approx(0.725)
+    assert "Chosen: 1 DPO rounds." in "\n".join(bench.validation_lines(found))
+
+
+def test_no_round_count_is_chosen_until_every_count_has_the_same_seeds(bench):
+    rows = [row(bench, "sft", seed, 0.8) for seed in (0, 1)] + [row(bench, "sft+dpo", 0, 0.9, dpo_rounds=1)]
+    assert bench.validation_summary(rows, []) is None
+    assert bench.validation_summary([row(bench, "sft+dpo", 0, 0.9, dpo_rounds=1)], []) is None
+
+
+def test_the_round_adapters_are_the_sft_adapter_then_each_rounds_checkpoint(bench):
+    assert bench.round_adapter(1, 90, 3, 0) == bench.WORK / "s1" / "sft-sft90" / "adapter"
+    assert bench.round_adapter(1, 90, 3, 2) == bench.WORK / "s1" / "dpo-sft90-r3" / "rounds" / "1" / "adapter"
