@@ -39,7 +39,8 @@ than the recipe's 90 and 3 keep their summary apart (``dialogue_listening_sftN_r
 base model's row is shared); rows and turns carry their ``sft_steps`` and ``dpo_rounds``, and
 folders end ``-sftN`` and ``-rR`` except at the benchmark's first settings (30 and 2). A run
 of more rounds starts from a copy of the same seed's run of fewer (its first rounds are the
-same) and adds the rest.
+same) and adds the rest; a run of fewer rounds than a finished one is that run's adapter after
+those rounds (``rounds/<k>/adapter``), trained no more.
 
 ``--validation`` chooses the number of DPO rounds on the validation split (4 dialogues, 12
 turns): each finished seed's adapter after 0 (the SFT adapter), 1, 2 and 3 rounds plays it,
@@ -138,12 +139,22 @@ def sft_stage(seed: int, steps: int) -> tuple[Path, dict[str, Any]]:
 
 
 def dpo_stage(seed: int, rounds: int, steps: int, sft_adapter: Path, sft_steps: int) -> tuple[Path, dict[str, Any]]:
-    """The DPO adapter trained from the SFT adapter (of ``sft_steps`` steps), and its summary."""
+    """The DPO adapter trained from the SFT adapter (of ``sft_steps`` steps), and its cost: optimizer steps,
+    seconds (``None`` when the adapter is a longer run's round, whose sampling time is not kept apart), pairs a
+    round and the seconds in TRL's trainer."""
     from affectgym.train.config import config_to_yaml
     from affectgym.train.config_parser import load_config
     from affectgym.train.dpo import train_dpo
 
     out = WORK / f"s{seed}" / f"dpo{steps_suffix(sft_steps, rounds)}"
+    longer = next((run for more in range(rounds + 1, rounds + 10)
+                   if dpo_done(run := WORK / f"s{seed}" / f"dpo{steps_suffix(sft_steps, more)}", more)), None)
+    if not dpo_done(out, rounds) and longer is not None:
+        # Its first rounds are this run: the same seed, each round a trainer of its own.
+        summary = json.loads((longer / "summary.json").read_text(encoding="utf-8"))
+        return longer / "rounds" / str(rounds - 1) / "adapter", {
+            "steps": rounds * steps, "train_s": None, "pairs": [r["pairs"] for r in summary["rounds"][:rounds]],
+            **dpo_split_s(longer, rounds)}
     if not dpo_done(out, rounds):
         shorter = ((WORK / f"s{seed}" / f"dpo{steps_suffix(sft_steps, fewer)}", fewer) for fewer in range(rounds - 1, 0, -1))
         start = next((run for run, fewer in shorter if dpo_done(run, fewer)), None)
@@ -154,7 +165,9 @@ def dpo_stage(seed: int, rounds: int, steps: int, sft_adapter: Path, sft_steps: 
                                              encoding="utf-8")
         config = dialogue_dpo_config(out, str(sft_adapter), seed=seed, rounds=rounds, max_steps=steps)
         train_dpo(config, progress=True, **rerun_options(out))
-    return out / "adapter", json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    return out / "adapter", {"steps": summary["steps"], "train_s": summary["train_s"],
+                             "pairs": [r["pairs"] for r in summary["rounds"]], **dpo_split_s(out, rounds)}
 
 
 def dpo_done(run: Path, rounds: int) -> bool:
@@ -162,10 +175,10 @@ def dpo_done(run: Path, rounds: int) -> bool:
     return done(run) and len(json.loads((run / "summary.json").read_text(encoding="utf-8"))["rounds"]) == rounds
 
 
-def dpo_split_s(dpo_dir: Path) -> dict[str, float]:
-    """Seconds the DPO rounds spent in the trainer (TRL's ``train_runtime``), summed over rounds."""
+def dpo_split_s(dpo_dir: Path, rounds: int) -> dict[str, float]:
+    """Seconds the first ``rounds`` DPO rounds spent in the trainer (TRL's ``train_runtime``), summed."""
     history = json.loads((dpo_dir / "log_history.json").read_text(encoding="utf-8"))
-    return {"dpo_trainer_s": sum(row.get("train_runtime", 0.0) for row in history)}
+    return {"dpo_trainer_s": sum(row.get("train_runtime", 0.0) for row in history if row.get("round", 0) < rounds)}
 
 
 def turn_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -241,9 +254,7 @@ def run_arm(arm: str, seed: int, sft_steps: int, dpo_rounds: int, dpo_steps: int
         adapter, sft = sft_stage(seed, sft_steps)
         cost = {"steps": sft["steps"], "train_s": sft["train_s"]}
         if arm == "sft+dpo":
-            adapter, dpo = dpo_stage(seed, dpo_rounds, dpo_steps, adapter, sft_steps)
-            cost = {"steps": dpo["steps"], "train_s": dpo["train_s"], "pairs": [r["pairs"] for r in dpo["rounds"]],
-                    **dpo_split_s(adapter.parent)}
+            adapter, cost = dpo_stage(seed, dpo_rounds, dpo_steps, adapter, sft_steps)
     settings = arm_settings(arm, sft_steps, dpo_rounds)
     played = play(arm, seed, adapter, settings)
     row = {"arm": arm, "seed": seed, **settings, "dpo_steps_per_round": dpo_steps if arm == "sft+dpo" else 0,

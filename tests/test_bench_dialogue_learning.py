@@ -70,3 +70,17 @@ def test_no_round_count_is_chosen_until_every_count_has_the_same_seeds(bench):
 def test_the_round_adapters_are_the_sft_adapter_then_each_rounds_checkpoint(bench):
     assert bench.round_adapter(1, 90, 3, 0) == bench.WORK / "s1" / "sft-sft90" / "adapter"
     assert bench.round_adapter(1, 90, 3, 2) == bench.WORK / "s1" / "dpo-sft90-r3" / "rounds" / "1" / "adapter"
+
+
+def test_a_run_of_fewer_rounds_is_a_finished_longer_runs_adapter_after_those_rounds(bench, tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, "WORK", tmp_path)
+    longer = tmp_path / "s1" / "dpo-sft90-r3"
+    longer.mkdir(parents=True)
+    (longer / "summary.json").write_text(json.dumps({"rounds": [{"pairs": 29}, {"pairs": 28}, {"pairs": 31}]}))
+    (longer / "log_history.json").write_text(json.dumps([{"train_runtime": 900.0, "round": 0}, {"loss": 0.6, "round": 1},
+                                                         {"train_runtime": 500.0, "round": 1},
+                                                         {"train_runtime": 510.0, "round": 2}]))
+    adapter, cost = bench.dpo_stage(1, 2, 12, tmp_path / "sft-adapter", 90)
+    assert adapter == longer / "rounds" / "1" / "adapter"
+    assert cost == {"steps": 24, "train_s": None, "pairs": [29, 28], "dpo_trainer_s": 1400.0}
+    assert not (tmp_path / "s1" / "dpo-sft90-r2").exists()
