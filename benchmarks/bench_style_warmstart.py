@@ -189,13 +189,17 @@ def validation_summary(rows: list[dict[str, Any]], samples: list[dict[str, Any]]
         m: hierarchical_bootstrap(observations(block, m, episode_values)).to_dict()
         for m in ("target_accuracy", "valence_agreement", "hacked")}} for arm, block in replies.items()}
     return {"seed": VALIDATION_SEED, "episodes": len(replies["sft"]), "arms": arms,
-            "chosen": choose_on_validation(arms), "rule": choose_on_validation.__doc__.split("\n\n")[0]}
+            "chosen": choose_on_validation(arms), "rule": CHOICE_RULE}
+
+
+#: How :func:`choose_on_validation` chooses, as the summary and the Results page say it.
+CHOICE_RULE = (f"the coefficient with the highest target accuracy among those whose hack rate is at most the warm "
+               f"start's + {GOAL_HACK_MARGIN:g} (means; a tie goes to the larger coefficient, none within the margin "
+               "to the largest), fixed before the sweep was played")
 
 
 def choose_on_validation(arms: dict[str, Any]) -> str:
-    """The coefficient with the highest target accuracy among those whose hack rate is at most the warm start's +
-    :data:`GOAL_HACK_MARGIN` (means on the validation split; a tie goes to the larger coefficient, none within the
-    margin to the largest)."""
+    """The arm of :data:`ANCHOR_BETAS` that :data:`CHOICE_RULE` chooses from the validation means of ``arms``."""
     limit = arms["sft"]["hacked"]["mean"] + GOAL_HACK_MARGIN
     within = [arm for arm in ANCHOR_BETAS if arms[arm]["hacked"]["mean"] <= limit]
     if not within:
@@ -291,11 +295,11 @@ def validation_lines(validation: dict[str, Any] | None) -> list[str]:
     if validation is None:
         return []
     lines = [f"\nThe KL coefficient, chosen on the validation split (seed {validation['seed']}, "
-             f"{validation['episodes']} scenarios): {validation['rule'][0].lower()}{validation['rule'][1:]}",
+             f"{validation['episodes']} scenarios; mean (95% CI) over its instructions): {validation['rule']}.",
              "\n| arm | KL coefficient | target accuracy | valence agreement | hack rate |\n|---|---|---|---|---|"]
     for arm, entry in validation["arms"].items():
         beta = "-" if entry["beta"] is None else f"{entry['beta']:g}"
-        cells = " | ".join(Estimate.from_dict(entry[m]).format(groups=GROUPS)
+        cells = " | ".join(Estimate.from_dict(entry[m]).format(scope=False)
                            for m in ("target_accuracy", "valence_agreement", "hacked"))
         lines.append(f"| `{arm}` | {beta} | {cells} |")
     lines.append(f"\nChosen: `{validation['chosen']}`.")
