@@ -43,7 +43,7 @@ same) and adds the rest; a run of fewer rounds than a finished one is that run's
 those rounds (``rounds/<k>/adapter``), trained no more.
 
 ``--validation`` chooses the number of DPO rounds on the validation split (4 dialogues, 12
-turns): each finished seed's adapter after 0 (the SFT adapter), 1, 2 and 3 rounds plays it,
+episodes, 24 replies): each finished seed's adapter after 0 (the SFT adapter), 1, 2 and 3 rounds plays it,
 and the count with the highest mean reward over the seeds is chosen (a tie to fewer rounds).
 Its turns go to ``dialogue_listening_validation_runs.jsonl`` and ``..._validation_samples.jsonl``,
 its table below the eval table.
@@ -322,7 +322,8 @@ def validation_lines(validation: dict[str, Any] | None) -> list[str]:
         cells = " | ".join(Estimate.from_dict(entry[m]).format(scope=False)
                            for m in ("reward", "structure_valid", "expressed_emotion"))
         lines.append(f"| {after} | {cells} |")
-    return lines + ["", f"Chosen: {validation['chosen_dpo_rounds']} DPO rounds."]
+    chosen = validation["chosen_dpo_rounds"]
+    return lines + ["", f"Chosen: {chosen} DPO round{'' if chosen == 1 else 's'}."]
 
 
 def turn_values(turn: dict[str, Any]) -> dict[str, float]:

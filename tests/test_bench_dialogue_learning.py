@@ -58,7 +58,7 @@ def test_the_dpo_round_count_with_the_best_validation_reward_is_chosen_and_a_tie
     found = bench.validation_summary(rows, [])
     assert found["chosen_dpo_rounds"] == 1 and found["seeds"] == [0, 1]
     assert found["dpo_rounds"][3]["reward"]["mean"] == pytest.approx(0.725)
-    assert "Chosen: 1 DPO rounds." in "\n".join(bench.validation_lines(found))
+    assert "Chosen: 1 DPO round." in "\n".join(bench.validation_lines(found))
 
 
 def test_no_round_count_is_chosen_until_every_count_has_the_same_seeds(bench):
