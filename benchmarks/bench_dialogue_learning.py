@@ -431,6 +431,13 @@ def versus_sft(rows: dict[str, list[dict[str, Any]]], turns: dict[str, list[dict
 SELECTION = ("not a frozen recipe in the strict sense: its settings (90 SFT steps, 3 DPO rounds) were fixed before "
              "any run of this rubric and eval was played once a run, but they were chosen on these eval turns "
              "under the earlier rubric (the env had no validation split then)")
+#: The DPO round count the validation split chose (``--validation``, :func:`validation_summary`); its eval runs are
+#: each seed's adapter after that many rounds of the 3-round run.
+CHOSEN_DPO_ROUNDS = 1
+CHOSEN_SELECTION = (f"not a frozen recipe in the strict sense: the DPO round count ({CHOSEN_DPO_ROUNDS}) was chosen "
+                    f"on the validation split among 0 to {DPO_ROUNDS} and eval played once for it, but the SFT steps "
+                    "(90) and DPO's other settings are the earlier rubric's, chosen on these eval turns before the env "
+                    "had a validation split")
 
 
 def summarise(rows: list[dict[str, Any]], turns: Sequence[dict[str, Any]] = (),
@@ -471,7 +478,8 @@ def summarise(rows: list[dict[str, Any]], turns: Sequence[dict[str, Any]] = (),
         "sft_steps": max((r["sft_steps"] for r in rows), default=0),
         "dpo_rounds": max((r["dpo_rounds"] for r in rows), default=0),
         "dpo_steps_per_round": max((r["dpo_steps_per_round"] for r in rows), default=0),
-        "frozen": False, "selection": SELECTION,
+        "frozen": False, "selection": CHOSEN_SELECTION if max((r["dpo_rounds"] for r in rows), default=0) == CHOSEN_DPO_ROUNDS
+        else SELECTION,
         "intervals": method_text(GROUPS, mcnemar=True), "arms": arms, "validation": validation,
     }
 
@@ -531,6 +539,10 @@ def summary_file(sft_steps: int, dpo_rounds: int = DPO_ROUNDS) -> Path:
     if (sft_steps, dpo_rounds) == (SFT_STEPS, DPO_ROUNDS):
         return SUMMARY_FILE
     return SUMMARY_FILE.with_name(f"{SUMMARY_FILE.stem}_sft{sft_steps}_r{dpo_rounds}.json")
+
+
+#: The eval summary of the round count the validation split chose.
+CHOSEN_SUMMARY_FILE = summary_file(SFT_STEPS, CHOSEN_DPO_ROUNDS)
 
 
 def report(sft_steps: int = SFT_STEPS, dpo_rounds: int = DPO_ROUNDS) -> dict[str, Any]:

@@ -84,3 +84,9 @@ def test_a_run_of_fewer_rounds_is_a_finished_longer_runs_adapter_after_those_rou
     assert adapter == longer / "rounds" / "1" / "adapter"
     assert cost == {"steps": 24, "train_s": None, "pairs": [29, 28], "dpo_trainer_s": 1400.0}
     assert not (tmp_path / "s1" / "dpo-sft90-r2").exists()
+
+
+def test_the_round_count_quoted_as_chosen_is_the_one_the_committed_validation_runs_choose(bench):
+    summary = json.loads(bench.SUMMARY_FILE.read_text(encoding="utf-8"))
+    assert summary["validation"]["chosen_dpo_rounds"] == bench.CHOSEN_DPO_ROUNDS
+    assert json.loads(bench.CHOSEN_SUMMARY_FILE.read_text(encoding="utf-8"))["selection"] == bench.CHOSEN_SELECTION

@@ -106,6 +106,10 @@ BENCHMARK_TABLES = {
                        "\n<!-- end of transfer table -->"),
     "bench_dialogue_learning": ("<!-- dialogue table: python benchmarks/bench_dialogue_learning.py --report-only -->\n",
                                 "\n<!-- end of dialogue table -->"),
+    "bench_dialogue_learning:chosen-rounds": (
+        "<!-- dialogue table, the round count chosen on validation: python benchmarks/bench_dialogue_learning.py "
+        "--dpo-rounds 1 --report-only -->\n", "\n<!-- end of the chosen round count's dialogue table -->",
+        "CHOSEN_SUMMARY_FILE"),
     "bench_dialogue_learning:earlier-rubric": (
         "<!-- dialogue table, the earlier rubric: benchmarks/results/dialogue_learning.json -->\n",
         "\n<!-- end of the earlier rubric's dialogue table -->", "EARLIER_RUBRIC_SUMMARY_FILE"),
