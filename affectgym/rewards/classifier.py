@@ -85,7 +85,6 @@ _SENTENCE_BREAK = re.compile(r"(?:(?<=[.!?…])|(?<=[.!?…][\"'’”)\]]))\s+|
 ScoreFn = Callable[[list[str]], Sequence[Mapping[str, float]]]
 
 
-
 def default_precision(device: str) -> str:
     """Precision used when ``precision="auto"``, chosen by measurement per device.
 

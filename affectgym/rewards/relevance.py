@@ -37,8 +37,6 @@ NEUTRAL_OPENING = "Hello."
 #: sentence's opening, decide whether it takes the user up; a 30,000-character reply costs no more.
 MAX_CONTEXT_TOKENS = 256
 MAX_SENTENCE_TOKENS = 64
-#: The language models read, by model name or folder: loaded once per process and shared by every scorer of it
-#: (an eval of 16 concurrent episodes has 16 envs, each with its scorer).
 
 
 def dialogue_context(user_text: str) -> str:
