@@ -91,17 +91,21 @@ VALIDATION_RUNS_NAME, VALIDATION_SAMPLES_NAME = ("style_warmstart_validation_run
 SUMMARY_FILE = RESULTS / SUMMARY_NAME
 WORK = ROOT / "runs" / "bench_style_warmstart"
 ARMS = ("sft", "sft-grpo", "sft-grpo-shuffled", "sft-grpo-heap-rule", "sft-grpo-kl", "sft-grpo-kl0.02",
-        "sft-grpo-kl0.05")
+        "sft-grpo-kl0.05", "sft-grpo-kl-2x")
 #: The GRPO budget after the warm start: the EmotionStyle recipe's, as in bench_style_hacking.
 GRPO_STEPS = 48
 #: ``sft-grpo-kl``'s KL coefficient, fixed before its first run (the Sarcasm KL probes' and DPO's 0.1), not tuned.
 KL_BETA = 0.1
-#: The KL coefficients tried on the validation split, by arm (all under the heap rule, :data:`GRPO_STEPS` steps).
-ANCHOR_BETAS = {"sft-grpo-heap-rule": 0.0, "sft-grpo-kl0.02": 0.02, "sft-grpo-kl0.05": 0.05, "sft-grpo-kl": KL_BETA}
+#: The KL coefficients tried on the validation split, by arm (all under the heap rule, :data:`GRPO_STEPS` steps
+#: unless :data:`ANCHOR_GRPO_STEPS` says otherwise).
+ANCHOR_BETAS = {"sft-grpo-heap-rule": 0.0, "sft-grpo-kl0.02": 0.02, "sft-grpo-kl0.05": 0.05, "sft-grpo-kl": KL_BETA,
+                "sft-grpo-kl-2x": KL_BETA}
+#: Arms of the sweep trained longer than :data:`GRPO_STEPS`: ``sft-grpo-kl-2x``, twice the steps at the chosen 0.1.
+ANCHOR_GRPO_STEPS = {"sft-grpo-kl-2x": 2 * GRPO_STEPS}
 #: The seed the coefficients are compared on: the one whose unanchored runs collapsed.
 VALIDATION_SEED = 0
 #: Arms played on eval only once the validation sweep chose them.
-CHOSEN_ONLY = ("sft-grpo-kl0.02", "sft-grpo-kl0.05")
+CHOSEN_ONLY = ("sft-grpo-kl0.02", "sft-grpo-kl0.05", "sft-grpo-kl-2x")
 #: The paired differences reported, (reference arm, compared arm): the goal's first.
 DIFFERENCES = (("sft-grpo-shuffled", "sft-grpo"), ("sft", "sft-grpo"), ("base", "sft"), ("sft", "sft-grpo-shuffled"),
                ("sft-grpo-shuffled", "sft-grpo-heap-rule"), ("sft", "sft-grpo-heap-rule"),
@@ -142,6 +146,7 @@ def train_arm(arm: str, seed: int, work: Path, sft_steps: int | None, grpo_steps
                                                         max_steps=sft_steps)
         train_sft(config, progress=True, **rerun_options(sft))
     runs = [sft]
+    grpo_steps = ANCHOR_GRPO_STEPS.get(arm, grpo_steps)
     if arm != "sft":
         out = work / f"s{seed}" / f"{arm}-{grpo_steps}steps"
         if not done(out):
