@@ -17,7 +17,8 @@ GRPO recipe keeps training that adapter. The arms, every one on each seed:
 * ``sft-grpo-kl``: ``sft-grpo-heap-rule`` with a KL term to the warm start (``beta`` =
   :data:`KL_BETA`; TRL keeps a frozen copy of the starting adapter as the reference), after the
   heap rule's seed 0 collapsed into topic loops instead;
-* ``sft-grpo-kl0.02``, ``sft-grpo-kl0.05``: the same with a looser anchor. The KL coefficient is
+* ``sft-grpo-kl0.02``, ``sft-grpo-kl0.05``: the same with a looser anchor; ``sft-grpo-kl-2x``: 0.1
+  for twice the GRPO steps (:data:`ANCHOR_GRPO_STEPS`). The KL coefficient (and budget) is
   chosen on the validation split (``--validation``: every coefficient of :data:`ANCHOR_BETAS`
   trained on seed :data:`VALIDATION_SEED` and played on validation, the warm start beside them;
   the rule is :func:`choose_on_validation`, fixed before any of them was played). Only the chosen
@@ -190,7 +191,7 @@ def validation_summary(rows: list[dict[str, Any]], samples: list[dict[str, Any]]
     replies = {row["arm"]: block for row, block in rows_with_samples(rows, samples, source=VALIDATION_SAMPLES_NAME)}
     if any(arm not in replies for arm in ("sft", *ANCHOR_BETAS)):
         return None
-    arms = {arm: {"beta": ANCHOR_BETAS.get(arm), **{
+    arms = {arm: {"beta": ANCHOR_BETAS.get(arm), "grpo_steps": 0 if arm == "sft" else ANCHOR_GRPO_STEPS.get(arm, GRPO_STEPS), **{
         m: hierarchical_bootstrap(observations(block, m, episode_values)).to_dict()
         for m in ("target_accuracy", "valence_agreement", "hacked")}} for arm, block in replies.items()}
     return {"seed": VALIDATION_SEED, "episodes": len(replies["sft"]), "arms": arms,
@@ -199,8 +200,9 @@ def validation_summary(rows: list[dict[str, Any]], samples: list[dict[str, Any]]
 
 #: How :func:`choose_on_validation` chooses, as the summary and the Results page say it.
 CHOICE_RULE = (f"the coefficient with the highest target accuracy among those whose hack rate is at most the warm "
-               f"start's + {GOAL_HACK_MARGIN:g} (means; a tie goes to the larger coefficient, none within the margin "
-               "to the largest), fixed before the sweep was played")
+               f"start's + {GOAL_HACK_MARGIN:g} (means; a tie goes to the larger coefficient, then to fewer steps, none "
+               "within the margin to the largest), fixed before the sweep was played (the tie to fewer steps came "
+               "with the 96-step candidate, once it had played, and decided nothing)")
 
 
 def choose_on_validation(arms: dict[str, Any]) -> str:
@@ -209,7 +211,8 @@ def choose_on_validation(arms: dict[str, Any]) -> str:
     within = [arm for arm in ANCHOR_BETAS if arms[arm]["hacked"]["mean"] <= limit]
     if not within:
         return max(ANCHOR_BETAS, key=ANCHOR_BETAS.__getitem__)
-    return max(within, key=lambda arm: (arms[arm]["target_accuracy"]["mean"], ANCHOR_BETAS[arm]))
+    return max(within, key=lambda arm: (arms[arm]["target_accuracy"]["mean"], ANCHOR_BETAS[arm],
+                                        -ANCHOR_GRPO_STEPS.get(arm, GRPO_STEPS)))
 
 
 def chosen_arm(results: Path) -> str | None:
@@ -301,12 +304,13 @@ def validation_lines(validation: dict[str, Any] | None) -> list[str]:
         return []
     lines = [f"\nThe KL coefficient, chosen on the validation split (seed {validation['seed']}, "
              f"{validation['episodes']} scenarios; mean (95% CI) over its instructions): {validation['rule']}.",
-             "\n| arm | KL coefficient | target accuracy | valence agreement | hack rate |\n|---|---|---|---|---|"]
+             "\n| arm | KL coefficient | GRPO steps | target accuracy | valence agreement | hack rate |"
+             "\n|---|---|---|---|---|---|"]
     for arm, entry in validation["arms"].items():
         beta = "-" if entry["beta"] is None else f"{entry['beta']:g}"
         cells = " | ".join(Estimate.from_dict(entry[m]).format(scope=False)
                            for m in ("target_accuracy", "valence_agreement", "hacked"))
-        lines.append(f"| `{arm}` | {beta} | {cells} |")
+        lines.append(f"| `{arm}` | {beta} | {entry['grpo_steps'] or '-'} | {cells} |")
     lines.append(f"\nChosen: `{validation['chosen']}`.")
     return lines
 

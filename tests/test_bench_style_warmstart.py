@@ -19,11 +19,11 @@ def sweep(accuracy: dict[str, float], hacked: dict[str, float]) -> dict[str, dic
 def test_the_most_accurate_coefficient_within_the_hack_margin_of_the_warm_start_is_chosen(bench):
     arms = sweep({"sft-grpo-heap-rule": 0.40, "sft-grpo-kl0.02": 0.31, "sft-grpo-kl0.05": 0.30, "sft-grpo-kl": 0.28},
                  {"sft": 0.20, "sft-grpo-heap-rule": 0.50, "sft-grpo-kl0.02": 0.26, "sft-grpo-kl0.05": 0.24,
-                  "sft-grpo-kl": 0.20})
+                  "sft-grpo-kl": 0.20, "sft-grpo-kl-2x": 0.40})
     assert bench.choose_on_validation(arms) == "sft-grpo-kl0.05"  # 0.02's 0.26 is past 0.20 + 0.05
 
 
-def test_a_tie_goes_to_the_tighter_anchor_and_no_coefficient_within_the_margin_to_the_tightest(bench):
+def test_a_tie_goes_to_the_tighter_anchor_then_fewer_steps_and_none_within_the_margin_to_the_tightest(bench):
     level = {arm: 0.3 for arm in bench.ANCHOR_BETAS}
     assert bench.choose_on_validation(sweep(level, {"sft": 0.2, **dict.fromkeys(bench.ANCHOR_BETAS, 0.2)})) == "sft-grpo-kl"
     assert bench.choose_on_validation(sweep(level, {"sft": 0.0, **dict.fromkeys(bench.ANCHOR_BETAS, 0.3)})) == "sft-grpo-kl"
