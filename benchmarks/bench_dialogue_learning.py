@@ -472,14 +472,14 @@ def summarise(rows: list[dict[str, Any]], turns: Sequence[dict[str, Any]] = (),
         if arm == "sft+dpo" and "sft" in by_arm and set(by_arm[arm]) == set(by_arm["sft"]):
             entry["delta_vs_sft"] = versus_sft(arm_rows, arm_turns)
         arms[arm] = entry
+    dpo_rounds = max((r["dpo_rounds"] for r in rows), default=0)
     return {
         "env_id": DIALOGUE_ENV_ID, "split": "eval", "multi_step": True,
         "decoding": {"greedy": True, "max_new_tokens": DIALOGUE_MAX_NEW_TOKENS},
         "sft_steps": max((r["sft_steps"] for r in rows), default=0),
-        "dpo_rounds": max((r["dpo_rounds"] for r in rows), default=0),
+        "dpo_rounds": dpo_rounds,
         "dpo_steps_per_round": max((r["dpo_steps_per_round"] for r in rows), default=0),
-        "frozen": False, "selection": CHOSEN_SELECTION if max((r["dpo_rounds"] for r in rows), default=0) == CHOSEN_DPO_ROUNDS
-        else SELECTION,
+        "frozen": False, "selection": CHOSEN_SELECTION if dpo_rounds == CHOSEN_DPO_ROUNDS else SELECTION,
         "intervals": method_text(GROUPS, mcnemar=True), "arms": arms, "validation": validation,
     }
 

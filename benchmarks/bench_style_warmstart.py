@@ -18,7 +18,7 @@ GRPO recipe keeps training that adapter. The arms, every one on each seed:
   :data:`KL_BETA`; TRL keeps a frozen copy of the starting adapter as the reference), after the
   heap rule's seed 0 collapsed into topic loops instead;
 * ``sft-grpo-kl0.02``, ``sft-grpo-kl0.05``: the same with a looser anchor; ``sft-grpo-kl-2x``: 0.1
-  for twice the GRPO steps (:data:`ANCHOR_GRPO_STEPS`). The KL coefficient (and budget) is
+  for twice the GRPO steps (:data:`GRPO_STEP_FACTORS`). The KL coefficient (and budget) is
   chosen on the validation split (``--validation``: every coefficient of :data:`ANCHOR_BETAS`
   trained on seed :data:`VALIDATION_SEED` and played on validation, the warm start beside them;
   the rule is :func:`choose_on_validation`, fixed before any of them was played). Only the chosen
@@ -98,11 +98,11 @@ GRPO_STEPS = 48
 #: ``sft-grpo-kl``'s KL coefficient, fixed before its first run (the Sarcasm KL probes' and DPO's 0.1), not tuned.
 KL_BETA = 0.1
 #: The KL coefficients tried on the validation split, by arm (all under the heap rule, :data:`GRPO_STEPS` steps
-#: unless :data:`ANCHOR_GRPO_STEPS` says otherwise).
+#: unless :data:`GRPO_STEP_FACTORS` says otherwise).
 ANCHOR_BETAS = {"sft-grpo-heap-rule": 0.0, "sft-grpo-kl0.02": 0.02, "sft-grpo-kl0.05": 0.05, "sft-grpo-kl": KL_BETA,
                 "sft-grpo-kl-2x": KL_BETA}
-#: Arms of the sweep trained longer than :data:`GRPO_STEPS`: ``sft-grpo-kl-2x``, twice the steps at the chosen 0.1.
-ANCHOR_GRPO_STEPS = {"sft-grpo-kl-2x": 2 * GRPO_STEPS}
+#: Arms of the sweep trained for a multiple of the GRPO steps: ``sft-grpo-kl-2x``, twice the steps at the chosen 0.1.
+GRPO_STEP_FACTORS = {"sft-grpo-kl-2x": 2}
 #: The seed the coefficients are compared on: the one whose unanchored runs collapsed.
 VALIDATION_SEED = 0
 #: Arms played on eval only once the validation sweep chose them.
@@ -147,7 +147,7 @@ def train_arm(arm: str, seed: int, work: Path, sft_steps: int | None, grpo_steps
                                                         max_steps=sft_steps)
         train_sft(config, progress=True, **rerun_options(sft))
     runs = [sft]
-    grpo_steps = ANCHOR_GRPO_STEPS.get(arm, grpo_steps)
+    grpo_steps *= GRPO_STEP_FACTORS.get(arm, 1)
     if arm != "sft":
         out = work / f"s{seed}" / f"{arm}-{grpo_steps}steps"
         if not done(out):
@@ -162,38 +162,32 @@ def train_arm(arm: str, seed: int, work: Path, sft_steps: int | None, grpo_steps
     return runs[-1] / "adapter", cost
 
 
-def run_arm(arm: str, seed: int, work: Path, results: Path, sft_steps: int | None, grpo_steps: int) -> None:
-    """Train (as needed) and play one arm of one seed; append its replies, then its row."""
+def run_arm(arm: str, seed: int, work: Path, results: Path, sft_steps: int | None, grpo_steps: int,
+            split: str = "eval") -> None:
+    """Train (as needed) and play one arm of one seed on ``split`` (``"eval"``, or ``"validation"`` for the sweep,
+    whose rows also carry the split and the KL coefficient); append its replies, then its row."""
     adapter, cost = train_arm(arm, seed, work, sft_steps, grpo_steps)
-    played = play(arm, seed, adapter, NEUTRAL_WEIGHT, work=work)
-    row = {"arm": arm, "seed": seed, "neutral_weight": NEUTRAL_WEIGHT, **played["metrics"], **cost}
-    append_jsonl(results / SAMPLES_NAME, played["samples"])
-    append_jsonl(results / RUNS_NAME, [row])
-    print(f"{arm} seed {seed}: P(target) {row['target_probability']:.3f}, target accuracy "
+    played = play(arm, seed, adapter, NEUTRAL_WEIGHT, work=work, split=split)
+    runs_name, samples_name = (RUNS_NAME, SAMPLES_NAME) if split == "eval" else (VALIDATION_RUNS_NAME,
+                                                                                 VALIDATION_SAMPLES_NAME)
+    sweep = {} if split == "eval" else {"split": split, "beta": ANCHOR_BETAS.get(arm)}
+    row = {"arm": arm, "seed": seed, **sweep, "neutral_weight": NEUTRAL_WEIGHT, **played["metrics"], **cost}
+    append_jsonl(results / samples_name, played["samples"])
+    append_jsonl(results / runs_name, [row])
+    print(f"{split}, {arm} seed {seed}: P(target) {row['target_probability']:.3f}, target accuracy "
           f"{row['target_accuracy']:.3f}, reward {row['reward']:.3f}", flush=True)
-
-
-def run_validation(arm: str, work: Path, results: Path, sft_steps: int | None, grpo_steps: int) -> None:
-    """Train (as needed) one arm of :data:`VALIDATION_SEED` and play it on the validation split; append its replies,
-    then its row."""
-    adapter, cost = train_arm(arm, VALIDATION_SEED, work, sft_steps, grpo_steps)
-    played = play(arm, VALIDATION_SEED, adapter, NEUTRAL_WEIGHT, work=work, split="validation")
-    row = {"arm": arm, "seed": VALIDATION_SEED, "split": "validation", "beta": ANCHOR_BETAS.get(arm),
-           "neutral_weight": NEUTRAL_WEIGHT, **played["metrics"], **cost}
-    append_jsonl(results / VALIDATION_SAMPLES_NAME, played["samples"])
-    append_jsonl(results / VALIDATION_RUNS_NAME, [row])
-    print(f"validation, {arm}: target accuracy {row['target_accuracy']:.3f}, reward {row['reward']:.3f}", flush=True)
 
 
 def validation_summary(rows: list[dict[str, Any]], samples: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The sweep's arms on the validation split (target accuracy, valence agreement, hack rate) and the arm
     :func:`choose_on_validation` chose; ``None`` before the warm start and every coefficient were played."""
-    replies = {row["arm"]: block for row, block in rows_with_samples(rows, samples, source=VALIDATION_SAMPLES_NAME)}
-    if any(arm not in replies for arm in ("sft", *ANCHOR_BETAS)):
+    played = {row["arm"]: (row, block) for row, block in rows_with_samples(rows, samples, source=VALIDATION_SAMPLES_NAME)}
+    if any(arm not in played for arm in ("sft", *ANCHOR_BETAS)):
         return None
-    arms = {arm: {"beta": ANCHOR_BETAS.get(arm), "grpo_steps": 0 if arm == "sft" else ANCHOR_GRPO_STEPS.get(arm, GRPO_STEPS), **{
+    replies = {arm: block for arm, (_, block) in played.items()}
+    arms = {arm: {"beta": row["beta"], "grpo_steps": row["grpo_steps"], **{
         m: hierarchical_bootstrap(observations(block, m, episode_values)).to_dict()
-        for m in ("target_accuracy", "valence_agreement", "hacked")}} for arm, block in replies.items()}
+        for m in ("target_accuracy", "valence_agreement", "hacked")}} for arm, (row, block) in played.items()}
     return {"seed": VALIDATION_SEED, "episodes": len(replies["sft"]), "arms": arms,
             "chosen": choose_on_validation(arms), "rule": CHOICE_RULE}
 
@@ -212,13 +206,12 @@ def choose_on_validation(arms: dict[str, Any]) -> str:
     if not within:
         return max(ANCHOR_BETAS, key=ANCHOR_BETAS.__getitem__)
     return max(within, key=lambda arm: (arms[arm]["target_accuracy"]["mean"], ANCHOR_BETAS[arm],
-                                        -ANCHOR_GRPO_STEPS.get(arm, GRPO_STEPS)))
+                                        -GRPO_STEP_FACTORS.get(arm, 1)))
 
 
-def chosen_arm(results: Path) -> str | None:
-    """The arm the validation sweep under ``results`` chose, ``None`` before it finished."""
-    found = validation_summary(read_jsonl(results / VALIDATION_RUNS_NAME), read_jsonl(results / VALIDATION_SAMPLES_NAME))
-    return None if found is None else found["chosen"]
+def read_validation(results: Path) -> dict[str, Any] | None:
+    """:func:`validation_summary` of the sweep's files under ``results``."""
+    return validation_summary(read_jsonl(results / VALIDATION_RUNS_NAME), read_jsonl(results / VALIDATION_SAMPLES_NAME))
 
 
 def base_replies(results: Path = RESULTS) -> list[dict[str, Any]]:
@@ -315,10 +308,9 @@ def validation_lines(validation: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def report(results: Path = RESULTS) -> dict[str, Any]:
-    """Summarise the runs and samples files under ``results``, write the summary beside them, print the block."""
-    validation = validation_summary(read_jsonl(results / VALIDATION_RUNS_NAME),
-                                    read_jsonl(results / VALIDATION_SAMPLES_NAME))
+def report(results: Path = RESULTS, validation: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Summarise the runs and samples files under ``results`` (and ``validation``, the sweep's
+    :func:`read_validation`), write the summary beside them, print the block."""
     summary = summarise(read_jsonl(results / RUNS_NAME), read_jsonl(results / SAMPLES_NAME), base_replies(), validation)
     (results / SUMMARY_NAME).write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(markdown_table(summary))
@@ -338,21 +330,23 @@ def main(argv: list[str] | None = None) -> int:
                         help="where the runs, samples and summary files go (a throwaway folder for a smoke run)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (1 when two runs share the machine)")
     parser.add_argument("--validation", action="store_true",
-                        help=f"choose the KL coefficient: train every one of {sorted(ANCHOR_BETAS.values())} on seed "
+                        help=f"choose the KL coefficient: train every arm of {', '.join(ANCHOR_BETAS)} on seed "
                              f"{VALIDATION_SEED} and play them and the warm start on the validation split (not eval)")
     parser.add_argument("--report-only", action="store_true", help="summarise the results files and train nothing")
     args = parser.parse_args(argv)
     smoke = args.sft_steps is not None or args.grpo_steps != GRPO_STEPS
     if smoke and args.results.resolve() == RESULTS.resolve():
         parser.error("--sft-steps/--grpo-steps away from the benchmark's: pass a throwaway --results folder")
-    if args.validation and not args.report_only:
+    if not args.report_only:
         use_threads(args.threads)
+    if args.validation and not args.report_only:
         finished = {row["arm"] for row in read_jsonl(args.results / VALIDATION_RUNS_NAME)}
         run_missing([VALIDATION_SEED], ["sft", *ANCHOR_BETAS], lambda arm, seed: arm in finished,
-                    lambda arm, seed: run_validation(arm, args.work, args.results, args.sft_steps, args.grpo_steps))
-    elif not args.report_only:
-        use_threads(args.threads)
-        chosen = chosen_arm(args.results)
+                    lambda arm, seed: run_arm(arm, seed, args.work, args.results, args.sft_steps, args.grpo_steps,
+                                              split="validation"))
+    validation = read_validation(args.results)
+    if not args.validation and not args.report_only:
+        chosen = None if validation is None else validation["chosen"]
         unchosen = [arm for arm in args.arms if arm in CHOSEN_ONLY and arm != chosen]
         if unchosen:
             print(f"not played on eval: {', '.join(unchosen)} (" + ("the validation sweep has not run: --validation"
@@ -360,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         finished = {(r["arm"], r["seed"]) for r in read_jsonl(args.results / RUNS_NAME)}
         run_missing(args.seeds, [arm for arm in args.arms if arm not in unchosen], lambda arm, seed: (arm, seed) in finished,
                     lambda arm, seed: run_arm(arm, seed, args.work, args.results, args.sft_steps, args.grpo_steps))
-    report(args.results)
+    report(args.results, validation)
     return 0
 
 
