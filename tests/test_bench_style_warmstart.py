@@ -36,7 +36,8 @@ def reply(arm: str, index: int, *, top: str) -> dict:
 
 def test_nothing_is_chosen_until_the_warm_start_and_every_coefficient_were_played_on_validation(bench):
     played = ["sft", *bench.ANCHOR_BETAS]
-    rows = [{"arm": arm, "seed": 0, "split": "validation", "episodes": 2, "reward": 0.1} for arm in played]
+    rows = [{"arm": arm, "seed": 0, "split": "validation", "beta": bench.ANCHOR_BETAS.get(arm),
+             "grpo_steps": 0 if arm == "sft" else 48, "episodes": 2, "reward": 0.1} for arm in played]
     samples = [reply(arm, i, top="joy" if arm == "sft-grpo-kl0.02" else "sadness") for arm in played for i in (1, 2)]
     assert bench.validation_summary(rows[:-1], samples) is None
     found = bench.validation_summary(rows, samples)
