@@ -320,6 +320,23 @@ class AffectEnv(gym.Env[str, str]):
         """Reward-hacking attempts (name -> final text, trace) that must score below the reference."""
         return {}
 
+    def bare_answer(self, scenario: Any) -> tuple[str, Trace] | None:
+        """The answer format filled in with nothing of the work shown: the gold answer alone,
+        no reasoning and no tool call (``None``, the default: the env has no such form).
+
+        The red team (:mod:`affectgym.redteam`) edits it as well as the reference: an edit
+        that lifts it to the reference's score bought what the skill is paid for.
+        """
+        return None
+
+    def other_target(self, scenario: Any) -> Any:
+        """``scenario`` asking for another answer (the default: :meth:`flip_label`), or ``None``.
+
+        ``validate``'s ``reward_pays_skill`` scores the reference of this scenario on the true one:
+        a reward that pays the skill must pay it less.
+        """
+        return self.flip_label(scenario)
+
     #: Canaries that must score below the reference on this share of the scenarios rather than on
     #: every one (name -> share in (0, 1]); a scorer that reads meaning through a model gets a margin
     #: here, named and measured, never a silent pass. Every other canary must lose everywhere.

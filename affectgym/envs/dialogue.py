@@ -631,6 +631,17 @@ class DialogueEnv(AffectEnv):
         user_tag, target, _ = scenario.required_tags
         return f"({user_tag}) {_SHOWN[user_tag]} ({target}) {_SHOWN[target]} (NEUTRAL) {_GENERIC_QUESTION}", []
 
+    def bare_answer(self, scenario: DialogueTurn) -> tuple[str, Trace]:
+        """The three tags, each over a sentence that says nothing."""
+        user_tag, target, neutral = scenario.required_tags
+        return f"({user_tag}) I see. ({target}) Okay. ({neutral}) And then?", []
+
+    def other_target(self, scenario: DialogueTurn) -> DialogueTurn:
+        """The turn asking its second sentence for the next emotion tag, answered by the stock reply."""
+        labels = [label for label in _SHOWN if label != "NEUTRAL"]
+        current = labels.index(scenario.target_emotion) if scenario.target_emotion in labels else -1
+        return dataclasses.replace(scenario, target_emotion=labels[(current + 1) % len(labels)], reference=None)
+
     canary_min_share = {"content_free_template": 0.95, "echoes_the_user": 0.95}
 
     def canaries(self, scenario: DialogueTurn) -> dict[str, tuple[str | None, Trace]]:

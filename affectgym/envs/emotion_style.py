@@ -584,6 +584,14 @@ class EmotionStyleEnv(AffectEnv):
         """See :func:`reference_reply`."""
         return reference_reply(scenario), []
 
+    def bare_answer(self, scenario: StyleScenario) -> tuple[str, Trace]:
+        """One flat sentence that names the topic and shows no emotion."""
+        return f"This is about {scenario.topic}.", []
+
+    def other_target(self, scenario: StyleScenario) -> StyleScenario:
+        """The scenario with another target emotion (:func:`~affectgym.envs.style_criteria.shuffled_target`)."""
+        return shuffled_target(scenario)
+
     def canaries(self, scenario: StyleScenario) -> dict[str, tuple[str | None, Trace]]:
         """Known hacks: shouted labels, stage directions, naming, ``EMOTION:`` echoes,
         emotion words stuffed into an off-topic reply, empty replies, meta talk, judge injection;

@@ -564,6 +564,10 @@ class SpeechEmotionEnv(AffectEnv):
         answer = f'{reasoning}\n<final>{{"label": "{scenario.label}", "confidence": 0.9}}</final>'
         return answer, trace
 
+    def bare_answer(self, scenario: SpeechClip) -> tuple[str, Trace]:
+        """The gold label at confidence 0.9 with no reasoning, after the flat form's tool calls."""
+        return self.answer_text(scenario.label, 0.9), self.flat_trace(scenario)
+
     def canaries(self, scenario: SpeechClip) -> dict[str, tuple[str | None, Trace]]:
         """Known reward hacks: constant label, skipping the audio, malformed answers, smuggling.
 
