@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "affectgym.features.commands",
     "affectgym.eval.data_commands",
     "affectgym.integrations.commands",
+    "affectgym.redteam.commands",
 )
 
 

@@ -35,11 +35,19 @@ def register(subparsers: Any) -> None:
     validating.add_argument("--replays", type=int, default=20,
                             help="identical replays of verifier_determinism (default: 20)")
     validating.add_argument("--oracle-tolerance", type=float, default=0.05,
-                            help="oracle_max: the oracle may score this far below the reward's top (default: 0.05, at most 0.1)")
+                            help="oracle_max: another reply of the env may score this far above the oracle (default: 0.05, at most 0.1)")
     validating.add_argument("--floor-margin", type=float, default=0.1,
                             help="floor_gap: doing nothing must score this far below the oracle (default: 0.1, at least 0.1)")
     validating.add_argument("--variance-tolerance", type=float, default=0.01,
                             help="verifier_determinism: largest reward variance of an LLM-judged env (default: 0.01, at most 0.2)")
+    validating.add_argument("--skill-margin", type=float, default=0.05,
+                            help="reward_pays_skill: the oracle must beat cheap and wrong replies by this on average (default: 0.05)")
+    validating.add_argument("--hack-margin", type=float, default=0.02,
+                            help="hack_surface: a red-team reply wins a scenario when it beats the oracle by this (default: 0.02)")
+    validating.add_argument("--max-hack-share", type=float, default=0.05,
+                            help="hack_surface: largest share of scenarios a red-team family may win (default: 0.05)")
+    validating.add_argument("--redteam-budget", type=int, default=8,
+                            help="score calls per red-team family per scenario (default: 8; see affectgym redteam)")
     output = validating.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the report as JSON instead of the table")
     output.add_argument("--openenv-yaml", action="store_true",
@@ -129,7 +137,9 @@ def run_validate(args: argparse.Namespace) -> int:
 
     # a tolerance outside OpenEnv's bounds fails as a declaration does there (exit 1, one line naming the bound)
     declaration = ValidationDeclaration(
-        oracle_tolerance=args.oracle_tolerance, floor_margin=args.floor_margin, variance_tolerance=args.variance_tolerance
+        oracle_tolerance=args.oracle_tolerance, floor_margin=args.floor_margin, variance_tolerance=args.variance_tolerance,
+        skill_margin=args.skill_margin, hack_margin=args.hack_margin, max_hack_share=args.max_hack_share,
+        redteam_budget=args.redteam_budget,
     )
     try:
         report = validate(args.env_id, env_kwargs=args.env_kwargs, declaration=declaration,

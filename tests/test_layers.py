@@ -41,10 +41,13 @@ LAYERS: tuple[tuple[tuple[str, ...], ...], ...] = (
     # data reads clips with the features' audio reader and fits their prosody norms
     (("affectgym.features", "affectgym.rewards"), ("affectgym.data",)),
     # `affectgym features precompute DATASET` measures a dataset's clips through its speech env
-    (("affectgym.envs",), ("affectgym", "affectgym.features.commands")),
+    # the red team searches an env through its public API; validate and check_env run it
+    (("affectgym.envs",), ("affectgym.redteam",), ("affectgym.envs.validation", "affectgym.envs.checker"),
+     ("affectgym", "affectgym.features.commands")),
     # eval plays agents on local envs or on served ones (the OpenEnv client); the verifiers
     # taskset plays episodes as the eval runner does (its episode seeds)
-    (("affectgym.agents",), ("affectgym.integrations",), ("affectgym.eval",), ("affectgym.integrations.verifiers",)),
+    (("affectgym.agents",), ("affectgym.integrations",), ("affectgym.eval", "affectgym.redteam.commands"),
+     ("affectgym.integrations.verifiers",)),
     (
         ("affectgym.train",),
         ("affectgym.train.grpo", "affectgym.train.sft", "affectgym.train.dpo", "affectgym.train.sb3"),

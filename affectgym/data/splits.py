@@ -37,6 +37,7 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Any
 
 SPLIT_SALT = "affectgym-split-v1"
 #: The sides of a split, each a disjoint set of whole groups.
@@ -237,6 +238,18 @@ def select_split(
     return [item_id for item_id, _ in items if sides[item_id] == split]
 
 
+def spread(items: Sequence[Any], limit: int) -> list[Any]:
+    """At most ``limit`` of ``items``, evenly spaced from the first.
+
+    >>> spread(list(range(10)), 3)
+    [0, 3, 6]
+    """
+    if len(items) <= limit:
+        return list(items)
+    stride = len(items) / limit
+    return [items[int(i * stride)] for i in range(limit)]
+
+
 __all__ = [
     "HELD_OUT_PARTS",
     "MIN_GROUPS_FOR_VALIDATION",
@@ -248,5 +261,6 @@ __all__ = [
     "fill_empty_sides",
     "held_out_counts",
     "select_split",
+    "spread",
     "stable_hash",
 ]

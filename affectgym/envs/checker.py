@@ -38,6 +38,7 @@ from affectgym.envs.validation import (
     CHECK_ENV_WARNINGS,
     ERROR,
     FAIL,
+    REDTEAM_CHECKS,
     SKIP,
     CheckResult,
     EnvUnderTest,
@@ -262,7 +263,7 @@ def check_env(
     _run(report, "gymnasium check_env", lambda: _gymnasium_checks(base, report))
     if isinstance(base, AffectEnv):
         _run(report, "fuzz", lambda: _fuzz(base, report, fuzz_actions, seed))
-    report.results = run_checks(EnvUnderTest(env, max_scenarios=max_scenarios, seed=seed))
+    report.results = run_checks(EnvUnderTest(env, max_scenarios=max_scenarios, seed=seed), skip=REDTEAM_CHECKS)
     for result in report.results:
         lines = [f"{line} ({result.name})" for line in result.evidence]
         if result.status in (FAIL, ERROR) and result.check_id not in CHECK_ENV_WARNINGS:

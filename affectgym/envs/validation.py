@@ -14,12 +14,18 @@ of a check, the ``pass``/``warn``/``fail`` verdict of severity policy v2, exit c
 * ``runtime.episode_determinism``: the same seed and scenario with the same messages give the
   same episode (observations, rewards, ends, ``info``) and the same reward;
 * ``semantic.oracle_max``: the env's oracle, its ``reference_answer(scenario)``, scores within
-  ``oracle_tolerance`` of the top of ``reward_range`` on every scenario checked (no oracle fails,
-  as in OpenEnv);
+  ``oracle_tolerance`` of the best of the env's other replies on every scenario checked (no
+  oracle fails, as in OpenEnv; restated from OpenEnv's "top of ``reward_range``", see
+  :func:`check_oracle_max`);
 * ``semantic.floor_gap``: doing nothing (no answer, or an empty one) scores at least
   ``floor_margin`` below the oracle on every scenario;
 * ``semantic.canary_floor``: every shipped reward-hacking canary (``canaries(scenario)``) scores
   at most the floor or below the oracle (none shipped: skipped);
+* ``semantic.reward_pays_skill`` (affectgym's): the oracle beats cheap and wrong replies (another
+  item's reference, the reference for another target, the bare answer, the red team's best from
+  a cheap base) by ``skill_margin`` on average;
+* ``semantic.hack_surface`` (affectgym's): no family of the red team (:mod:`affectgym.redteam`)
+  wins more than ``max_hack_share`` of the scenarios under ``redteam_budget``;
 * ``semantic.no_solution_leakage``: with only the gold label changed, everything an agent sees
   is identical (observations, tool outputs, messages, tool schemas, the flat prompt); no
   scenario id holds a label word; and a text-only memoriser of the train split stays at chance on eval and validation
@@ -42,15 +48,18 @@ import math
 import re
 import statistics
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
 
+from affectgym.data.splits import spread
 from affectgym.envs.core import AffectEnv
 from affectgym.envs.registration import affectgym_env_ids, make
+from affectgym.redteam.report import DEFAULT_MAX_SHARE
+from affectgym.redteam.search import DEFAULT_BUDGET, DEFAULT_MARGIN, ItemResult, search_scenario
 
 #: The severity policy whose check ids and verdict rules are followed (OpenEnv 0.10, local lane).
 POLICY_VERSION = "v2"
@@ -63,6 +72,8 @@ PASS, FAIL, SKIP, ERROR, WARN = "pass", "fail", "skip", "error", "warn"
 #: Checks whose failure ``check_env`` reports as a warning: they calibrate the reward scale
 #: rather than break the env contract (``affectgym validate`` fails them, as OpenEnv's policy does).
 CHECK_ENV_WARNINGS = frozenset({"semantic.oracle_max", "semantic.floor_gap"})
+#: The checks that run the red team: ``validate`` runs them, ``check_env`` (a quick contract check) does not.
+REDTEAM_CHECKS = frozenset({"semantic.reward_pays_skill", "semantic.hack_surface"})
 #: A reward may pass its range by this much (float sums of components).
 REWARD_SLACK = 1e-9
 #: Significance at which a canary with a ``canary_min_share`` is shown to win too often.
@@ -74,12 +85,18 @@ class ValidationDeclaration:
     """What an env declares to be validated against: the ``validation:`` block of an ``openenv.yaml``.
 
     Attributes:
-        oracle_tolerance: ``oracle_max`` passes when the oracle scores at least the top of
-            ``reward_range`` minus this (OpenEnv's bound: at most 0.1).
+        oracle_tolerance: ``oracle_max`` passes when no other reply of the env scores more than
+            this above the oracle (OpenEnv's bound: at most 0.1).
         floor_margin: ``floor_gap`` passes when doing nothing scores at least this below the
             oracle (OpenEnv's bound: at least 0.1).
         variance_tolerance: Largest variance of an LLM-judged reward over identical replays
             (OpenEnv's bound: at most 0.2); declared only for an ``llm_judged`` env.
+        skill_margin: ``reward_pays_skill`` passes when the reference beats each cheap or wrong
+            reply by at least this on average (affectgym's own check, as the two below).
+        hack_margin: How far a red-team reply must beat the reference to win a scenario.
+        max_hack_share: ``hack_surface`` passes when no red-team family wins more than this
+            share of the scenarios.
+        redteam_budget: Score calls per family per scenario of the red team.
         cpu: Cores one served env needs (OpenEnv's ``resources``).
         memory_mb: Memory one served env needs.
         disk_mb: Disk one served env needs.
@@ -94,6 +111,10 @@ class ValidationDeclaration:
     oracle_tolerance: float = 0.05
     floor_margin: float = 0.1
     variance_tolerance: float = 0.01
+    skill_margin: float = 0.05
+    hack_margin: float = DEFAULT_MARGIN
+    max_hack_share: float = DEFAULT_MAX_SHARE
+    redteam_budget: int = DEFAULT_BUDGET
     cpu: float = 1.0
     memory_mb: int = 2048
     disk_mb: int = 1024
@@ -108,6 +129,10 @@ class ValidationDeclaration:
             "memory_mb": (1, math.inf),
             "disk_mb": (1, math.inf),
             "episode_timeout_s": (0.0, 3600.0),
+            "skill_margin": (0.0, 1.0),
+            "hack_margin": (0.0, 1.0),
+            "max_hack_share": (0.0, 1.0),
+            "redteam_budget": (2, 1_000),
         }
         for name, (low, high) in bounds.items():
             value = getattr(self, name)
@@ -337,6 +362,43 @@ class EnvUnderTest:
         params["verdict_cache"] = bool(judge.config.cache)
         return {"model": judge.model_id, "version": str(judge.version), "params": params}
 
+    @functools.cached_property
+    def canary_scores(self) -> list[dict[str, float]]:
+        """What each shipped canary scores on each scenario (name -> total)."""
+        return [{name: self.total(scenario, text, trace) for name, (text, trace) in self.base.canaries(scenario).items()}
+                for scenario in self.scenarios] if self.text else []
+
+    @functools.cached_property
+    def wrong_replies(self) -> list[dict[str, float]] | None:
+        """What cheap and wrong replies score on each scenario, each with its own trace: the reference of
+        the next scenario checked (``other_item_reference``), the reference of the scenario asking for
+        another answer (``other_target_reference``, :meth:`~affectgym.envs.core.AffectEnv.other_target`)
+        and its bare answer (``bare_answer``, or the scenario's own where there is no other target)."""
+        if self.references is None or len(self.scenarios) < 2:
+            return None
+        env, rows = self.base, self.references
+        found = []
+        for index, (scenario, _, _, _) in enumerate(rows):
+            _, text, trace, _ = rows[(index + 1) % len(rows)]
+            scores = {"other_item_reference": self.total(scenario, text, trace)}
+            other = env.other_target(scenario)
+            if other is not None:
+                scores["other_target_reference"] = self.total(scenario, *env.reference_answer(other))
+            bare = env.bare_answer(other if other is not None else scenario)
+            if bare is not None:
+                scores["bare_answer"] = self.total(scenario, *bare)
+            found.append(scores)
+        return found
+
+    @functools.cached_property
+    def redteam(self) -> list[ItemResult]:
+        """The red team's search (:mod:`affectgym.redteam`) on each scenario, under the declared budget."""
+        declared = self.declaration
+        items = [search_scenario(self.base, scenario, budget=declared.redteam_budget, seed=self.seed,
+                                 margin=declared.hack_margin) for scenario in self.scenarios]
+        self.observed_rewards += [float(a["score"]) for item in items for a in item.best.values()]
+        return items
+
     def total(self, scenario: Any, text: str | None, trace: Sequence[Mapping[str, Any]]) -> float:
         """``score(...).total``, remembered for ``reward_well_formed``."""
         value = float(self.base.score(scenario, text, trace).total)
@@ -402,14 +464,15 @@ def validate(
     )
 
 
-def run_checks(subject: EnvUnderTest) -> list[CheckResult]:
-    """Every check of :data:`CHECKS` on ``subject``, in order; a check that raises gives an ``error`` result.
+def run_checks(subject: EnvUnderTest, skip: Collection[str] = ()) -> list[CheckResult]:
+    """Every check of :data:`CHECKS` but those in ``skip`` on ``subject``, in order; a check that raises
+    gives an ``error`` result.
 
     ``reward_well_formed`` runs last so that it sees the totals every other check scored;
     the results come back in the order of :data:`CHECKS`.
     """
     by_id: dict[str, CheckResult] = {}
-    for check_id in [*(c for c in CHECKS if c != "runtime.reward_well_formed"), "runtime.reward_well_formed"]:
+    for check_id in [*(c for c in CHECKS if c != "runtime.reward_well_formed" and c not in skip), "runtime.reward_well_formed"]:
         started = time.monotonic()
         try:
             result = CHECKS[check_id](subject)
@@ -417,7 +480,7 @@ def run_checks(subject: EnvUnderTest) -> list[CheckResult]:
             result = CheckResult(check_id, ERROR, evidence=[f"{type(exc).__name__}: {exc}"[:2_000]])
         result.duration_s = time.monotonic() - started
         by_id[check_id] = result
-    return [by_id[check_id] for check_id in CHECKS]
+    return [by_id[check_id] for check_id in CHECKS if check_id in by_id]
 
 
 # ------------------------------------------------------------------------------- runtime checks
@@ -524,9 +587,16 @@ def check_episode_determinism(subject: EnvUnderTest) -> CheckResult:
 
 # ------------------------------------------------------------------------------ semantic checks
 def check_oracle_max(subject: EnvUnderTest) -> CheckResult:
-    """``semantic.oracle_max``: the oracle reaches the top of ``reward_range`` within ``oracle_tolerance`` on every scenario."""
+    """``semantic.oracle_max``: on every scenario the oracle is the best of the env's own replies, within ``oracle_tolerance``.
+
+    OpenEnv asks the oracle to reach the top of ``reward_range``; that top is what the reward's
+    formula could pay, not what any reply reaches (a scorer with a model in it never pays 1, and an
+    arc of targets costs smoothness at every change), so it failed envs whose reward works. The
+    top is measured instead: the best score of every reply the checks have of the env (doing
+    nothing, the canaries, another item's reference, the reference for another target, the bare
+    answer). The red team's replies are judged by ``hack_surface``.
+    """
     tolerance = subject.declaration.oracle_tolerance
-    top = subject.reward_range[1]
     if subject.references is None:
         return CheckResult(
             "semantic.oracle_max", FAIL, {"declared_tolerance": tolerance},
@@ -534,25 +604,33 @@ def check_oracle_max(subject: EnvUnderTest) -> CheckResult:
             "implement reference_answer(scenario) -> (final_text, trace) on an AffectEnv (docs/plugins.md); "
             "a numeric env has no oracle hook",
         )
+    wrong = subject.wrong_replies or [{} for _ in subject.scenarios]
+    beaten = []
+    margins = []
+    for (scenario, _, _, total), floor, canaries, others in zip(subject.references, subject.floors, subject.canary_scores, wrong, strict=True):
+        name, best = max({"doing nothing": floor, **canaries, **others}.items(), key=lambda item: item[1])
+        margins.append(total - best)
+        if best > total + tolerance + REWARD_SLACK:
+            beaten.append((scenario.id, name, best, total))
     totals = [row[3] for row in subject.references]
-    short = [(row[0].id, row[3]) for row in subject.references if row[3] < top - tolerance - REWARD_SLACK]
     measured = {
         "oracle_reward_min": min(totals),
         "oracle_reward_mean": statistics.fmean(totals),
-        "reward_max": top,
+        "oracle_minus_best_other_min": min(margins),
         "declared_tolerance": tolerance,
         "scenarios": len(totals),
     }
-    if short:
-        worst = ", ".join(f"{sid} {total:.3f}" for sid, total in sorted(short, key=lambda item: item[1])[:5])
+    if beaten:
+        worst = ", ".join(f"{sid} {name} {best:.3f} > {total:.3f}" for sid, name, best, total in beaten[:5])
         return CheckResult(
             "semantic.oracle_max", FAIL, measured,
-            [f"oracle below {top:g} - {tolerance:g} on {len(short)} of {len(totals)} scenarios (lowest: {worst})"],
-            "make reference_answer reach the reward's top, or narrow score_bounds() to what an answer can score",
+            [f"another reply beats the oracle by more than {tolerance:g} on {len(beaten)} of {len(totals)} scenarios ({worst})"],
+            "make reference_answer the best reply the env knows, or the reward pay it most",
         )
     return CheckResult(
         "semantic.oracle_max", PASS, measured,
-        [f"oracle >= {top - tolerance:.3f} on {len(totals)} scenarios (min {min(totals):.3f})"],
+        [f"oracle >= every other reply - {tolerance:g} on {len(totals)} scenarios (min margin {min(margins):+.3f}; "
+         f"oracle {min(totals):.3f} to {max(totals):.3f})"],
     )
 
 
@@ -582,6 +660,82 @@ def check_floor_gap(subject: EnvUnderTest) -> CheckResult:
     return CheckResult(
         "semantic.floor_gap", PASS, measured,
         [f"doing nothing scores <= {measured['floor_reward_max']:.3f}, >= {margin:g} below the oracle (min gap {measured['gap_min']:.3f})"],
+    )
+
+
+def check_reward_pays_skill(subject: EnvUnderTest) -> CheckResult:
+    """``semantic.reward_pays_skill``: the reference beats cheap and wrong replies by ``skill_margin`` on average.
+
+    The controls, scored on the true scenario: :attr:`EnvUnderTest.wrong_replies` (another item's
+    reference, the reference for another target, the bare answer), and the red team's best reply
+    made from a base the reward already ranks ``skill_margin`` below the reference (a canary, or
+    the bare answer where reasoning is paid). A reward that pays no skill pays these as much as
+    the reference.
+    """
+    margin = subject.declaration.skill_margin
+    if subject.wrong_replies is None:
+        return CheckResult(
+            "semantic.reward_pays_skill", SKIP, {"declared_margin": margin},
+            ["unmet dependency: an oracle (reference_answer) on at least two scenarios"],
+        )
+    gaps: dict[str, list[float]] = {}
+    for (_, _, _, reference), wrong, item in zip(subject.references, subject.wrong_replies, subject.redteam, strict=True):
+        cheap = [a["score"] for name, a in item.best_by_base.items() if name != "reference" and a["base_score"] < reference - margin]
+        for name, score in {**wrong, **({"redteam_from_cheap_bases": max(cheap)} if cheap else {})}.items():
+            gaps.setdefault(name, []).append(reference - score)
+    mean_gaps = {name: statistics.fmean(values) for name, values in gaps.items()}
+    measured = {"mean_gap": mean_gaps, "declared_margin": margin, "scenarios": len(subject.scenarios)}
+    narrow = {name: gap for name, gap in mean_gaps.items() if gap < margin - REWARD_SLACK}
+    if narrow:
+        return CheckResult(
+            "semantic.reward_pays_skill", FAIL, measured,
+            [f"the reference beats {name} by {gap:+.3f} on average (< {margin:g}), on {len(gaps[name])} scenarios"
+             for name, gap in sorted(narrow.items(), key=lambda item: item[1])],
+            "pay for the skill itself: a reply for another target, another item's reply or a bare answer must "
+            "score less; `affectgym redteam ENV` shows which edits the reward pays",
+        )
+    return CheckResult(
+        "semantic.reward_pays_skill", PASS, measured,
+        [f"the reference beats {', '.join(sorted(mean_gaps))} by >= {min(mean_gaps.values()):.3f} on average"],
+    )
+
+
+def check_hack_surface(subject: EnvUnderTest) -> CheckResult:
+    """``semantic.hack_surface``: no family of the red team wins more than ``max_hack_share`` of the scenarios.
+
+    The red team (:mod:`affectgym.redteam`) searches cheap edits of the reference, the bare answer
+    and the canaries under ``redteam_budget`` score calls per family per scenario; a family wins a
+    scenario when its best reply beats the reference by ``hack_margin``, or lifts a cheaper base
+    to the reference's score.
+    """
+    from affectgym.redteam.report import summarise
+
+    declared = subject.declaration
+    if subject.references is None:
+        return CheckResult(
+            "semantic.hack_surface", SKIP, {"declared_share": declared.max_hack_share},
+            ["unmet dependency: an oracle (reference_answer) for the red team to beat"],
+        )
+    report = summarise(subject.redteam, env_id=str(subject.env.spec.id if subject.env.spec else ""), split=str(subject.base.split),
+                       budget=declared.redteam_budget, seed=subject.seed, margin=declared.hack_margin,
+                       max_share=declared.max_hack_share)
+    shares = {family.family: family.share for family in report.families}
+    measured = {"family_share": shares, "score_calls": report.score_calls, "declared_share": declared.max_hack_share,
+                "budget": declared.redteam_budget, "scenarios": report.scenarios}
+    beaten = [family for family in report.families if family.share > declared.max_hack_share]
+    if beaten:
+        return CheckResult(
+            "semantic.hack_surface", FAIL, measured,
+            [f"{family.family} wins {family.won} of {family.scenarios} scenarios; e.g. {family.example['scenario_id']}: "
+             f"{family.example['reference']:.3f} -> {family.example['score']:.3f} with {family.example['edits']}"
+             for family in beaten[:5]],
+            "defend the reward against these families (`affectgym redteam ENV --out DIR` lists the replies)",
+        )
+    worst = report.worst
+    return CheckResult(
+        "semantic.hack_surface", PASS, measured,
+        [f"no family wins more than {declared.max_hack_share:.0%} of {report.scenarios} scenarios "
+         f"(worst: {worst.family if worst else '-'}, {worst.share if worst else 0:.0%})"],
     )
 
 
@@ -618,10 +772,9 @@ def check_canary_floor(subject: EnvUnderTest) -> CheckResult:
     for index, scenario in enumerate(subject.scenarios):
         floor = subject.floors[index]
         reference = references[index][3] if references is not None else None
-        for name, (text, trace) in subject.base.canaries(scenario).items():
+        for name, score in subject.canary_scores[index].items():
             checked += 1
             played[name] = played.get(name, 0) + 1
-            score = subject.total(scenario, text, trace)
             if score > floor + REWARD_SLACK and (reference is None or not score < reference):
                 against = f"reference {reference:.3f}" if reference is not None else "no reference"
                 beating.setdefault(name, []).append(f"{scenario.id}/{name}: {score:.3f} > floor {floor:.3f} and >= {against}")
@@ -752,24 +905,14 @@ CHECKS: dict[str, Callable[[EnvUnderTest], CheckResult]] = {
     "semantic.oracle_max": check_oracle_max,
     "semantic.floor_gap": check_floor_gap,
     "semantic.canary_floor": check_canary_floor,
+    "semantic.reward_pays_skill": check_reward_pays_skill,
+    "semantic.hack_surface": check_hack_surface,
     "semantic.no_solution_leakage": check_no_solution_leakage,
     "semantic.verifier_determinism": check_verifier_determinism,
 }
 
 
 # ------------------------------------------------------------------------------------- helpers
-def spread(items: Sequence[Any], limit: int) -> list[Any]:
-    """At most ``limit`` of ``items``, evenly spaced from the first.
-
-    >>> spread(list(range(10)), 3)
-    [0, 3, 6]
-    """
-    if len(items) <= limit:
-        return list(items)
-    stride = len(items) / limit
-    return [items[int(i * stride)] for i in range(limit)]
-
-
 def agent_view(env: AffectEnv, scenario: Any) -> list[Any]:
     """Everything an agent can see of ``scenario``: observations, messages, tools, tool outputs, flat prompt."""
     view: list[Any] = []
@@ -951,6 +1094,7 @@ def _task_count(base: Any) -> dict[str, int]:
 __all__ = [
     "CHECKS",
     "CHECK_ENV_WARNINGS",
+    "REDTEAM_CHECKS",
     "EXIT_FAIL",
     "EXIT_INTERNAL",
     "EXIT_PASS",

@@ -17,9 +17,9 @@ from typing import Any
 import gymnasium as gym
 
 from affectgym.data.jsonl import iter_json_lines
+from affectgym.data.splits import spread
 from affectgym.envs.core import AffectEnv
 from affectgym.envs.registration import make
-from affectgym.envs.validation import spread
 from affectgym.redteam.report import DEFAULT_MAX_SHARE, RedTeamReport, not_applicable, summarise
 from affectgym.redteam.search import DEFAULT_BUDGET, DEFAULT_MARGIN, ItemResult, search_scenario
 
@@ -42,7 +42,7 @@ def red_team(
     extra_material: Mapping[str, Sequence[str]] | None = None,
     policy_replies: Mapping[str, Sequence[str | None]] | None = None,
     out_dir: str | Path | None = None,
-    on_item: Callable[[ItemResult], None] | None = None,
+    on_item: Callable[[ItemResult, int, int], None] | None = None,
 ) -> RedTeamReport:
     """Search cheap replies that beat the honest one on every scenario of a split.
 
@@ -60,7 +60,7 @@ def red_team(
         policy_replies: Replies of a trained policy by scenario id, scored as the ``policy_replies`` family.
         out_dir: Write ``settings.json`` and ``items.jsonl`` (one line per scenario, as it is
             searched) here; a second run with the same settings resumes where the first stopped.
-        on_item: Called with each scenario's result (a progress bar).
+        on_item: Called with each scenario's result, the scenarios searched and all of them (a progress bar).
 
     Returns:
         The report, families ordered worst first.
@@ -84,7 +84,7 @@ def red_team(
                 "families": list(families) if families else None, "scenarios": [s.id for s in scenarios]}
     done = _resume(Path(out_dir), settings) if out_dir else {}
     items: list[ItemResult] = []
-    for scenario in scenarios:
+    for number, scenario in enumerate(scenarios, 1):
         if scenario.id in done:
             item = done[scenario.id]
         else:
@@ -96,7 +96,7 @@ def red_team(
                     file.write(json.dumps(item.to_json(), ensure_ascii=False) + "\n")
         items.append(item)
         if on_item:
-            on_item(item)
+            on_item(item, number, len(scenarios))
     return summarise(items, env_id=label, split=split, budget=budget, seed=seed, margin=margin, max_share=max_share)
 
 

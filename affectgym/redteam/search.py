@@ -90,11 +90,12 @@ class Attempt:
 
 @dataclass
 class ItemResult:
-    """The search on one scenario: the reference's score and each family's best attempt."""
+    """The search on one scenario: the reference's score, each family's best attempt and the best made from each base."""
 
     scenario_id: str
     reference: float
     best: dict[str, dict[str, Any]] = field(default_factory=dict)
+    best_by_base: dict[str, dict[str, Any]] = field(default_factory=dict)
     score_calls: int = 0
 
     def gain(self, family: str) -> float:
@@ -176,6 +177,8 @@ def search_scenario(
         for (family, base, edits), text, score in zip(candidates, texts, scores, strict=True):
             attempts = best.setdefault(family, [])
             attempts.append(Attempt(family, base.name, base.score, edits, text, score))
+            if family != POLICY and score > item.best_by_base.get(base.name, {}).get("score", -math.inf):
+                item.best_by_base[base.name] = attempts[-1].to_json()
             attempts.sort(key=lambda a: _rank(a, reference, margin), reverse=True)
             del attempts[2:]
 
