@@ -98,6 +98,7 @@ def run_redteam(args: argparse.Namespace) -> int:
             print(f"affectgym redteam: {exc}", file=sys.stderr)
             return EXIT_BAD_ARGUMENT
     if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
         Path(args.out, "report.json").write_text(json.dumps(report.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         Path(args.out, "report.md").write_text(report.markdown(), encoding="utf-8")
     if args.json:

@@ -115,7 +115,8 @@ def _resume(folder: Path, settings: Mapping[str, Any]) -> dict[str, ItemResult]:
     items = folder / ITEMS_FILE
     if not items.is_file():
         return {}
-    return {record["scenario_id"]: ItemResult(**record) for record in iter_json_lines(items)}
+    with items.open(encoding="utf-8") as lines:
+        return {record["scenario_id"]: ItemResult(**record) for _, record in iter_json_lines(lines, items, ValueError)}
 
 
 def policy_replies_from(path: str | Path, where: Mapping[str, str] | None = None) -> dict[str, list[str | None]]:
@@ -132,7 +133,9 @@ def policy_replies_from(path: str | Path, where: Mapping[str, str] | None = None
     if not file.is_file():
         raise ValueError(f"--from-run {str(path)!r}: no JSONL file there (give a run folder with results.jsonl or a .jsonl file)")
     replies: dict[str, list[str | None]] = {}
-    for record in iter_json_lines(file):
+    with file.open(encoding="utf-8") as lines:
+        records = [record for _, record in iter_json_lines(lines, file, ValueError) if isinstance(record, dict)]
+    for record in records:
         field = next((name for name in REPLY_FIELDS if name in record), None)
         if "scenario_id" not in record or field is None:
             continue
