@@ -15,6 +15,7 @@ from affectgym.cli import main
 from affectgym.envs.checker import check_env
 from affectgym.envs.validation import (
     CHECKS,
+    REDTEAM_CHECKS,
     EnvUnderTest,
     ValidationDeclaration,
     check_verifier_determinism,
@@ -24,16 +25,16 @@ from affectgym.rewards.rubric import Criterion, Rubric
 
 #: Offline scorers of the envs that score with a classifier.
 OFFLINE = {"affectgym/EmotionStyle-v0": {"classifier": "nade"}, "affectgym/EmpatheticDialogue-v0": {"classifier": "nade"}}
-#: What validate finds on the built-in envs today (measured; see docs/validate.md): their reference
-#: answers do not reach the top of reward_range, and the numeric env has no oracle.
+#: What validate finds on the built-in envs today on 3 scenarios (measured; see docs/plugins.md and
+#: benchmarks/results/redteam.md): the red team beats EmotionStyle's and EmpatheticDialogue's rewards
+#: (issue 54 closes them), and the numeric env has no oracle.
 KNOWN_FAILURES = {
-    "affectgym/EmotionStyle-v0": {"oracle_max"},
-    "affectgym/EmpatheticDialogue-v0": {"oracle_max"},
-    "affectgym/EmotionStateText-v0": {"oracle_max"},
+    "affectgym/EmotionStyle-v0": {"reward_pays_skill", "hack_surface"},
+    "affectgym/EmpatheticDialogue-v0": {"oracle_max", "hack_surface"},
     "affectgym/EmotionState-v0": {"oracle_max"},
 }
 #: Checks a numeric env cannot run (no oracle, canaries or text view), skipped with the reason.
-NUMERIC_SKIPS = {"floor_gap", "canary_floor", "no_solution_leakage", "verifier_determinism"}
+NUMERIC_SKIPS = {"floor_gap", "canary_floor", "reward_pays_skill", "hack_surface", "no_solution_leakage", "verifier_determinism"}
 
 
 @pytest.mark.parametrize("env_id", affectgym.list_envs())
@@ -57,7 +58,7 @@ def test_the_table_is_plain_lines_with_one_row_a_check_and_the_verdict_when_stdo
     assert main(["validate", "affectgym/SpeechEmotion-v0", "--max-scenarios", "2"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("validate affectgym/SpeechEmotion-v0")
-    assert [line.split()[:2] for line in lines[1:9]] == [["PASS", name.split(".")[1]] for name in CHECKS]
+    assert [line.split()[:2] for line in lines[1:1 + len(CHECKS)]] == [["PASS", name.split(".")[1]] for name in CHECKS]
     assert lines[-1] == "verdict: PASS" and not any("\x1b[" in line for line in lines)
 
 
@@ -127,6 +128,17 @@ class UnreachableTopEnv(ToyMoodEnv):
     score_range = (0.0, 2.0)
 
 
+class PaysOnlyTheFormatEnv(ToyMoodEnv):
+    """Pays for reading the note and answering in the format, whatever the answer."""
+
+    def __init__(self, **kwargs):
+        answered = Criterion("answered", lambda note, reply, trace: float(reply.answer is not None), 0.5)
+        super().__init__(rubric=Rubric([Criterion("read_first", read_first, 0.5), answered]), **kwargs)
+
+    def canaries(self, scenario):
+        return {"no_tool": (f"<answer>{scenario.label}</answer>", [])}
+
+
 class PaysForSilenceEnv(ToyMoodEnv):
     """Pays 0.95 for no answer, 1 for the right one."""
 
@@ -152,7 +164,7 @@ class HackableEnv(ToyMoodEnv):
         (OutOfRangeEnv, "reward_well_formed", "outside reward_range (-0.05, 0.5)"),
         (CountingStartEnv, "seed_control", "reset(seed=0) twice started two different episodes"),
         (DriftingEnv, "episode_determinism", "replayed differently"),
-        (UnreachableTopEnv, "oracle_max", "oracle below 2 - 0.05 on 6 of 6 scenarios"),
+        (PaysOnlyTheFormatEnv, "reward_pays_skill", "the reference beats other_target_reference by +0.000 on average"),
         (PaysForSilenceEnv, "floor_gap", "doing nothing is within 0.1 of the oracle on 6 of 6 scenarios"),
         (HackableEnv, "canary_floor", "n01/copy_of_reference: 1.000 > floor 0.000 and >= reference 1.000"),
     ],
@@ -273,10 +285,66 @@ def test_an_llm_judged_env_declares_its_judge_and_variance_in_the_openenv_block(
     assert block["judge"]["model"] == "dummy"
 
 
+def test_oracle_max_measures_the_top_a_reply_reaches_not_the_declared_one():
+    report = validate(UnreachableTopEnv(), replays=2)
+    assert report.verdict == "pass", str(report)
+    oracle_max = next(result for result in report.results if result.name == "oracle_max")
+    assert oracle_max.measured["oracle_reward_min"] == 1.0 and oracle_max.measured["oracle_minus_best_other_min"] == pytest.approx(0.2)
+
+
+class CanaryBeatsTheOracleEnv(SometimesHackableEnv):
+    """A reference that skips the tool, and a canary on the first note that does the whole job."""
+
+    def reference_answer(self, scenario):
+        return f"<answer>{scenario.label}</answer>", []
+
+    def canaries(self, scenario):
+        if scenario.id == "n01":
+            return {"copy_of_reference": super().reference_answer(scenario)}
+        return {"copy_of_reference": ("nothing to do with it", [])}
+
+
+def test_oracle_max_fails_where_another_reply_of_the_env_beats_the_oracle():
+    report = validate(CanaryBeatsTheOracleEnv(), replays=2)
+    oracle_max = next(result for result in report.results if result.name == "oracle_max")
+    assert oracle_max.status == "fail" and "n01 copy_of_reference 1.000 > 0.800" in " ".join(oracle_max.evidence)
+
+
+class PlantedKeywordEnv(ToyMoodEnv):
+    """Pays 0.2 more for the word "sorrow" anywhere in the reply."""
+
+    def __init__(self, **kwargs):
+        sorrow = Criterion("sorrow", lambda note, reply, trace: float("sorrow" in (reply.text or "").lower()), 0.2)
+        super().__init__(rubric=Rubric([Criterion("correct", correct, 0.8), Criterion("read_first", read_first, 0.2), sorrow]),
+                         **kwargs)
+
+    def score_bounds(self):
+        return (0.0, 1.2)
+
+
+def test_hack_surface_fails_on_a_planted_keyword_and_names_the_family_and_an_example():
+    report = validate(PlantedKeywordEnv(), replays=2)
+    hack_surface = next(result for result in report.results if result.name == "hack_surface")
+    assert hack_surface.status == "fail" and hack_surface.measured["family_share"]["label_words"] > 0.5
+    assert "label_words wins 6 of 6 scenarios; e.g. n01: 1.000 -> 1.200" in " ".join(hack_surface.evidence)
+    assert report.exit_code == 1
+
+
+@pytest.mark.parametrize(("env_id", "env_kwargs", "failing"), [
+    ("affectgym/EmotionStyle-v0", {"classifier": "nade", "reward_weights": {"emotion_probability": 0}}, "reward_pays_skill"),
+    ("affectgym/Sarcasm-v0", {"rubric": "single", "reward_weights": {"correctness": 0}}, "reward_pays_skill"),
+    ("affectgym/Sarcasm-v0", {"rubric": "single"}, "hack_surface"),
+])
+def test_the_red_team_checks_fail_the_misconfigured_builtin_envs(env_id, env_kwargs, failing):
+    report = validate(env_id, env_kwargs=env_kwargs, max_scenarios=8, replays=2)
+    result = next(result for result in report.results if result.name == failing)
+    assert result.status == "fail" and result.remediation, str(report)
+
+
 # ------------------------------------------------------------------ check_env runs the same checks
 def test_check_env_runs_the_validate_checks_and_warns_where_validate_fails_calibration():
-    report = check_env(UnreachableTopEnv(), fuzz_actions=50, max_scenarios=3)
-    assert [result.check_id for result in report.results] == list(CHECKS)
-    assert not report.problems and any(w.startswith("oracle below 2") and w.endswith("(oracle_max)") for w in report.warnings)
+    report = check_env(CanaryBeatsTheOracleEnv(), fuzz_actions=50, max_scenarios=3)
+    assert [result.check_id for result in report.results] == [c for c in CHECKS if c not in REDTEAM_CHECKS]
+    assert not report.problems and any("beats the oracle" in w and w.endswith("(oracle_max)") for w in report.warnings)
     with pytest.raises(AssertionError, match=r"canaries: 1 score above the floor .*\(canary_floor\)"):
         check_env(HackableEnv(), fuzz_actions=50, max_scenarios=1)

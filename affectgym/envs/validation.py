@@ -371,7 +371,8 @@ class EnvUnderTest:
     @functools.cached_property
     def wrong_replies(self) -> list[dict[str, float]] | None:
         """What cheap and wrong replies score on each scenario, each with its own trace: the reference of
-        the next scenario checked (``other_item_reference``), the reference of the scenario asking for
+        the next scenario checked with another gold label, where scenarios have one
+        (``other_item_reference``), the reference of the scenario asking for
         another answer (``other_target_reference``, :meth:`~affectgym.envs.core.AffectEnv.other_target`)
         and its bare answer (``bare_answer``, or the scenario's own where there is no other target)."""
         if self.references is None or len(self.scenarios) < 2:
@@ -379,8 +380,10 @@ class EnvUnderTest:
         env, rows = self.base, self.references
         found = []
         for index, (scenario, _, _, _) in enumerate(rows):
-            _, text, trace, _ = rows[(index + 1) % len(rows)]
-            scores = {"other_item_reference": self.total(scenario, text, trace)}
+            scores = {}
+            other_item = _next_with_another_answer(rows, index)
+            if other_item is not None:
+                scores["other_item_reference"] = self.total(scenario, other_item[1], other_item[2])
             other = env.other_target(scenario)
             if other is not None:
                 scores["other_target_reference"] = self.total(scenario, *env.reference_answer(other))
@@ -698,6 +701,16 @@ def check_reward_pays_skill(subject: EnvUnderTest) -> CheckResult:
         "semantic.reward_pays_skill", PASS, measured,
         [f"the reference beats {', '.join(sorted(mean_gaps))} by >= {min(mean_gaps.values()):.3f} on average"],
     )
+
+
+def _next_with_another_answer(rows: Sequence[tuple[Any, ...]], index: int) -> tuple[Any, ...] | None:
+    """The first row after ``index`` (cyclically) whose scenario has another ``label``; any next row where there are no labels."""
+    label = getattr(rows[index][0], "label", None)
+    for step in range(1, len(rows)):
+        row = rows[(index + step) % len(rows)]
+        if label is None or getattr(row[0], "label", None) != label:
+            return row
+    return None
 
 
 def check_hack_surface(subject: EnvUnderTest) -> CheckResult:

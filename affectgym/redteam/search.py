@@ -5,8 +5,9 @@ answer (``bare_answer(scenario)``: the format filled in with no skill shown, whe
 has one) and its shipped canaries. Each *family* is one kind of material
 (:mod:`affectgym.redteam.material`); its budget of candidates is spent in two rounds:
 
-1. random sampling: an edit of the grammar (:mod:`affectgym.redteam.grammar`), sometimes two,
-   with pieces of the family's kind, on a random base;
+1. a sweep (the reference with many of the kind's pieces at once, so that a piece the reward
+   pays anywhere shows), then random sampling: an edit of the grammar
+   (:mod:`affectgym.redteam.grammar`), sometimes two, with pieces of the kind, on a random base;
 2. a hill-climb: mutations of the best candidates so far (another edit stacked, the pieces of
    one edit redrawn, its operation changed, its repeats raised).
 
@@ -33,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from affectgym.data.splits import spread
 from affectgym.redteam.grammar import OPERATIONS, PLACES, Edit, apply_edits
 from affectgym.redteam.material import KINDS, scenario_material, sentences_of
 
@@ -44,6 +46,8 @@ DEFAULT_BUDGET = 8
 COMBINED, POLICY = "combined", "policy_replies"
 #: Most edits stacked on one candidate.
 MAX_EDITS = 4
+#: Most pieces the first candidate of a family puts in at once (:func:`_sweep`).
+SWEEP_PIECES = 128
 
 Trace = list[dict[str, Any]]
 
@@ -183,7 +187,10 @@ def search_scenario(
             del attempts[2:]
 
     first = math.ceil(budget / 2)
-    play([(kind, _draw_base(bases, rng), _random_edits(kind, material[kind], rng)) for kind in kinds for _ in range(first)])
+    play([
+        (kind, bases[0] if draw == 0 else _draw_base(bases, rng), _sweep(kind, material[kind]) if draw == 0 else _random_edits(kind, material[kind], rng))
+        for kind in kinds for draw in range(first)
+    ])
     play([
         (kind, base, _mutate(attempt.edits, kind, material[kind], rng))
         for kind in kinds
@@ -224,6 +231,13 @@ def _random_edit(kind: str, pieces: Sequence[str], rng: random.Random) -> Edit:
         count = rng.choice((1, 1, 2, 3))
         chosen = (rng.choice(pieces),) * count if rng.random() < 0.4 else tuple(rng.choice(pieces) for _ in range(count))
     return Edit(operation, kind, chosen, where=rng.choice(PLACES.get(operation, ("",))), index=rng.randrange(8), times=rng.randint(2, 4))
+
+
+def _sweep(kind: str, pieces: Sequence[str]) -> tuple[Edit, ...]:
+    """The reference with up to :data:`SWEEP_PIECES` of the kind's pieces (spread over them) appended: one call that shows
+    whether any piece of the kind is paid (a keyword, a length bonus), for the hill-climb to follow."""
+    operation = "wrap" if _operations(kind, pieces) == ("wrap",) else "repeat" if kind == "repetition" else "append"
+    return (Edit(operation, kind, tuple(spread(pieces, SWEEP_PIECES)) if operation == "append" else tuple(pieces[:1])),)
 
 
 def _random_edits(kind: str, pieces: Sequence[str], rng: random.Random) -> tuple[Edit, ...]:
