@@ -88,6 +88,7 @@ class RedTeamReport:
         return EXIT_HOLDS if self.holds else EXIT_BEATEN
 
     def to_json(self) -> dict[str, Any]:
+        """A JSON record: the settings, every family's result and the verdict."""
         data = asdict(self)
         data["holds"] = self.holds
         for family, result in zip(data["families"], self.families, strict=True):

@@ -111,6 +111,7 @@ class ItemResult:
         return family in self.best and _wins(self.best[family], self.reference, margin)
 
     def to_json(self) -> dict[str, Any]:
+        """A JSON record of the scenario's search (one line of ``items.jsonl``)."""
         return dataclasses.asdict(self)
 
 
