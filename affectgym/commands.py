@@ -48,6 +48,8 @@ def register(subparsers: Any) -> None:
                             help="hack_surface: largest share of scenarios a red-team family may win (default: 0.05)")
     validating.add_argument("--redteam-budget", type=int, default=8,
                             help="score calls per red-team family per scenario (default: 8; see affectgym redteam)")
+    validating.add_argument("--skip", nargs="+", default=[], metavar="CHECK",
+                            help="checks not run, by name, e.g. --skip hack_surface reward_pays_skill (the red-team checks)")
     output = validating.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the report as JSON instead of the table")
     output.add_argument("--openenv-yaml", action="store_true",
@@ -132,8 +134,15 @@ def run_validate(args: argparse.Namespace) -> int:
         EXIT_UNSUPPORTED,
         UnknownEnvError,
         ValidationDeclaration,
+        check_ids,
         validate,
     )
+
+    try:
+        skip = check_ids(args.skip)
+    except ValueError as exc:
+        print(f"affectgym validate: --skip: {exc}", file=sys.stderr)
+        return EXIT_UNSUPPORTED
 
     # a tolerance outside OpenEnv's bounds fails as a declaration does there (exit 1, one line naming the bound)
     declaration = ValidationDeclaration(
@@ -143,7 +152,7 @@ def run_validate(args: argparse.Namespace) -> int:
     )
     try:
         report = validate(args.env_id, env_kwargs=args.env_kwargs, declaration=declaration,
-                          max_scenarios=args.max_scenarios, seed=args.seed, replays=args.replays)
+                          max_scenarios=args.max_scenarios, seed=args.seed, replays=args.replays, skip=skip)
         if args.json:
             print(report.to_json())
         elif args.openenv_yaml:

@@ -11,6 +11,7 @@ import pytest
 import affectgym
 from affectgym.envs.dialogue import not_listening_replies
 from affectgym.envs.dialogue_criteria import relevance as dialogue_relevance
+from affectgym.envs.validation import REDTEAM_CHECKS
 
 REFERENCE_MEAN_BEFORE_RELEVANCE = 0.9117  # the eval turns' reference replies under the rubric before issue 40
 WEAK_REPLY = "(FEAR) Hearing footsteps in the attic at night is a common noise. (NEUTRAL) The attic is a quiet place. (NEUTRAL) What is it that you hear?"
@@ -40,7 +41,8 @@ def test_a_reply_that_ignores_the_user_scores_below_the_reference_on_95_percent_
 
 
 def test_check_env_runs_the_replies_that_do_not_listen_as_canaries_and_they_lose(eval_env):
-    report = affectgym.validate("affectgym/EmpatheticDialogue-v0", env_kwargs={"split": "eval"}, max_scenarios=27, replays=2)
+    report = affectgym.validate("affectgym/EmpatheticDialogue-v0", env_kwargs={"split": "eval"}, max_scenarios=27, replays=2,
+                                skip=REDTEAM_CHECKS)
     canary_floor = next(result for result in report.results if result.check_id == "semantic.canary_floor")
     assert canary_floor.status == "pass", canary_floor.evidence
     assert canary_floor.measured["canaries_checked"] == 27 * len(eval_env.canaries(eval_env.scenarios[0]))

@@ -64,8 +64,8 @@ def test_the_search_finds_nothing_in_a_reward_that_is_exactly_the_skill():
 
 def test_the_same_seed_finds_the_same_replies_and_another_seed_other_ones():
     env = planted("keyword", PLANTED["keyword"][0])()
-    first, again = (red_team(env, split="all", budget=SMALL_BUDGET, seed=0) for _ in range(2))
-    other = red_team(env, split="all", budget=SMALL_BUDGET, seed=1)
+    first, again = (red_team(env, split="all", budget=8, seed=0) for _ in range(2))
+    other = red_team(env, split="all", budget=8, seed=1)
     assert first.to_json() == again.to_json()
     assert [f.example["text"] for f in first.families] != [f.example["text"] for f in other.families]
 

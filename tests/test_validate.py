@@ -67,6 +67,15 @@ def test_an_unknown_env_id_exits_2_naming_the_registered_ones(capsys):
     assert "affectgym/Sarcasm-v0" in capsys.readouterr().err
 
 
+def test_skipped_checks_are_not_run_and_an_unknown_check_name_is_refused_naming_the_checks(capsys):
+    report = affectgym.validate("affectgym/Sarcasm-v0", max_scenarios=2, replays=2, skip=["hack_surface", "semantic.reward_pays_skill"])
+    assert not {"hack_surface", "reward_pays_skill"} & {result.name for result in report.results}
+    with pytest.raises(ValueError, match="no check is named 'hack_surfaces'.*hack_surface"):
+        affectgym.validate("affectgym/Sarcasm-v0", skip=["hack_surfaces"])
+    assert main(["validate", "affectgym/Sarcasm-v0", "--skip", "oracle"]) == 2
+    assert "--skip: no check is named 'oracle'" in capsys.readouterr().err
+
+
 def test_a_tolerance_outside_openenvs_policy_bounds_is_refused_naming_the_bound(capsys):
     assert main(["validate", "affectgym/Sarcasm-v0", "--oracle-tolerance", "0.3"]) == 1
     assert "oracle_tolerance 0.3 is outside OpenEnv policy v2's bound [0, 0.1]" in capsys.readouterr().err

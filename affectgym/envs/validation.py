@@ -417,6 +417,7 @@ def validate(
     max_scenarios: int = 20,
     seed: int = 0,
     replays: int = 20,
+    skip: Collection[str] = (),
 ) -> ValidationReport:
     """Run OpenEnv RFC 008's reward, determinism and leakage checks on an env.
 
@@ -428,6 +429,8 @@ def validate(
         max_scenarios: Scenarios the per-scenario checks visit, spread over the split.
         seed: Seed of the episodes played.
         replays: Identical replays of ``verifier_determinism`` (OpenEnv: 20).
+        skip: Checks not run, by name (``hack_surface``) or id (``semantic.hack_surface``);
+            e.g. the red-team checks, when a test only needs the canaries.
 
     Returns:
         A :class:`ValidationReport`: ``report.verdict``, ``report.exit_code``,
@@ -435,12 +438,14 @@ def validate(
 
     Raises:
         UnknownEnvError: ``env`` is an id no environment is registered under.
+        ValueError: ``skip`` names a check there is not.
 
     >>> import affectgym
     >>> report = affectgym.validate("affectgym/Sarcasm-v0", max_scenarios=2, replays=2)
     >>> report.verdict, [r.name for r in report.results][:3]
     ('pass', ['reward_well_formed', 'seed_control', 'episode_determinism'])
     """
+    skipped = check_ids(skip)
     if isinstance(env, str):
         if env not in gym.registry:
             registered = ", ".join(affectgym_env_ids())
@@ -450,7 +455,7 @@ def validate(
         made = env
     subject = EnvUnderTest(made, declaration, max_scenarios=max_scenarios, seed=seed, replays=replays)
     try:
-        results = run_checks(subject)
+        results = run_checks(subject, skip=skipped)
     finally:
         if isinstance(env, str):
             made.close()
@@ -465,6 +470,19 @@ def validate(
         task_count=_task_count(base),
         results=results,
     )
+
+
+def check_ids(names: Collection[str]) -> frozenset[str]:
+    """The ids of checks given by name (``hack_surface``) or id (``semantic.hack_surface``).
+
+    Raises:
+        ValueError: A name no check has; the message lists the names there are.
+    """
+    by_name = {check_id.split(".", 1)[1]: check_id for check_id in CHECKS}
+    unknown = [name for name in names if name not in by_name and name not in CHECKS]
+    if unknown:
+        raise ValueError(f"no check is named {', '.join(map(repr, unknown))}; the checks: {', '.join(by_name)}")
+    return frozenset(by_name.get(name, name) for name in names)
 
 
 def run_checks(subject: EnvUnderTest, skip: Collection[str] = ()) -> list[CheckResult]:
@@ -1118,6 +1136,7 @@ __all__ = [
     "ValidationDeclaration",
     "ValidationReport",
     "agent_view",
+    "check_ids",
     "reward_problem",
     "run_checks",
     "scripted_episode",

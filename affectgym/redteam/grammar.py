@@ -5,7 +5,8 @@ A reply is read as a *head* (markup blocks it opens with, e.g. ``<think>...</thi
 ``<final>...</final>``). An :class:`Edit` changes the body only, so a reply's answer survives
 every edit:
 
-* ``append`` / ``prepend``: the pieces after the last sentence / before the first;
+* ``append`` / ``prepend``: the pieces after the last sentence / before the first, or inside
+  one sentence: before its closing punctuation / after its leading tag;
 * ``interleave``: the pieces after every sentence;
 * ``replace``: a sentence (its leading tag such as ``(JOY)`` kept), a word of one, or the whole body;
 * ``wrap``: a markup template (``**{}**``, ``- {}``) around the whole body or around each sentence;
@@ -26,15 +27,23 @@ from dataclasses import dataclass
 
 #: The operations, in the order the search tries them.
 OPERATIONS: tuple[str, ...] = ("append", "prepend", "interleave", "replace", "wrap", "repeat")
-#: Where an operation acts: ``replace`` on a sentence, a word or everything; ``wrap`` and ``repeat``
-#: on the whole body or each sentence (``repeat``: one sentence).
-PLACES: dict[str, tuple[str, ...]] = {"replace": ("sentence", "word", "all"), "wrap": ("whole", "each"), "repeat": ("whole", "sentence")}
+#: Where an operation acts: ``append`` and ``prepend`` around the body or inside one sentence;
+#: ``replace`` on a sentence, a word or everything; ``wrap`` and ``repeat`` on the whole body or
+#: each sentence (``repeat``: one sentence).
+PLACES: dict[str, tuple[str, ...]] = {
+    "append": ("body", "sentence"),
+    "prepend": ("body", "sentence"),
+    "replace": ("sentence", "word", "all"),
+    "wrap": ("whole", "each"),
+    "repeat": ("whole", "sentence"),
+}
 
 _BLOCK = re.compile(r"\s*<(\w+)[^>]*>.*?</\1>\s*", re.DOTALL)
 _BLOCKS_ONLY = re.compile(r"(?:\s*<(\w+)[^>]*>.*?</\1>)+\s*", re.DOTALL)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _LEADING_TAG = re.compile(r"^\s*(?:\([A-Za-z_ ]{1,20}\)|\[[A-Za-z_ ]{1,20}\])\s*")
 _WORD = re.compile(r"[A-Za-z]{4,}")
+_CLOSING = re.compile(r"[.!?]*$")
 
 
 @dataclass(frozen=True)
@@ -114,6 +123,8 @@ def apply_edit(edit: Edit, text: str | None) -> str:
 
     >>> apply_edit(Edit("replace", "echo", ("novel",), where="word", index=1), "(JOY) What happened then?")
     '(JOY) What novel then?'
+    >>> apply_edit(Edit("append", "echo", ("the novel",), where="sentence", index=1), "(JOY) Oh. (NEUTRAL) What then?")
+    '(JOY) Oh. (NEUTRAL) What then the novel?'
     >>> apply_edit(Edit("repeat", "repetition", ("",), times=3), "Stop.")
     'Stop. Stop. Stop.'
     """
@@ -122,6 +133,8 @@ def apply_edit(edit: Edit, text: str | None) -> str:
     pieces = [piece for piece in edit.pieces]
     inserted = " ".join(p for p in pieces if "{}" not in p) or " ".join(p.replace("{}", sentences[0] if sentences else "") for p in pieces)
     operation, where = edit.operation, edit.where or PLACES.get(edit.operation, ("",))[0]
+    if operation in ("append", "prepend") and where == "sentence" and sentences:
+        return parts.join(_inside(sentences, inserted, at_end=operation == "append", index=edit.index))
     if operation == "append" or (not sentences and operation != "wrap"):
         return parts.join([*sentences, inserted])
     if operation == "prepend":
@@ -138,6 +151,20 @@ def apply_edit(edit: Edit, text: str | None) -> str:
     # repeat
     said = inserted if edit.kind != "repetition" else (" ".join(sentences) if where == "whole" else sentences[edit.index % len(sentences)])
     return parts.join([*sentences, *[said] * max(1, edit.times - (edit.kind == "repetition"))])
+
+
+def _inside(sentences: list[str], inserted: str, *, at_end: bool, index: int) -> list[str]:
+    """``sentences`` with ``inserted`` inside one: before its closing punctuation, or after its leading tag."""
+    position = index % len(sentences)
+    sentence = sentences[position]
+    if at_end:
+        closing = _CLOSING.search(sentence).start()
+        sentence = f"{sentence[:closing].rstrip()} {inserted}{sentence[closing:]}"
+    else:
+        tag = _LEADING_TAG.match(sentence)
+        start = tag.end() if tag else 0
+        sentence = f"{sentence[:start]}{inserted} {sentence[start:]}"
+    return [*sentences[:position], sentence, *sentences[position + 1:]]
 
 
 def _replaced(sentences: list[str], inserted: str, where: str, index: int) -> list[str]:

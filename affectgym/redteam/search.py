@@ -5,9 +5,12 @@ answer (``bare_answer(scenario)``: the format filled in with no skill shown, whe
 has one) and its shipped canaries. Each *family* is one kind of material
 (:mod:`affectgym.redteam.material`); its budget of candidates is spent in two rounds:
 
-1. a sweep (the reference with many of the kind's pieces at once, so that a piece the reward
-   pays anywhere shows), then random sampling: an edit of the grammar
-   (:mod:`affectgym.redteam.grammar`), sometimes two, with pieces of the kind, on a random base;
+1. two sweeps (the reference with many of the kind's pieces appended at once, so that a piece
+   the reward pays anywhere shows; the strongest cheap base with the kind's first, shortest
+   pieces inside its last sentence, so that a template that keeps the format shows), then
+   random sampling: an edit of the grammar (:mod:`affectgym.redteam.grammar`), sometimes two,
+   with pieces of the kind, on a random base (the reference half the time, the stronger cheap
+   bases more often than the weaker);
 2. a hill-climb: mutations of the best candidates so far (another edit stacked, the pieces of
    one edit redrawn, its operation changed, its repeats raised).
 
@@ -46,8 +49,8 @@ DEFAULT_BUDGET = 8
 COMBINED, POLICY = "combined", "policy_replies"
 #: Most edits stacked on one candidate.
 MAX_EDITS = 4
-#: Most pieces the first candidate of a family puts in at once (:func:`_sweep`).
-SWEEP_PIECES = 128
+#: Most pieces the sweep of the reference puts in at once, and the sweep of the strongest cheap base (:func:`_sweeps`).
+SWEEP_PIECES, INSIDE_SWEEP_PIECES = 128, 8
 
 Trace = list[dict[str, Any]]
 
@@ -188,10 +191,11 @@ def search_scenario(
             del attempts[2:]
 
     first = math.ceil(budget / 2)
-    play([
-        (kind, bases[0] if draw == 0 else _draw_base(bases, rng), _sweep(kind, material[kind]) if draw == 0 else _random_edits(kind, material[kind], rng))
-        for kind in kinds for draw in range(first)
-    ])
+    first_round = []
+    for kind in kinds:
+        sweeps = _sweeps(kind, material[kind], bases)[:first]
+        first_round += sweeps + _random_candidates(kind, material[kind], bases, first - len(sweeps), rng)
+    play(first_round)
     play([
         (kind, base, _mutate(attempt.edits, kind, material[kind], rng))
         for kind in kinds
@@ -211,8 +215,11 @@ def _scores(env: Any, scenario: Any, replies: Sequence[tuple[str | None, Trace]]
 
 
 def _draw_base(bases: Sequence[Base], rng: random.Random) -> Base:
-    """The reference half the time, else another base."""
-    return bases[0] if len(bases) == 1 or rng.random() < 0.5 else rng.choice(bases[1:])
+    """The reference half the time, else a cheap base: the k-th strongest with weight 1/k."""
+    if len(bases) == 1 or rng.random() < 0.5:
+        return bases[0]
+    cheap = sorted(bases[1:], key=lambda base: base.score, reverse=True)
+    return rng.choices(cheap, weights=[1 / rank for rank in range(1, len(cheap) + 1)])[0]
 
 
 def _operations(kind: str, pieces: Sequence[str]) -> tuple[str, ...]:
@@ -234,11 +241,25 @@ def _random_edit(kind: str, pieces: Sequence[str], rng: random.Random) -> Edit:
     return Edit(operation, kind, chosen, where=rng.choice(PLACES.get(operation, ("",))), index=rng.randrange(8), times=rng.randint(2, 4))
 
 
-def _sweep(kind: str, pieces: Sequence[str]) -> tuple[Edit, ...]:
-    """The reference with up to :data:`SWEEP_PIECES` of the kind's pieces (spread over them) appended: one call that shows
-    whether any piece of the kind is paid (a keyword, a length bonus), for the hill-climb to follow."""
+def _sweeps(kind: str, pieces: Sequence[str], bases: Sequence[Base]) -> list[tuple[str, Base, tuple[Edit, ...]]]:
+    """The reference with up to :data:`SWEEP_PIECES` of the kind's pieces (spread over them) appended, one call that
+    shows whether any piece of the kind is paid (a keyword, a length bonus); and the strongest cheap base with the
+    kind's first :data:`INSIDE_SWEEP_PIECES` pieces inside its last sentence (a content-free template made to look
+    as if it listened). Kinds that only wrap or repeat get one sweep of the reference."""
     operation = "wrap" if _operations(kind, pieces) == ("wrap",) else "repeat" if kind == "repetition" else "append"
-    return (Edit(operation, kind, tuple(spread(pieces, SWEEP_PIECES)) if operation == "append" else tuple(pieces[:1])),)
+    if operation != "append":
+        return [(kind, bases[0], (Edit(operation, kind, tuple(pieces[:1])),))]
+    found = [(kind, bases[0], (Edit("append", kind, tuple(spread(pieces, SWEEP_PIECES))),))]
+    if len(bases) > 1:
+        strongest = max(bases[1:], key=lambda base: base.score)
+        found.append((kind, strongest, (Edit("append", kind, tuple(pieces[:INSIDE_SWEEP_PIECES]), where="sentence", index=-1),)))
+    return found
+
+
+def _random_candidates(
+    kind: str, pieces: Sequence[str], bases: Sequence[Base], count: int, rng: random.Random
+) -> list[tuple[str, Base, tuple[Edit, ...]]]:
+    return [(kind, _draw_base(bases, rng), _random_edits(kind, pieces, rng)) for _ in range(count)]
 
 
 def _random_edits(kind: str, pieces: Sequence[str], rng: random.Random) -> tuple[Edit, ...]:
