@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from affectgym.data.splits import spread
 from affectgym.emotions import EMOTION_ALIASES, EMOTIONS
 from affectgym.text import english_stop_words
 
@@ -151,16 +153,24 @@ def all_label_words(label_set: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(words))
 
 
-def echoes(text: str) -> list[str]:
+def echoes(text: str, boilerplate: Sequence[str] = ()) -> list[str]:
     """What a reply could echo of ``text``: its measurements, content words, short phrases and sentences.
+
+    Words that most texts of ``boilerplate`` (other scenarios' prompts) also have come after the
+    others, so the first pieces are what this scenario says and the env's every prompt does not.
 
     >>> echoes("The pitch is 92 Hz, range 1.9 st. My novel got rejected again.")[:4]
     ['92 Hz', '1.9 st', '92 Hz 1.9 st', 'pitch']
+    >>> echoes("Human: my novel got rejected", boilerplate=["Human: the bus was late"])[:3]
+    ['novel', 'rejected', 'Human']
     """
     numbers = list(dict.fromkeys(match.group(0) for match in _MEASUREMENT.finditer(text)))
     pieces = numbers + [" ".join(numbers[i:i + 2]) for i in range(0, max(0, len(numbers) - 1), 2)]
     stop = english_stop_words()
+    counts = Counter(w for other in boilerplate for w in {w.lower() for w in _WORD.findall(other)})
+    shared = {w for w, count in counts.items() if count > len(boilerplate) / 2}
     words = [w for w in dict.fromkeys(_WORD.findall(text)) if w.lower() not in stop]
+    words = [w for w in words if w.lower() not in shared] + [w for w in words if w.lower() in shared]
     pieces += words[:40]
     pieces += [" ".join(words[i:i + 3]) for i in range(0, min(len(words), 30), 3)]
     pieces += [s.strip() for s in _SENTENCE_END.split(text) if 3 <= len(s.split()) <= 40][:12]
@@ -206,9 +216,12 @@ def scenario_material(
         ``{kind: pieces}`` for every kind of :data:`KINDS` and of ``extra``.
     """
     words = list(label_words) if label_words is not None else all_label_words(getattr(env, "label_set", ()))
+    boilerplate: list[str] = []
     if observation is None:
-        observation = "\n".join(m["content"] for m in env.flat_prompt(scenario) if m["role"] != "system")
-    echo = echoes(observation)
+        observation = _prompt_text(env, scenario)
+        others = [s for s in getattr(env, "scenarios", ()) if s is not scenario]
+        boilerplate = [_prompt_text(env, other) for other in spread(others, BOILERPLATE_SAMPLES)]
+    echo = echoes(observation, boilerplate)
     translated = [t for w in words for table in TRANSLATIONS.get(canonical(w), {}).values() for t in table]
     translated = list(dict.fromkeys(translated)) or words
     short_echo = [e for e in echo if len(e.split()) <= 4] or ["this"]
@@ -239,6 +252,14 @@ def scenario_material(
         for kind, pieces in (source or {}).items():
             material.setdefault(kind, []).extend(str(piece) for piece in pieces)
     return {kind: list(dict.fromkeys(pieces)) for kind, pieces in material.items() if pieces}
+
+
+#: Other scenarios whose prompts tell an env's boilerplate from what one scenario says (:func:`echoes`).
+BOILERPLATE_SAMPLES = 12
+
+
+def _prompt_text(env: Any, scenario: Any) -> str:
+    return "\n".join(m["content"] for m in env.flat_prompt(scenario) if m["role"] != "system")
 
 
 def canonical(word: str) -> str:
