@@ -25,7 +25,8 @@ demo: setup
 test: setup
 	$(BIN)/ruff check .
 	# The docs site (mkdocs.yml): a broken link, anchor or docstring reference fails the build.
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	# No --quiet: it hides the warnings from strict mode, which then passes the build (tests/test_docs_build.py).
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 	$(BIN)/python -m pytest -q
 
 # The env contract, every env's answers to hostile actions, the eval runner, its results and

@@ -262,11 +262,12 @@ def dialogue_from_record(record: Mapping[str, Any], where: str = "record") -> Di
     Raises:
         DatasetError: A field is missing or of the wrong type.
 
-    >>> d = dialogue_from_record({"history": [["(FEAR) Exams soon.", "(FEAR) Oof. (HAPPINESS) You got this. (NEUTRAL) Which one?"]],
-    ...                           "instruction": "(HAPPINESS) Passed!", "output": "(HAPPINESS) Yes! (SURPRISE) Wow. (NEUTRAL) How?",
-    ...                           "dialogue_id": 7})
-    >>> [(t.id, t.user_emotion, t.target_emotion, len(t.history)) for t in d.turns]
-    [('7/t0', 'FEAR', 'HAPPINESS', 0), ('7/t1', 'HAPPINESS', 'SURPRISE', 1)]
+    Examples:
+        >>> d = dialogue_from_record({"history": [["(FEAR) Exams soon.", "(FEAR) Oof. (HAPPINESS) You got this. (NEUTRAL) Which one?"]],
+        ...                           "instruction": "(HAPPINESS) Passed!", "output": "(HAPPINESS) Yes! (SURPRISE) Wow. (NEUTRAL) How?",
+        ...                           "dialogue_id": 7})
+        >>> [(t.id, t.user_emotion, t.target_emotion, len(t.history)) for t in d.turns]
+        [('7/t0', 'FEAR', 'HAPPINESS', 0), ('7/t1', 'HAPPINESS', 'SURPRISE', 1)]
     """
     if not isinstance(record, Mapping):
         raise DatasetError(f"{where}: expected a JSON object, got {type(record).__name__}")
@@ -404,8 +405,9 @@ def load_dialogues(dataset: str, *, data_file: str | None = None, hub_name: str 
         ValueError: An unknown name (the message lists the known ones and the plug-in way).
         DatasetError: The dataset cannot be read, or its loader returned no dialogues.
 
-    >>> [d.id for d in load_dialogues("embedded")][:2]
-    ['ed001', 'ed002']
+    Examples:
+        >>> [d.id for d in load_dialogues("embedded")][:2]
+        ['ed001', 'ed002']
     """
     return read_dataset("dialogue", dataset, Dialogue, DatasetError, data_file=data_file, hub_name=hub_name)
 

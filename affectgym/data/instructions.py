@@ -345,8 +345,9 @@ def load_instructions(name: str, *, data_file: str | Path | None = None) -> list
         ValueError: An unknown name (the message lists the known ones and the plug-in way).
         InstructionDataError: The set cannot be read, or its loader returned no instructions.
 
-    >>> [item.id for item in load_instructions("embedded")][:2]
-    ['es001', 'es002']
+    Examples:
+        >>> [item.id for item in load_instructions("embedded")][:2]
+        ['es001', 'es002']
     """
     return read_dataset("instructions", name, Instruction, InstructionDataError, data_file=data_file)
 

@@ -24,15 +24,16 @@ remakes the three sides of whatever split an env was made with. A split that has
 validation side (a leave-one-out without a second value, a dataset without a valid/dev
 partition, folds without validation ids) says so when it is made or applied.
 
->>> from affectgym.data.speech_sources import SpeechClip
->>> clips = [SpeechClip(id=f"c{i}", transcript="", label="x", show="FRIENDS" if i < 2 else "BBT")
-...          for i in range(5)]
->>> [c.id for c in LeaveOneGroupOut("show", "FRIENDS").select(clips, SplitContext())]
-['c0', 'c1']
->>> [c.id for c in LeaveOneGroupOut("show", "FRIENDS", part="train").select(clips, SplitContext())]
-['c2', 'c3', 'c4']
->>> LeaveOneGroupOut("show", "FRIENDS").name
-'show=FRIENDS/eval'
+Examples:
+    >>> from affectgym.data.speech_sources import SpeechClip
+    >>> clips = [SpeechClip(id=f"c{i}", transcript="", label="x", show="FRIENDS" if i < 2 else "BBT")
+    ...          for i in range(5)]
+    >>> [c.id for c in LeaveOneGroupOut("show", "FRIENDS").select(clips, SplitContext())]
+    ['c0', 'c1']
+    >>> [c.id for c in LeaveOneGroupOut("show", "FRIENDS", part="train").select(clips, SplitContext())]
+    ['c2', 'c3', 'c4']
+    >>> LeaveOneGroupOut("show", "FRIENDS").name
+    'show=FRIENDS/eval'
 """
 
 from __future__ import annotations

@@ -271,16 +271,20 @@ def material_from_file(path: str | Path) -> dict[str, list[str]]:
     """Pieces by kind from a JSON or YAML file: ``{"label_words": ["wütend", ...], "my_kind": [...]}``.
 
     Raises:
-        ValueError: The file is missing, not JSON/YAML, or not a mapping of names to lists of strings.
+        ValueError: The file is missing, not JSON/YAML, beyond the limits of
+            :func:`~affectgym.yaml_files.load_yaml_file` (too many aliases, values or levels, a kind
+            given twice), or not a mapping of names to lists of strings.
     """
     import yaml
+
+    from affectgym.yaml_files import load_yaml_file
 
     file = Path(path)
     if not file.is_file():
         raise ValueError(f"material file {str(file)!r} does not exist; give a JSON or YAML mapping of kind to pieces")
     try:
-        loaded = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        loaded = load_yaml_file(file, what="material file")
+    except yaml.YAMLError as exc:
         raise ValueError(f"material file {str(file)!r} is not JSON or YAML ({type(exc).__name__})") from None
     if not isinstance(loaded, dict) or not all(
         isinstance(kind, str) and isinstance(pieces, list) and all(isinstance(p, str) for p in pieces)

@@ -42,6 +42,7 @@ from affectgym.train.config import (
     type_problem,
 )
 from affectgym.train.recipes import RECIPES, recipe_config
+from affectgym.yaml_files import YamlFileError, load_yaml_file
 
 #: Argument-group titles of ``affectgym train --help``, by the algorithms a field applies to (its ``metadata["algos"]``).
 ALGO_GROUPS = {
@@ -93,7 +94,7 @@ class TrainSwitches:
 
 
 class ConfigFileError(ValueError):
-    """A ``--config`` file that is no YAML mapping of known options; the message names the file."""
+    """A ``--config`` file that is no YAML mapping of known options, each given once; the message names the file."""
 
 
 class RepeatableValues(argparse.Action):
@@ -177,7 +178,9 @@ def parse_train_args(argv: Sequence[str]) -> tuple[TrainConfig, TrainSwitches]:
     Raises:
         SystemExit: ``--help`` (status 0), or a usage error (argparse's message, status 2).
         FileNotFoundError: No ``--config`` file there.
-        ConfigFileError: The ``--config`` file is no YAML, or sets an unknown option (each named).
+        ConfigFileError: The ``--config`` file is no YAML, sets an unknown option (each named), gives
+            an option twice, or is beyond :class:`~affectgym.yaml_files.YamlLimits` (too many aliases,
+            values or levels: :func:`~affectgym.yaml_files.load_yaml_file`).
         ValueError: An invalid value or combination (named as :class:`TrainConfig` names it), or a recipe's refusal.
     """
     argv = list(argv)
@@ -190,6 +193,9 @@ def parse_train_args(argv: Sequence[str]) -> tuple[TrainConfig, TrainSwitches]:
         if not Path(config_file).is_file():
             raise FileNotFoundError(f"config file {config_file!r} does not exist; write one with --print-config")
     try:
+        if config_file is not None:
+            # TrlParser reads the file again (yaml.safe_load), and only once it is known to be within limits
+            load_yaml_file(config_file, what="config file")
         switches, given = _switches_and_given_options(argv)
         if switches.recipe and not {"-h", "--help"} & set(argv):
             parser.set_defaults_with_config(**dataclasses.asdict(recipe_config(switches.recipe, given)))
@@ -198,6 +204,8 @@ def parse_train_args(argv: Sequence[str]) -> tuple[TrainConfig, TrainSwitches]:
         )
     except yaml.YAMLError as exc:
         raise ConfigFileError(f"{config_file}: not a YAML file of option: value lines ({' '.join(str(exc).split())})") from None
+    except YamlFileError as exc:
+        raise ConfigFileError(str(exc)) from None
     if extra.config is not None:
         parser.error("--config takes one file, after a space: --config FILE.yaml")
     if unknown:
@@ -222,7 +230,8 @@ def load_config(path: str | Path) -> TrainConfig:
 
     Raises:
         FileNotFoundError: No such file.
-        ValueError: The file is not YAML, or sets an unknown option or an invalid value; the file is named.
+        ValueError: The file is not YAML, is beyond the limits of :func:`~affectgym.yaml_files.load_yaml_file`,
+            or sets an unknown option or an invalid value; the file is named.
     """
     try:
         return parse_train_args(["--config", str(path)])[0]
