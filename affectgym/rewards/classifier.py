@@ -1,7 +1,7 @@
 """Emotion classifier scorer: how much a reply sounds like each of the seven emotions.
 
 :class:`EmotionClassifier` turns replies into probability distributions over
-:data:`~affectgym.emotions.EMOTIONS` with one of three backends:
+:data:`~affectgym.emotions.EMOTIONS` with one of four backends:
 
 ``"transformers"`` (default)
     A sequence-classification model, by default
@@ -14,6 +14,10 @@
     The offline ``nade`` package (fastText emoji predictions + LightGBM regressors, MIT),
     which rates Plutchik's eight emotions on ``[0, 1]``. See :func:`plutchik_to_basic` for
     the mapping onto the seven labels.
+``"probe"``
+    Offline too: a linear probe on SmolLM2-135M-Instruct's hidden states, fitted on the
+    project's own replies that show an emotion without naming it
+    (:mod:`affectgym.rewards.emotion_probe`); it reads all seven labels.
 a callable
     Any ``fn(texts: list[str]) -> list[dict[label, probability]]``; label spellings are
     mapped with :func:`~affectgym.emotions.canonical_emotion`, unknown labels are
@@ -258,12 +262,12 @@ class EmotionClassifier:
         if callable(backend):
             self.backend = "callable"
             self._fn: ScoreFn | None = backend
-        elif backend in ("transformers", "nade"):
+        elif backend in ("transformers", "nade", "probe"):
             self.backend = backend
             self._fn = None
         else:
             raise ValueError(
-                f"unknown emotion classifier backend {backend!r}; use 'transformers', 'nade' "
+                f"unknown emotion classifier backend {backend!r}; use 'transformers', 'nade', 'probe' "
                 "or a callable list[str] -> list[dict[label, prob]]"
             )
         if precision != "auto" and precision not in PRECISIONS:
@@ -324,6 +328,8 @@ class EmotionClassifier:
             return self._scores_transformers(visible)
         if self.backend == "nade":
             return self._scores_nade(visible)
+        if self.backend == "probe":
+            return self._scores_probe(visible)
         assert self._fn is not None
         raw = list(self._fn(visible))
         if len(raw) != len(visible):
@@ -402,6 +408,14 @@ class EmotionClassifier:
             plutchik_to_basic({label: column[i] for label, column in plutchik.items()}, self.neutral_weight)
             for i in range(len(lines))
         ]
+
+
+    def _scores_probe(self, texts: list[str]) -> list[dict[str, float]]:
+        from affectgym.rewards.emotion_probe import ProbeHead, probe_features
+
+        head = shared_model(("emotion-probe-head",), ProbeHead.load)
+        rows = head.probabilities(probe_features(texts))
+        return [_to_seven(dict(zip(head.labels, map(float, row), strict=True)), "the emotion probe") for row in rows]
 
 
 class MemoisedClassifier:

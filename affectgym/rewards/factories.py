@@ -64,7 +64,7 @@ def make_classifier(
 
     Args:
         classifier: ``"auto"`` (the transformer model when it can be loaded, else ``nade``),
-            ``"transformers"`` (the reference model), ``"nade"`` (offline), a hub id or local
+            ``"transformers"`` (the reference model), ``"nade"`` or ``"probe"`` (offline), a hub id or local
             directory of a sequence-classification model, an :class:`EmotionClassifier`, or a
             callable ``list[str] -> list[dict[label, prob]]``.
         device: Torch device of a transformer model.
@@ -87,11 +87,11 @@ def make_classifier(
         return EmotionClassifier(classifier)
     if not isinstance(classifier, str) or not classifier.strip():
         raise ValueError(
-            f"classifier must be 'auto', 'transformers', 'nade', a model id or path, an EmotionClassifier "
+            f"classifier must be 'auto', 'transformers', 'nade', 'probe', a model id or path, an EmotionClassifier "
             f"or a callable; got {classifier!r}"
         )
-    if classifier == "nade":
-        return EmotionClassifier("nade", **options)
+    if classifier in ("nade", "probe"):
+        return EmotionClassifier(classifier, **options)
     if classifier == "auto":
         if _model_available(DEFAULT_EMOTION_MODEL):
             candidate = EmotionClassifier("transformers", model=DEFAULT_EMOTION_MODEL, device=device, **options)
