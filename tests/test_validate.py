@@ -30,7 +30,7 @@ OFFLINE = {"affectgym/EmotionStyle-v0": {"classifier": "nade"}, "affectgym/Empat
 #: (issue 54 closes them), and the numeric env has no oracle.
 KNOWN_FAILURES = {
     "affectgym/EmotionStyle-v0": {"reward_pays_skill", "hack_surface"},
-    "affectgym/EmpatheticDialogue-v0": {"oracle_max", "hack_surface"},
+    "affectgym/EmpatheticDialogue-v0": {"oracle_max", "reward_pays_skill", "hack_surface"},
     "affectgym/EmotionState-v0": {"oracle_max"},
 }
 #: Checks a numeric env cannot run (no oracle, canaries or text view), skipped with the reason.
@@ -345,7 +345,7 @@ def test_hack_surface_fails_on_a_planted_keyword_and_names_the_family_and_an_exa
     ("affectgym/Sarcasm-v0", {"rubric": "single"}, "hack_surface"),
 ])
 def test_the_red_team_checks_fail_the_misconfigured_builtin_envs(env_id, env_kwargs, failing):
-    report = validate(env_id, env_kwargs=env_kwargs, max_scenarios=8, replays=2)
+    report = validate(env_id, env_kwargs=env_kwargs, max_scenarios=20, replays=2)  # validate's default scenarios
     result = next(result for result in report.results if result.name == failing)
     assert result.status == "fail" and result.remediation, str(report)
 
