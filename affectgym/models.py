@@ -117,6 +117,23 @@ def shared_model(key: Hashable, load: Callable[[], _Loaded]) -> _Loaded:
         return _SHARED[key]
 
 
+def shared_causal_lm(name_or_path: str) -> tuple[Any, Any]:
+    """The tokenizer and fp32 causal LM of a model alias, folder or hub id, loaded once per process.
+
+    The scorers that read a language model (listening relevance, the emotion probe) share one
+    copy of it this way.
+    """
+
+    def load() -> tuple[Any, Any]:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        folder = resolve_model(name_or_path)  # once: resolving an alias checks (and may convert) its folder
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        return tokenizer, load_pretrained(AutoModelForCausalLM.from_pretrained, folder, dtype="float32").eval()
+
+    return shared_model(("causal-lm", name_or_path), load)
+
+
 def register_model_alias(name: str, resolver: Callable[[], str]) -> None:
     """Make ``name`` resolve to the folder that ``resolver()`` returns (called lazily).
 
@@ -222,6 +239,7 @@ __all__ = [
     "model_aliases",
     "register_model_alias",
     "resolve_model",
+    "shared_causal_lm",
     "smollm2_135m",
     "smollm2_gguf_path",
 ]

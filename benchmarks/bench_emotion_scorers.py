@@ -89,14 +89,12 @@ def summarise(rows: list[dict]) -> dict[str, dict]:
         for index, row in enumerate(validation):
             groups[row["group"]].append(index)
         keys = sorted(groups)
+        by_emotion = {e: [k for k in keys if validation[groups[k][0]]["target"] == e] for e in EMOTIONS}
         rng = np.random.default_rng(0)
         macro_draws = []
         for _ in range(BOOTSTRAP_REPLICATES):  # resample situations within each emotion
-            drawn = []
-            for emotion in EMOTIONS:
-                own = [k for k in keys if validation[groups[k][0]]["target"] == emotion]
-                picked = rng.choice(own, size=len(own))
-                drawn.append(statistics.fmean(correct[i] for k in picked for i in groups[k]))
+            drawn = [statistics.fmean(correct[i] for k in rng.choice(own, size=len(own)) for i in groups[k])
+                     for own in by_emotion.values()]
             macro_draws.append(statistics.fmean(drawn))
         p_target = [row["distribution"][row["target"]] for row in validation]
         confidence = [max(row["distribution"].values()) for row in validation]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from affectgym.data.jsonl import json_lines
+from affectgym.data.jsonl import string_rows
 from affectgym.data.speech_sources import DatasetError
 from affectgym.emotions import EMOTIONS
 
@@ -58,13 +58,8 @@ def load_emotion_training(path: str | Path = EMOTION_TRAINING) -> list[TrainingR
         raise DatasetError(f"emotion training set {source} could not be read ({error})") from error
     replies: list[TrainingReply] = []
     seen: set[str] = set()
-    for number, row in json_lines(text, str(source), DatasetError):
-        where = f"{source}:{number}"
-        keys = ("id", "instruction_id", "emotion", "reply")
-        if not isinstance(row, dict) or not all(isinstance(row.get(key), str) and row[key].strip() for key in keys):
-            raise DatasetError(f"{where}: expected an object with non-empty strings {', '.join(keys)}")
-        if row["emotion"] not in EMOTIONS:
-            raise DatasetError(f"{where}: emotion {row['emotion']!r} is not one of {list(EMOTIONS)}")
+    keys = ("id", "instruction_id", "emotion", "reply")
+    for where, row in string_rows(text, source, keys, DatasetError, {"emotion": EMOTIONS}):
         if row["id"] in seen:
             raise DatasetError(f"{where}: id {row['id']!r} appears twice")
         seen.add(row["id"])

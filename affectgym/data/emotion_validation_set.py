@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from affectgym.data.jsonl import json_lines
+from affectgym.data.jsonl import string_rows
 from affectgym.data.speech_sources import DatasetError
 from affectgym.emotions import EMOTIONS
 
@@ -89,14 +89,7 @@ def load_emotion_validation(path: str | Path | None = None) -> list[ValidationRe
         raise DatasetError(f"emotion validation set {where_file} could not be read ({error})") from error
     replies: list[ValidationReply] = []
     seen: set[str] = set()
-    for number, row in json_lines(text, where_file, DatasetError):
-        where = f"{where_file}:{number}"
-        if not isinstance(row, dict) or not all(
-            isinstance(row.get(key), str) and row[key].strip() for key in ("id", "emotion", "group", "reply")
-        ):
-            raise DatasetError(f"{where}: expected an object with non-empty strings id, emotion, group and reply")
-        if row["emotion"] not in EMOTIONS:
-            raise DatasetError(f"{where}: emotion {row['emotion']!r} is not one of {list(EMOTIONS)}")
+    for where, row in string_rows(text, where_file, ("id", "emotion", "group", "reply"), DatasetError, {"emotion": EMOTIONS}):
         match = _ID.fullmatch(row["id"])
         if not match or match["emotion"] != row["emotion"] or match["group"] != row["group"]:
             raise DatasetError(

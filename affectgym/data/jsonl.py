@@ -10,7 +10,7 @@ ValueError: rows.jsonl:2: not JSON (Expecting property name enclosed in double q
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,4 +40,40 @@ def iter_json_lines(lines: Iterable[str], source: str | Path, error: type[Except
         yield number, value
 
 
-__all__ = ["iter_json_lines", "json_lines"]
+def string_rows(
+    text: str,
+    source: str | Path,
+    keys: Sequence[str],
+    error: type[Exception],
+    allowed: Mapping[str, Collection[str]] | None = None,
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``("<source>:<line>", row)`` of every line of ``text``, each an object with a non-empty string under every key.
+
+    Args:
+        text: The file's text.
+        source: The file, as the messages name it.
+        keys: The keys every row must have.
+        error: The exception raised.
+        allowed: For some keys, the values they may take.
+
+    Raises:
+        error: A line that is not JSON, not such an object, or has a value ``allowed`` does not list.
+
+    >>> list(string_rows('{"id": "a", "emotion": "joy"}', "r.jsonl", ("id", "emotion"), ValueError))
+    [('r.jsonl:1', {'id': 'a', 'emotion': 'joy'})]
+    >>> list(string_rows('{"id": "a"}', "r.jsonl", ("id", "emotion"), ValueError))
+    Traceback (most recent call last):
+    ValueError: r.jsonl:1: expected an object with non-empty strings id and emotion
+    """
+    named = ", ".join(keys[:-1]) + f" and {keys[-1]}" if len(keys) > 1 else keys[0]
+    for number, row in json_lines(text, source, error):
+        where = f"{source}:{number}"
+        if not isinstance(row, dict) or not all(isinstance(row.get(key), str) and row[key].strip() for key in keys):
+            raise error(f"{where}: expected an object with non-empty strings {named}")
+        for key, values in (allowed or {}).items():
+            if row[key] not in values:
+                raise error(f"{where}: {key} {row[key]!r} is not one of {list(values)}")
+        yield where, row
+
+
+__all__ = ["iter_json_lines", "json_lines", "string_rows"]

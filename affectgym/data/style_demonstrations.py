@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from affectgym.data.jsonl import json_lines
+from affectgym.data.jsonl import string_rows
 from affectgym.data.speech_sources import DatasetError
 from affectgym.emotions import EMOTIONS
 
@@ -71,13 +71,7 @@ def load_style_demonstrations(path: str | Path = STYLE_DEMONSTRATIONS) -> tuple[
         raise DatasetError(f"style demonstrations {path} could not be read ({error})") from error
     demonstrations: list[StyleDemonstration] = []
     seen: set[str] = set()
-    for number, row in json_lines(text, path, DatasetError):
-        where = f"{path}:{number}"
-        if not isinstance(row, dict) or not all(isinstance(row.get(key), str) and row[key].strip()
-                                                 for key in ("scenario_id", "emotion", "reply")):
-            raise DatasetError(f"{where}: expected an object with non-empty strings scenario_id, emotion and reply")
-        if row["emotion"] not in EMOTIONS:
-            raise DatasetError(f"{where}: emotion {row['emotion']!r} is not one of {list(EMOTIONS)}")
+    for where, row in string_rows(text, path, ("scenario_id", "emotion", "reply"), DatasetError, {"emotion": EMOTIONS}):
         if not row["scenario_id"].endswith(f":{row['emotion']}"):
             raise DatasetError(f"{where}: scenario_id {row['scenario_id']!r} must be '<instruction id>:{row['emotion']}'")
         if row["scenario_id"] in seen:

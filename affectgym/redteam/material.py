@@ -38,6 +38,10 @@ KINDS: tuple[str, ...] = (
     "markup", "other_language", "echo", "stock_sentences", "role_headers", "filler", "repetition",
 )
 
+#: Other scenarios whose prompts tell an env's boilerplate from what one scenario says (:func:`echoes`).
+BOILERPLATE_SAMPLES = 12
+
+
 #: Emotion and label words in other languages (a user adds a language with ``material_from_file``).
 TRANSLATIONS: Mapping[str, Mapping[str, Sequence[str]]] = {
     "anger": {"es": ("furioso", "ira"), "de": ("wütend", "Wut"), "fr": ("furieux", "colère"), "it": ("arrabbiato",), "pt": ("raiva",)},
@@ -252,10 +256,6 @@ def scenario_material(
         for kind, pieces in (source or {}).items():
             material.setdefault(kind, []).extend(str(piece) for piece in pieces)
     return {kind: list(dict.fromkeys(pieces)) for kind, pieces in material.items() if pieces}
-
-
-#: Other scenarios whose prompts tell an env's boilerplate from what one scenario says (:func:`echoes`).
-BOILERPLATE_SAMPLES = 12
 
 
 def _prompt_text(env: Any, scenario: Any) -> str:

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from affectgym.emotions import EMOTIONS
-from affectgym.models import load_pretrained, resolve_model, shared_model
+from affectgym.models import shared_causal_lm
 
 #: The hidden layer the probe reads (of SmolLM2-135M's 30; 0 is the embeddings).
 PROBE_LAYER = 16
@@ -92,19 +92,6 @@ class ProbeHead:
             return cls(tuple(str(label) for label in data["labels"]), data["mean"], data["scale"], data["coef"], data["intercept"])
 
 
-def _encoder() -> tuple[Any, Any]:
-    """The tokenizer and causal LM of :data:`PROBE_MODEL`, shared with the relevance scorer."""
-
-    def load() -> tuple[Any, Any]:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        folder = resolve_model(PROBE_MODEL)
-        tokenizer = AutoTokenizer.from_pretrained(folder)
-        return tokenizer, load_pretrained(AutoModelForCausalLM.from_pretrained, folder, dtype="float32").eval()
-
-    return shared_model(("relevance", PROBE_MODEL), load)
-
-
 def probe_features(texts: Sequence[str], layer: int = PROBE_LAYER) -> Any:
     """The mean hidden state of layer ``layer`` over each text's tokens, ``(texts, hidden size)``.
 
@@ -113,7 +100,7 @@ def probe_features(texts: Sequence[str], layer: int = PROBE_LAYER) -> Any:
     """
     import torch
 
-    tokenizer, model = _encoder()
+    tokenizer, model = shared_causal_lm(PROBE_MODEL)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))

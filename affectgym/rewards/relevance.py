@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from affectgym.models import load_pretrained, resolve_model, shared_model
+from affectgym.models import shared_causal_lm
 from affectgym.rewards.memo import BoundedMemo
 
 __all__ = ["NEUTRAL_OPENING", "ConditionalRelevance", "LogProbFn", "dialogue_context"]
@@ -118,11 +118,4 @@ class ConditionalRelevance:
 
     def _model(self) -> tuple[Any, Any]:
         """The tokenizer and model, loaded on the first call and shared with every scorer of the same model."""
-        return shared_model(("relevance", self.model), self._load)
-
-    def _load(self) -> tuple[Any, Any]:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        folder = resolve_model(self.model)  # once: resolving an alias checks (and may convert) its folder
-        tokenizer = AutoTokenizer.from_pretrained(folder)
-        return tokenizer, load_pretrained(AutoModelForCausalLM.from_pretrained, folder, dtype="float32").eval()
+        return shared_causal_lm(str(self.model))
