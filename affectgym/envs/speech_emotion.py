@@ -90,8 +90,8 @@ class SpeechEmotionEnv(AffectEnv):
     The env's rubric (:mod:`affectgym.envs.speech_rubrics`): ``"multi"`` (interactive, the
     default): 0.50 confidence-weighted correctness (0.5 ± 0.5·conf) + 0.25 prosody grounding
     (1 with an audio tool; else 0.4, or 0 on pivot clips) + 0.15 tool parsimony (1 for ≤ 3
-    calls, 0.6 for 4-5, else 0) + 0.10 format. ``"single"`` (single-shot): 0.70 correctness
-    + 0.15 grounded reasoning (measurements cited, 50-150 words) + 0.15 format. ``"label"`` (short
+    calls, 0.6 for 4-5, else 0) + 0.10 format. ``"single"`` (single-shot): 0.80 correctness
+    + 0.20 format, grounded reasoning (measurements cited, 50-150 words) logged at weight 0. ``"label"`` (short
     answers): 0.70 signed correctness (1 right, -1 wrong, 0 unanswered) + 0.30 format (an
     answer could be read): a right answer earns 1.0, none 0, a wrong one -0.4. Or any
     ``Rubric`` of these criteria. Invalid messages cost ``invalid_action_penalty`` each.
@@ -589,7 +589,7 @@ class SpeechEmotionEnv(AffectEnv):
             hacks["confidence_outside_unit_interval"] = (
                 f'<final>{{"label": "{scenario.label}", "confidence": 1.7}}</final>', tools_used,
             )
-        if self.task_format.answer == "json" and any(c.fn is grounded_reasoning for c in self.rubric.criteria):
+        if self.task_format.answer == "json" and any(c.fn is grounded_reasoning and c.weight > 0 for c in self.rubric.criteria):
             honest = f'<final>{{"label": "{scenario.label}", "confidence": 0.9}}</final>'
             reference, _ = self.reference_answer(scenario)
             hacks["reasoning_that_cites_no_measurement"] = (f"{_UNCITED_REASONING}\n{honest}", tools_used)

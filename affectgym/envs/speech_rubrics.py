@@ -7,9 +7,12 @@ an object or a name of :data:`SPEECH_RUBRICS`); ``reward_weights`` then override
   + 0.25 prosody grounding (an audio tool used; 0 without on pivot clips, 0.4 elsewhere)
   + 0.15 tool parsimony (1.0 for up to 3 calls, 0.6 for 4-5, 0 beyond, paid per call as it
   drops) + 0.10 format;
-* ``"single"`` (flattened single-shot training): 0.70 confidence-weighted correctness
-  + 0.15 grounded reasoning (the audio tools' measurements cited, 50-150 words; nothing for
-  reasoning that cites none or talks to the grader) + 0.15 format;
+* ``"single"`` (flattened single-shot training): 0.80 confidence-weighted correctness
+  + 0.20 format. Grounded reasoning (the audio tools' measurements cited, 50-150 words;
+  nothing for reasoning that cites none or talks to the grader) is logged at weight 0, a
+  diagnostic: the red team bought its credit with the tools' numbers echoed in stock prose,
+  and no check tells reasoning that follows from the numbers from reasoning that merely
+  quotes them, so the reward pays the answer alone;
 * ``"label"`` (short answers): 0.70 signed correctness (+1 right, -1 wrong, 0 unanswered)
   + 0.30 format.
 
@@ -230,9 +233,9 @@ SPEECH_RUBRICS: dict[str, Rubric] = {
         Criterion("format", answer_format, 0.10),
     ]),
     "single": Rubric([
-        Criterion("correctness", confidence_weighted_correctness, 0.70),
-        Criterion("reasoning", grounded_reasoning, 0.15),
-        Criterion("format", answer_format, 0.15),
+        Criterion("correctness", confidence_weighted_correctness, 0.80),
+        Criterion("format", answer_format, 0.20),
+        Criterion("reasoning", grounded_reasoning, 0.0),
     ]),
     "label": Rubric([Criterion("correctness", signed_correctness, 0.70), Criterion("format", answer_format, 0.30)]),
 }

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from affectgym.data.splits import stable_hash
 from affectgym.emotions import EMOTIONS, canonical_emotion
 from affectgym.envs.core import Trace
+from affectgym.envs.style_content import in_requested_language
 from affectgym.rewards.rubric import Reply
 from affectgym.rewards.rules import (
     addresses_judge,
@@ -36,6 +37,7 @@ RULE_WEIGHTS: Mapping[str, float] = {
     "word_salad": -0.5,
     "repetition": -0.5,
     "copies_instruction": -0.5,
+    "wrong_language": -0.5,
 }
 """Default weight of each rule (its component is 1 when it fires)."""
 
@@ -58,7 +60,7 @@ a learning benchmark, which gains only what a generic emotive style or a longer 
 classifier's P(target) alone (and the env's price of an empty message), no judge, no cap, every
 rule logged at weight 0 (its component says whether it fired; the reward does not read it)."""
 
-TARGET_CRITERIA: tuple[str, ...] = ("emotion_probability", "judge", "judge_implicitness", "judge_response_only")
+TARGET_CRITERIA: tuple[str, ...] = ("emotion", "emotion_probability", "judge", "judge_implicitness", "judge_response_only")
 """The criteria that read the target emotion as a scorer's label (the rules read it as words to avoid)."""
 
 
@@ -107,6 +109,8 @@ def _rule_hits(reply: str | None, target: str, instruction: str, topic: str) -> 
     visible = strip_think(reply)
     if addresses_judge(visible).hit:
         hits.add("addresses_judge")
+    if visible and not in_requested_language(visible):
+        hits.add("wrong_language")
     overlap = instruction_overlap(visible, instruction) if visible else 0.0
     return frozenset(hits), overlap
 

@@ -4,7 +4,7 @@ Envs take their scorers in the forms a user writes (``classifier="auto"``, a mod
 ``dspy`` LM, a judge URL...). :func:`make_classifier` and :func:`make_judge` turn those into
 an :class:`~affectgym.rewards.classifier.EmotionClassifier` and a
 :class:`~affectgym.rewards.judge.Judge`, the same way for every env. Choices that depend on
-the machine (``"auto"`` falls back to ``nade`` offline) are said in the log once per
+the machine (``"auto"`` falls back to the offline probe, then ``nade``) are said in the log once per
 process (:func:`log_once`).
 """
 
@@ -23,9 +23,13 @@ __all__ = ["log_once", "make_classifier", "make_judge"]
 log = logging.getLogger(__name__)
 
 _ANNOUNCED: set[str] = set()
+_PROBE_FALLBACK = (
+    "classifier 'auto' uses the offline emotion probe on SmolLM2-135M, not the transformer model %s (%s); its "
+    "scores differ. Pass classifier='probe' to choose it, or classifier='transformers' once the model can be loaded"
+)
 _NADE_FALLBACK = (
-    "classifier 'auto' uses nade, the offline emotion lexicon, not the transformer model %s (%s); its scores differ. "
-    "Pass classifier='nade' to choose it, or classifier='transformers' once the model can be loaded"
+    "classifier 'auto' uses nade, the offline emotion lexicon: neither the transformer model %s nor the offline "
+    "probe could be loaded (%s). Pass classifier='nade' to choose it"
 )
 
 
@@ -63,7 +67,8 @@ def make_classifier(
     """Build an env's emotion classifier from its ``classifier=`` argument.
 
     Args:
-        classifier: ``"auto"`` (the transformer model when it can be loaded, else ``nade``),
+        classifier: ``"auto"`` (the transformer model when it can be loaded, else the offline
+            ``"probe"``, else ``nade``),
             ``"transformers"`` (the reference model), ``"nade"`` or ``"probe"`` (offline), a hub id or local
             directory of a sequence-classification model, an :class:`EmotionClassifier`, or a
             callable ``list[str] -> list[dict[label, prob]]``.
@@ -93,20 +98,31 @@ def make_classifier(
     if classifier in ("nade", "probe"):
         return EmotionClassifier(classifier, **options)
     if classifier == "auto":
-        if _model_available(DEFAULT_EMOTION_MODEL):
-            candidate = EmotionClassifier("transformers", model=DEFAULT_EMOTION_MODEL, device=device, **options)
-            try:
-                candidate.scores(["warming up"])
-            except (OSError, ValueError, ImportError) as exc:
-                log_once("auto-nade", _NADE_FALLBACK, DEFAULT_EMOTION_MODEL, str(exc).splitlines()[0], level=logging.WARNING)
-                return EmotionClassifier("nade", **options)
-            log_once("auto-transformers", "classifier 'auto' uses %s", DEFAULT_EMOTION_MODEL)
-            return candidate
-        log_once("auto-nade", _NADE_FALLBACK, DEFAULT_EMOTION_MODEL, "it is neither cached nor reachable on the hub",
-                 level=logging.WARNING)
-        return EmotionClassifier("nade", **options)
+        return _automatic_classifier(device, options)
     model = DEFAULT_EMOTION_MODEL if classifier == "transformers" else classifier
     return EmotionClassifier("transformers", model=model, device=device, **options)
+
+
+def _automatic_classifier(device: str, options: Mapping[str, Any]) -> EmotionClassifier:
+    """``classifier="auto"``: the transformer model when it loads, else the offline probe, else ``nade``."""
+    reason = "it is neither cached nor reachable on the hub"
+    if _model_available(DEFAULT_EMOTION_MODEL):
+        candidate = EmotionClassifier("transformers", model=DEFAULT_EMOTION_MODEL, device=device, **options)
+        try:
+            candidate.scores(["warming up"])
+        except (OSError, ValueError, ImportError) as exc:
+            reason = str(exc).splitlines()[0]
+        else:
+            log_once("auto-transformers", "classifier 'auto' uses %s", DEFAULT_EMOTION_MODEL)
+            return candidate
+    candidate = EmotionClassifier("probe", **options)
+    try:
+        candidate.scores(["warming up"])
+    except (OSError, ValueError, ImportError) as exc:
+        log_once("auto-nade", _NADE_FALLBACK, DEFAULT_EMOTION_MODEL, str(exc).splitlines()[0], level=logging.WARNING)
+        return EmotionClassifier("nade", **options)
+    log_once("auto-probe", _PROBE_FALLBACK, DEFAULT_EMOTION_MODEL, reason, level=logging.WARNING)
+    return candidate
 
 
 def make_judge(

@@ -317,7 +317,8 @@ def neutral_weight_options(neutral_weight: float) -> dict[str, Any]:
 def _style_env_kwargs(neutral_weight: float, rubric: str) -> dict[str, Any]:
     """EmotionStyle-v0's options in its recipes: the offline classifier (at ``neutral_weight``), ``rubric``, and
     P(target) weighed :data:`STYLE_EMOTION_WEIGHT`."""
-    return {"classifier": "nade", "rubric": rubric, "reward_weights": {"emotion_probability": STYLE_EMOTION_WEIGHT},
+    credit = "emotion_probability" if rubric == "classifier-only" else "emotion"
+    return {"classifier": "nade", "rubric": rubric, "reward_weights": {credit: STYLE_EMOTION_WEIGHT},
             **neutral_weight_options(neutral_weight)}
 
 
