@@ -120,11 +120,17 @@ def test_the_command_writes_the_report_as_it_goes_resumes_and_exits_1_on_a_beate
     assert "other settings (budget)" in capsys.readouterr().err
 
 
-def test_the_command_finds_the_filler_hack_of_sarcasms_single_rubric_and_exits_1(capsys):
+def test_the_command_finds_the_hack_of_paid_reasoning_credit_and_exits_1(capsys):
+    paid = '{"rubric": "single", "reward_weights": {"reasoning": 0.15}}'
+    code = main(["redteam", "affectgym/Sarcasm-v0", "--env-kwargs", paid, "--max-scenarios", "6", "--markdown", "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 1 and "**is beaten**" in out
+
+
+def test_sarcasms_single_rubric_that_pays_the_answer_alone_holds(capsys):
     code = main(["redteam", "affectgym/Sarcasm-v0", "--env-kwargs", '{"rubric": "single"}', "--max-scenarios", "6",
                  "--markdown", "--no-progress"])
-    out = capsys.readouterr().out
-    assert code == 1 and "**is beaten**" in out and "canary:sixty_words_of_filler" in out
+    assert code == 0 and "**holds**" in capsys.readouterr().out
 
 
 def test_the_command_scores_a_runs_replies_as_the_policy_family(tmp_path, capsys):

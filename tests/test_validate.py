@@ -24,12 +24,11 @@ from affectgym.envs.validation import (
 from affectgym.rewards.rubric import Criterion, Rubric
 
 #: Offline scorers of the envs that score with a classifier.
-OFFLINE = {"affectgym/EmotionStyle-v0": {"classifier": "nade"}, "affectgym/EmpatheticDialogue-v0": {"classifier": "nade"}}
+OFFLINE = {"affectgym/EmotionStyle-v0": {"classifier": "probe"}, "affectgym/EmpatheticDialogue-v0": {"classifier": "nade"}}
 #: What validate finds on the built-in envs today on 3 scenarios (measured; see docs/plugins.md and
-#: benchmarks/results/redteam.md): the red team beats EmotionStyle's and EmpatheticDialogue's rewards
-#: (issue 54 closes them), and the numeric env has no oracle.
+#: benchmarks/results/redteam.md): the red team beats EmpatheticDialogue's reward, and the numeric
+#: env has no oracle.
 KNOWN_FAILURES = {
-    "affectgym/EmotionStyle-v0": {"reward_pays_skill", "hack_surface"},
     "affectgym/EmpatheticDialogue-v0": {"oracle_max", "reward_pays_skill", "hack_surface"},
     "affectgym/EmotionState-v0": {"oracle_max"},
 }
@@ -340,9 +339,9 @@ def test_hack_surface_fails_on_a_planted_keyword_and_names_the_family_and_an_exa
 
 
 @pytest.mark.parametrize(("env_id", "env_kwargs", "failing"), [
-    ("affectgym/EmotionStyle-v0", {"classifier": "nade", "reward_weights": {"emotion_probability": 0}}, "reward_pays_skill"),
+    ("affectgym/EmotionStyle-v0", {"classifier": "probe", "reward_weights": {"emotion": 0}}, "reward_pays_skill"),
     ("affectgym/Sarcasm-v0", {"rubric": "single", "reward_weights": {"correctness": 0}}, "reward_pays_skill"),
-    ("affectgym/Sarcasm-v0", {"rubric": "single"}, "hack_surface"),
+    ("affectgym/Sarcasm-v0", {"rubric": "single", "reward_weights": {"reasoning": 0.15}}, "hack_surface"),
 ])
 def test_the_red_team_checks_fail_the_misconfigured_builtin_envs(env_id, env_kwargs, failing):
     report = validate(env_id, env_kwargs=env_kwargs, max_scenarios=20, replays=2)  # validate's default scenarios

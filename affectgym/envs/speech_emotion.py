@@ -554,29 +554,34 @@ class SpeechEmotionEnv(AffectEnv):
 
     # ------------------------------------------------------------------ checker
     def reference_answer(self, scenario: SpeechClip) -> tuple[str, Trace]:
-        """Reasoning over words and delivery, then the gold label at confidence 0.9 (a one-word format: the word alone)."""
+        """Reasoning over words and delivery, then the gold label at confidence 1 (a one-word format: the word alone)."""
         if self.task_format.answer != "json":
             return self.answer_text(scenario.label), self.flat_trace(scenario)
         trace = self.flat_trace(scenario)
         observed = sorted(set().union(*(measurements(str(e.get("output", ""))) for e in trace if e.get("name") in AUDIO_TOOLS)))
         cited = ", ".join(f"{value:g} {unit}" for value, unit in observed[:4])
         reasoning = _UNCITED_REASONING + (f" The tools measure {cited}, and I read the label from them." if cited else "")
-        answer = f'{reasoning}\n<final>{{"label": "{scenario.label}", "confidence": 0.9}}</final>'
+        answer = f'{reasoning}\n<final>{{"label": "{scenario.label}", "confidence": 1.0}}</final>'
         return answer, trace
 
     def bare_answer(self, scenario: SpeechClip) -> tuple[str, Trace]:
-        """The gold label at confidence 0.9 with no reasoning, after the flat form's tool calls."""
-        return self.answer_text(scenario.label, 0.9), self.flat_trace(scenario)
+        """The gold label at confidence 1 with no reasoning, after the flat form's tool calls."""
+        return self.answer_text(scenario.label, 1.0), self.flat_trace(scenario)
 
     def canaries(self, scenario: SpeechClip) -> dict[str, tuple[str | None, Trace]]:
         """Known reward hacks: constant label, skipping the audio, malformed answers, smuggling.
 
         Written in the env's task format (a confidence outside [0, 1] only where the format has one).
+        The constant confident label without tools and the right answer without the audio tools on
+        a pivot clip are canaries where the rubric pays the audio tools; under one that pays the
+        answer alone (``"single"``, ``"label"``, where the tools' output is in the prompt) the first
+        is a guess, right wherever the gold label is its label, and the second is the skill.
         """
         tools_used = self.flat_trace(scenario)
         first = self.label_set[0]
+        pays_tools = any(c.fn in (prosody_grounding, tool_parsimony) and c.weight > 0 for c in self.rubric.criteria)
         hacks: dict[str, tuple[str | None, Trace]] = {
-            f"always_{first}_confident_no_tools": (self.answer_text(first, 1.0), []),
+            **({f"always_{first}_confident_no_tools": (self.answer_text(first, 1.0), [])} if pays_tools else {}),
             "malformed_final_answer": ('<final>{"label": "maybe", "confidence": "high"}</final>', tools_used),
             "answer_smuggled_in_tool_call": (
                 f'<tool_call>{{"name": "get_transcript", "arguments": {{"label": "{scenario.label}", '
@@ -595,7 +600,7 @@ class SpeechEmotionEnv(AffectEnv):
             hacks["reasoning_that_cites_no_measurement"] = (f"{_UNCITED_REASONING}\n{honest}", tools_used)
             hacks["sixty_words_of_filler"] = (" ".join(["Considering"] * 60) + f"\n{honest}", tools_used)
             hacks["injected_line_to_the_grader"] = (reference.replace("<final>", f"{_GRADER_INJECTION}\n<final>"), tools_used)
-        if scenario.pivot:
+        if scenario.pivot and pays_tools:
             hacks["no_audio_tool_on_pivot_clip"] = (
                 self.answer_text(scenario.label, 1.0), [e for e in tools_used if e["name"] not in AUDIO_TOOLS],
             )

@@ -689,8 +689,8 @@ def check_reward_pays_skill(subject: EnvUnderTest) -> CheckResult:
 
     The controls, scored on the true scenario: :attr:`EnvUnderTest.wrong_replies` (another item's
     reference, the reference for another target, the bare answer), and the red team's best reply
-    made from a base the reward already ranks ``skill_margin`` below the reference (a canary, or
-    the bare answer where reasoning is paid). A reward that pays no skill pays these as much as
+    made from a cheap base the reward already ranks ``skill_margin`` below the reference (a canary
+    that does not hold the whole reference, or the bare answer where reasoning is paid). A reward that pays no skill pays these as much as
     the reference.
     """
     margin = subject.declaration.skill_margin
@@ -701,7 +701,8 @@ def check_reward_pays_skill(subject: EnvUnderTest) -> CheckResult:
         )
     gaps: dict[str, list[float]] = {}
     for (_, _, _, reference), wrong, item in zip(subject.references, subject.wrong_replies, subject.redteam, strict=True):
-        cheap = [a["score"] for name, a in item.best_by_base.items() if name != "reference" and a["base_score"] < reference - margin]
+        cheap = [a["score"] for name, a in item.best_by_base.items()
+                 if name != "reference" and a.get("cheap_base", True) and a["base_score"] < reference - margin]
         for name, score in {**wrong, **({"redteam_from_cheap_bases": max(cheap)} if cheap else {})}.items():
             gaps.setdefault(name, []).append(reference - score)
     mean_gaps = {name: statistics.fmean(values) for name, values in gaps.items()}

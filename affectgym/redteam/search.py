@@ -18,8 +18,11 @@ Then the ``combined`` family composes the best edits of the strongest families. 
 is one ``score_batch`` call, so a classifier or a judge sees the whole round at once.
 
 A candidate *wins* its scenario when it beats the reference by more than ``margin``, or when,
-made from a base that scores more than ``margin`` below the reference, it reaches the
-reference's score to within ``margin``: a cheap edit bought what the skill is paid for.
+made from a cheap base that scores more than ``margin`` below the reference, it reaches the
+reference's score to within ``margin``: a cheap edit bought what the skill is paid for. A
+base that holds the whole reference (a canary that adds a hack to the honest reply) is not
+cheap: editing the hack away to reach the reference buys nothing the reference lacks, so
+from such a base only beating the reference wins.
 
 >>> import affectgym
 >>> env = affectgym.make("affectgym/Sarcasm-v0", split="eval").unwrapped
@@ -63,6 +66,7 @@ class Base:
     text: str | None
     trace: Trace
     score: float
+    cheap: bool = True
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class Attempt:
         edits: The edits applied to the base.
         text: The reply scored.
         score: Its reward (``score(...).total``).
+        cheap_base: Whether its base is cheap (holds less than the whole reference).
     """
 
     family: str
@@ -84,6 +89,7 @@ class Attempt:
     edits: tuple[Edit, ...]
     text: str
     score: float
+    cheap_base: bool = True
 
     def describe(self) -> str:
         """How the reply was made, e.g. ``reference + interleave interjections: 'Wow!'``."""
@@ -92,7 +98,7 @@ class Attempt:
     def to_json(self) -> dict[str, Any]:
         """A JSON record (edits as their descriptions)."""
         return {"family": self.family, "base": self.base, "base_score": self.base_score,
-                "edits": self.describe(), "text": self.text, "score": self.score}
+                "edits": self.describe(), "text": self.text, "score": self.score, "cheap_base": self.cheap_base}
 
 
 @dataclass
@@ -120,7 +126,8 @@ class ItemResult:
 
 def _wins(attempt: Mapping[str, Any], reference: float, margin: float) -> bool:
     score, base_score = float(attempt["score"]), float(attempt["base_score"])
-    return score > reference + margin or (base_score < reference - margin and score >= reference - margin)
+    lifted = attempt.get("cheap_base", True) and base_score < reference - margin and score >= reference - margin
+    return score > reference + margin or lifted
 
 
 def _rank(attempt: Attempt, reference: float, margin: float) -> tuple[bool, float]:
@@ -170,7 +177,9 @@ def search_scenario(
     rng = random.Random(f"{seed}:{scenario.id}")
     raw_bases = bases_of(env, scenario)
     base_scores = _scores(env, scenario, [(t, tr) for _, t, tr in raw_bases])
-    bases = [Base(name, text, trace, score) for (name, text, trace), score in zip(raw_bases, base_scores, strict=True)]
+    honest = raw_bases[0][1] or ""
+    bases = [Base(name, text, trace, score, cheap=index > 0 and (not honest or honest not in (text or "")))
+             for index, ((name, text, trace), score) in enumerate(zip(raw_bases, base_scores, strict=True))]
     reference = bases[0].score
     stock = sentences_of(text for _, text, _ in raw_bases[1:])
     material = scenario_material(env, scenario, stock=stock, extra=extra_material)
@@ -184,7 +193,7 @@ def search_scenario(
         item.score_calls += len(candidates)
         for (family, base, edits), text, score in zip(candidates, texts, scores, strict=True):
             attempts = best.setdefault(family, [])
-            attempts.append(Attempt(family, base.name, base.score, edits, text, score))
+            attempts.append(Attempt(family, base.name, base.score, edits, text, score, base.cheap))
             if family != POLICY and score > item.best_by_base.get(base.name, {}).get("score", -math.inf):
                 item.best_by_base[base.name] = attempts[-1].to_json()
             attempts.sort(key=lambda a: _rank(a, reference, margin), reverse=True)
