@@ -5,13 +5,14 @@ turns a reply into the text the classifier scores:
 
 1. **Plain text.** The letters are normalised as the rules read them
    (:func:`~affectgym.text.normalise_for_rules`: fullwidth and mathematical letters, invisible
-   characters, look-alike letters); asides of one to six words in ``*stars*``, ``(brackets)``
-   or ``[square brackets]`` (stage directions) are dropped; markdown and HTML are read by
-   ``markdown-it-py`` and only their text is kept (``**Wow!**``, ``# Wow``, ``- Wow`` and
-   ``<b>Wow</b>`` all read ``Wow``); emoji and other symbols are dropped; runs of ``!`` or
-   ``?`` become one.
+   characters, look-alike letters); emoji and other symbols are dropped; runs of ``!`` or
+   ``?`` become one; asides of one to six words in ``(brackets)`` or ``[square brackets]``,
+   or in ``*stars*`` outside a sentence (stage directions), are dropped; markdown and HTML
+   are read by ``markdown-it-py`` and only their text is kept (``**Wow!**``, ``# Wow``,
+   ``- Wow`` and ``<b>Wow</b>`` all read ``Wow``).
 2. **Content sentences.** A sentence counts when it brings at least
-   :data:`MIN_NEW_CONTENT_WORDS` distinct content words (not stop words, compared by stem) that
+   :data:`MIN_NEW_CONTENT_WORDS` distinct content words (not stop words or
+   :data:`DISCOURSE_MARKERS`, compared by stem) that
    the prompt does not already hold, when it is not a repeat of an earlier sentence, and
    when ``py3langid`` reads it as the requested language (English). Interjections, stock
    exclamations ("This is amazing!", "Oh no, no, no!"), echoes of the prompt, filler and
@@ -32,6 +33,7 @@ import unicodedata
 from affectgym.text import english_stemmer, english_stop_words, normalise_for_rules
 
 __all__ = [
+    "DISCOURSE_MARKERS",
     "LANGUAGE_MIN_WORDS",
     "MIN_NEW_CONTENT_WORDS",
     "REQUESTED_LANGUAGE",
@@ -49,9 +51,18 @@ REQUESTED_LANGUAGE = "en"
 #: Replies whose content text is memoised (a red-team search re-reads the same reply many times).
 CONTENT_CACHE_ENTRIES = 8192
 
+#: English conjunctive adverbs and discourse markers (a closed class, like the stop words): they link
+#: sentences and say nothing of their own, so "Furthermore, moreover, in conclusion." is no content.
+DISCOURSE_MARKERS = frozenset("""
+    accordingly additionally also anyhow anyway besides certainly conclusion consequently conversely finally
+    firstly furthermore hence however incidentally indeed instead lastly likewise meanwhile moreover namely
+    nevertheless next nonetheless notably otherwise overall secondly similarly specifically still subsequently
+    summary then thereafter therefore thirdly thus ultimately
+""".split())
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
-# A starred, parenthesised or bracketed aside of one to six words: narration, not speech.
-_ASIDE = re.compile(r"\([^()\n]{1,60}\)|\[[^\[\]\n]{1,60}\]|(?<![*\w])\*[^*\n]{1,60}\*(?![*\w])")
+# An aside of one to six words, narration rather than speech: in brackets anywhere, or in stars
+# where it stands alone (at the start, or after a sentence's end); stars inside a sentence are emphasis.
+_ASIDE = re.compile(r"\([^()\n]{1,60}\)|\[[^\[\]\n]{1,60}\]|(?:^|(?<=[.!?…])\s+|\n)\*[^*\n]{1,60}\*(?![*\w])")
 _REPEATED_MARKS = re.compile(r"([!?])[!?]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
 _SYMBOL_CATEGORIES = frozenset({"So", "Sk", "Co", "Cn"})
@@ -72,24 +83,24 @@ def plain_text(reply: str) -> str:
     >>> plain_text("# Big news\\n\\n- **so** <i>fun</i>!!! 🎉 *grins widely*")
     'Big news\\nso fun!'
     """
-    reply = _ASIDE.sub(lambda match: " " if 1 <= len(match.group(0).split()) <= 6 else match.group(0),
-                       normalise_for_rules(reply))
+    visible = "".join(" " if unicodedata.category(ch) in _SYMBOL_CATEGORIES else ch for ch in normalise_for_rules(reply))
+    visible = _ASIDE.sub(lambda match: " " if 1 <= len(match.group(0).split()) <= 6 else match.group(0),
+                         _REPEATED_MARKS.sub(r"\1", visible))
     lines = []
-    for token in _markdown().parse(reply):
+    for token in _markdown().parse(visible):
         if token.type == "inline":
-            pieces = [child.content if child.type in ("text", "code_inline") else " "
-                      for child in token.children or () if child.type not in ("html_inline",)]
+            pieces = [child.content if child.type in ("text", "code_inline") else "\n" if child.type.endswith("break") else ""
+                      for child in token.children or ()]
             lines.append("".join(pieces))
         elif token.type in ("code_block", "fence"):
             lines.append(token.content)
-    text = "".join(" " if unicodedata.category(ch) in _SYMBOL_CATEGORIES else ch for ch in "\n".join(lines))
-    text = _REPEATED_MARKS.sub(r"\1", text)
-    return "\n".join(" ".join(line.split()) for line in text.splitlines() if line.strip())
+    return "\n".join(" ".join(line.split()) for line in "\n".join(lines).splitlines() if line.strip())
 
 
 def _content_stems(text: str) -> set[str]:
     stem, stop = english_stemmer(), english_stop_words()
-    return {stem(word) for word in _WORD.findall(text.lower()) if len(word) > 2 and word not in stop}
+    return {stem(word) for word in _WORD.findall(text.lower())
+            if len(word) > 2 and word not in stop and word not in DISCOURSE_MARKERS}
 
 
 def language_of(text: str) -> str:
