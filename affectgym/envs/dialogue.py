@@ -34,7 +34,6 @@ from affectgym.envs.dialogue_criteria import (
     structure,
     tag_correctness,
     user_said,
-    without_user_words,
 )
 from affectgym.envs.dialogue_format import DIALOGUE_FORMATS, DialogueFormat
 from affectgym.envs.dialogue_parsing import (
@@ -199,11 +198,10 @@ class DialogueEnv(AffectEnv):
     listening credit when a ``relevance_model`` reads it: emotion about nothing the user said
     is not empathy)
     + 0.05 shows-not-tells + 0.05 length (1 at 20-25 words, linear to 0 at 15 words
-    outside) + 0.20 open question (1 open, 0.3 yes/no, 0 none) + 0.20 relevance (listening: with
-    a ``relevance_model``, how much what the user said makes the reply's sentences likelier, read
-    without the user's own words so that keywords dropped into a template earn nothing,
-    :func:`~affectgym.envs.dialogue_criteria.model_listening_credit`; without one, the user's
-    words taken up, not echoed, :func:`~affectgym.envs.dialogue_criteria.relevance`), capped at 0.5 when the
+    outside) + 0.20 open question (1 open, 0.3 yes/no, 0 none) + 0.20 relevance (listening: the user's words taken up, not echoed,
+    :func:`~affectgym.envs.dialogue_criteria.relevance`; with a ``relevance_model``, the larger of
+    that and how much what the user said makes the reply's sentences likelier,
+    :func:`~affectgym.envs.dialogue_criteria.model_listening_credit`), capped at 0.5 when the
     length credit is 0. With a judge, ``empathy`` (weight ``judge_weight``, 0.2) is added.
     The step reward of turn k is exactly its score; an invalid message costs
     ``invalid_action_penalty``; the last step adds ``completion_bonus`` (dialogue finished)
@@ -455,24 +453,21 @@ class DialogueEnv(AffectEnv):
         """Batched criterion: whether each reply listens, in [0, 1].
 
         Without a ``relevance_model``, :func:`~affectgym.envs.dialogue_criteria.relevance` (the
-        user's content stems taken up outside echoes: a count of words, which the user's words
-        dropped into a template fake). With one,
+        user's content stems taken up outside echoes). With one, the larger of that and
         :func:`~affectgym.envs.dialogue_criteria.model_listening_credit`: the highest PMI, with
-        everything the user said, of the reply's sentences that are no echo, each read without
-        the words whose stem the user said (:func:`~affectgym.envs.dialogue_criteria.without_user_words`),
-        so only what the reply brings of its own is credited (two model reads per sentence,
-        remembered by text); a reply that does not parse earns 0.
+        everything the user said, of the reply's sentences that are no echo (two model reads
+        per sentence, remembered by text); a reply that does not parse has words only.
         """
+        by_words = [relevance(s, r, t) for s, r, t in zip(scenarios, replies, traces, strict=True)]
         if self.listening_model is None:
-            return [relevance(s, r, t) for s, r, t in zip(scenarios, replies, traces, strict=True)]
-        read = [[without_user_words(s, sentence) for sentence in listened_sentences(s, turn)]
-                if (turn := reply_turn(r)) is not None else None
+            return by_words
+        read = [listened_sentences(s, turn) if (turn := reply_turn(r)) is not None else None
                 for s, r in zip(scenarios, replies, strict=True)]
         pmis = iter(self.listening_model.scores(
             [user_said(s) for s, sentences in zip(scenarios, read, strict=True) for _ in sentences or ()],
             [sentence for sentences in read for sentence in sentences or ()]))
-        return [0.0 if sentences is None else model_listening_credit([next(pmis) for _ in sentences])
-                for sentences in read]
+        return [words if sentences is None else max(words, model_listening_credit([next(pmis) for _ in sentences]))
+                for words, sentences in zip(by_words, read, strict=True)]
 
     def _judged(
         self, scenarios: Sequence[DialogueTurn], replies: Sequence[Reply], traces: Sequence[Trace]

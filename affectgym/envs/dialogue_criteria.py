@@ -154,24 +154,6 @@ def listened_sentences(scenario: DialogueTurn, turn: ChatbotTurn) -> list[str]:
     return [sentence for sentence in turn.sentences if not any(_copied_positions(words, sentence) for words in lines)]
 
 
-def without_user_words(scenario: DialogueTurn, sentence: str) -> str:
-    """``sentence`` without the words whose content stem the user said: what a stock sentence cannot carry.
-
-    The language model reads listening in what is left, so the user's own words dropped into a
-    template earn nothing, while a reply that takes the user up in words of its own keeps them.
-
-    >>> turn = DialogueTurn("d/t0", "d", 0, 1, "SADNESS", "My novel got rejected by the tenth publisher.", "HAPPINESS")
-    >>> without_user_words(turn, "What happened with the novel and the publisher?")
-    'What happened with the and the'
-    >>> without_user_words(turn, "Ten rejections would sting anyone.")
-    'Ten would sting anyone.'
-    """
-    stem = english_stemmer()
-    said = {stem(w) for line in _user_lines(scenario) for _, w in _content_words(line)}
-    kept = [word for word in sentence.split() if not {stem(w) for _, w in _content_words(word)} & said]
-    return " ".join(kept)
-
-
 def user_said(scenario: DialogueTurn) -> str:
     """Everything the user said up to this turn, tags removed, in one line.
 
