@@ -10,7 +10,12 @@ from __future__ import annotations
 import pytest
 
 from affectgym.envs.emotion_style import FULL_CREDIT_PROBABILITY, EmotionStyleEnv
-from affectgym.envs.style_content import content_sentences, content_text, in_requested_language, plain_text
+from affectgym.envs.style_content import (
+    content_sentences,
+    content_text,
+    in_requested_language,
+    plain_text,
+)
 from affectgym.redteam.material import scenario_material
 
 CONTENT_FREE = ("interjections", "exclamations", "emoji", "filler", "other_language")

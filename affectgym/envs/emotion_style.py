@@ -18,6 +18,7 @@ from affectgym.data.instructions import (
 from affectgym.data.splits import select_split, stable_hash
 from affectgym.emotions import EMOTIONS, canonical_emotion
 from affectgym.envs.core import AffectEnv, Trace
+from affectgym.envs.style_content import content_text
 from affectgym.envs.style_criteria import (
     CORE_RULE_CAP,
     CORE_RULES,
@@ -31,7 +32,6 @@ from affectgym.envs.style_criteria import (
     rule_hit,
     shuffled_target,
 )
-from affectgym.envs.style_content import content_text
 from affectgym.envs.style_format import STYLE_FORMATS, StyleFormat, style_prompt
 from affectgym.envs.task_format import coerce_task_format
 from affectgym.rewards.classifier import EmotionClassifier, MemoisedClassifier
