@@ -3,7 +3,8 @@
 Each target is validated as ``affectgym validate ENV`` does it (20 scenarios spread over the
 default split, offline scorers, the red-team checks at their default budget). The table of
 statuses and every failing check's evidence go to ``benchmarks/results/validate.md``; every
-report, as OpenEnv's JSON, to ``benchmarks/results/validate.json``.
+report, as OpenEnv's JSON, to ``benchmarks/results/validate.json``. A run of some targets keeps
+the rows of the others from the last run at the same number of scenarios.
 
     python benchmarks/bench_validate.py
     python benchmarks/bench_validate.py --targets sarcasm-single --max-scenarios 5
@@ -75,7 +76,12 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.targets:
         rows.append(validate_target(name, args.max_scenarios))
         print(f"{name:22s} {rows[-1]['verdict']:5s} {rows[-1]['seconds']:7.1f} s", flush=True)
-    suffix = "" if args.max_scenarios == 20 and args.targets == list(TARGETS) else f"-{args.max_scenarios}"
+    suffix = "" if args.max_scenarios == 20 else f"-{args.max_scenarios}"
+    previous = RESULTS / f"validate{suffix}.json"
+    if previous.is_file():  # a run of some targets keeps the others' rows
+        fresh = {row["target"]: row for row in rows}
+        kept = {row["target"]: row for row in json.loads(previous.read_text(encoding="utf-8"))}
+        rows = [fresh.get(name) or kept[name] for name in TARGETS if name in fresh or name in kept]
     (RESULTS / f"validate{suffix}.md").write_text(markdown(rows, args.max_scenarios), encoding="utf-8")
     (RESULTS / f"validate{suffix}.json").write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
     return 0

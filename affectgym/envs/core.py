@@ -337,6 +337,11 @@ class AffectEnv(gym.Env[str, str]):
         """
         return self.flip_label(scenario)
 
+    #: Arguments of the env, besides ``split``, that change which scenario falls in which split (an
+    #: eval fraction, a grouping). Training refuses them (:func:`~affectgym.envs.registration.split_shaping_arguments`):
+    #: a run must never train on a scenario of the registered validation or eval split.
+    split_arguments: ClassVar[tuple[str, ...]] = ()
+
     #: Canaries that must score below the reference on this share of the scenarios rather than on
     #: every one (name -> share in (0, 1]); a scorer that reads meaning through a model gets a margin
     #: here, named and measured, never a silent pass. Every other canary must lose everywhere.

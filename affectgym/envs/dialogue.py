@@ -284,6 +284,9 @@ class DialogueEnv(AffectEnv):
     done_message = "The dialogue is over."
     turn_limit_message = "Turn limit of {max_turns} reached before the dialogue ended; the episode is over."
 
+    #: Arguments that reshape the splits, which training refuses (see :class:`~affectgym.envs.core.AffectEnv`).
+    split_arguments = ("eval_fraction",)
+
     def __init__(
         self,
         *,

@@ -320,6 +320,9 @@ class EmotionStyleEnv(AffectEnv):
       markup, emoji, repeats and other languages appended to the reference no longer raise it).
     """
 
+    #: Arguments that reshape the splits, which training refuses (see :class:`~affectgym.envs.core.AffectEnv`).
+    split_arguments = ("eval_fraction",)
+
     def __init__(
         self,
         *,

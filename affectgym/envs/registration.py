@@ -17,6 +17,7 @@ import dataclasses
 import logging
 from dataclasses import dataclass
 from importlib import metadata
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -113,6 +114,25 @@ def make(env_id: str | EnvSpec, **kwargs: Any) -> gym.Env:
         return gym.make(env_id, **kwargs)
     options = {name: value for name, value in kwargs.items() if name != "max_episode_steps"}
     return gym.make(dataclasses.replace(spec, kwargs={**spec.kwargs, "max_episode_steps": limit}), **options)
+
+
+def split_shaping_arguments(env_id: str, env_kwargs: Mapping[str, Any]) -> list[str]:
+    """The keys of ``env_kwargs`` that change the splits of ``env_id``: ``split``, and the env class's
+    ``split_arguments`` (an eval fraction, a grouping).
+
+    A training run refuses them, so that it never trains on a scenario of the registered
+    validation or eval split. An id that is not registered, or whose entry point is not a class,
+    declares nothing beyond ``split``.
+
+    >>> split_shaping_arguments("affectgym/Sarcasm-v0", {"eval_fraction": 0.0, "max_turns": 4, "group_by": "speaker"})
+    ['eval_fraction', 'group_by']
+    """
+    declared: tuple[str, ...] = ()
+    if env_id in gym.registry:
+        entry = gym.spec(env_id).entry_point
+        creator = load_env_creator(entry) if isinstance(entry, str) else entry
+        declared = tuple(getattr(creator, "split_arguments", ()) or ())
+    return [key for key in env_kwargs if key == "split" or key in declared]
 
 
 def affectgym_env_ids() -> list[str]:

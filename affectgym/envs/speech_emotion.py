@@ -157,6 +157,9 @@ class SpeechEmotionEnv(AffectEnv):
     #: Names ``dataset=`` takes here for registered datasets: ``"embedded"`` is this env's own corpus.
     dataset_aliases: ClassVar[Mapping[str, str]] = {"embedded": "embedded-emotion"}
 
+    #: Arguments that reshape the splits, which training refuses (see :class:`~affectgym.envs.core.AffectEnv`).
+    split_arguments = ("group_by", "eval_fraction", "validation_fraction")
+
     def __init__(
         self,
         *,

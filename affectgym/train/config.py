@@ -318,6 +318,15 @@ class TrainConfig:
                 f"env_kwargs may not set split {self.env_kwargs['split']!r}: training plays the train split, the held-out "
                 "evaluation the eval split (and the learning curve --heldout-split); drop 'split' from --env-kwargs"
             )
+        from affectgym.envs.registration import split_shaping_arguments  # the env layer, read only when validating
+
+        reshaping = [key for key in split_shaping_arguments(self.env_id, self.env_kwargs) if key != "split"]
+        if reshaping:
+            problems.append(
+                f"env_kwargs may not set {', '.join(reshaping)}: {'they change' if len(reshaping) > 1 else 'it changes'} "
+                f"which scenarios {self.env_id} holds out, so the run could train on scenarios of its registered validation "
+                f"or eval split; drop {', '.join(repr(key) for key in reshaping)} from --env-kwargs (or the config file)"
+            )
         if self.eval_episodes < 0:
             problems.append(f"eval_episodes must be >= 0, got {self.eval_episodes}")
         if self.prompt_form == "chat" and self.mode != "flat":

@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from affectgym.envs.registration import split_shaping_arguments
 from affectgym.train.config import TrainConfig
 from affectgym.train.flatten import make_env
 
@@ -105,6 +106,13 @@ def episode_demonstrations(
                 f"(affectgym eval {env_id} --split train ...), so that no held-out scenario is trained on"
             )
         env_kwargs = {k: v for k, v in (metadata.get("env_kwargs") or {}).items() if k != "split"}
+        reshaping = split_shaping_arguments(env_id, env_kwargs)
+        if reshaping:
+            raise DemonstrationError(
+                f"--demos {str(source)!r} was played with {', '.join(f'{key}={env_kwargs[key]!r}' for key in reshaping)}, "
+                f"which change which scenarios {env_id} holds out; its train split is not the registered one, so its "
+                f"episodes may be held-out scenarios. Play the demonstrations with the env's own splits"
+            )
         env = make_env(env_id, {**env_kwargs, "split": "train"})
         tools = json.dumps(env.tool_schemas)
         records, torn = read_results(path)
