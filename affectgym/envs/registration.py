@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import metadata
-from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym

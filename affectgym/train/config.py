@@ -318,7 +318,9 @@ class TrainConfig:
                 f"env_kwargs may not set split {self.env_kwargs['split']!r}: training plays the train split, the held-out "
                 "evaluation the eval split (and the learning curve --heldout-split); drop 'split' from --env-kwargs"
             )
-        from affectgym.envs.registration import split_shaping_arguments  # the env layer, read only when validating
+        from affectgym.envs.registration import (
+            split_shaping_arguments,  # the env layer, read only when validating
+        )
 
         reshaping = [key for key in split_shaping_arguments(self.env_id, self.env_kwargs) if key != "split"]
         if reshaping:
