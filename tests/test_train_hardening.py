@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -285,3 +286,19 @@ def test_a_recipe_under_another_algo_names_only_the_options_the_user_typed():
     message = str(refused.value)
     assert "--recipe sarcasm-cpu is an --algo grpo recipe; drop --algo ppo" in message
     assert not any(option in message for option in ("--num-generations", "--lora", "--group-batches", "--max-steps"))
+
+
+def test_a_trainer_killed_with_sigkill_leaves_no_lock_and_its_run_resumes(tiny_model, tmp_path):
+    run = tmp_path / "run"
+    first = subprocess.Popen(
+        [sys.executable, "-m", "affectgym.cli", "train", *sft_argv(tiny_model, run, "--max-steps", "100000", "--seed", "0")],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert wait_for_holder(run / ".lock", first)["pid"] == first.pid
+    finally:
+        first.send_signal(signal.SIGKILL)  # kill -9: no handler runs, the lock file stays on disk
+        first.wait()
+    assert first.returncode == -signal.SIGKILL
+    assert run_cli(sft_argv(tiny_model, run, "--max-steps", "1", "--seed", "0", "--resume")) == 0
+    assert (run / "adapter").is_dir() and not (run / ".lock").exists()
