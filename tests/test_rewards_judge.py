@@ -421,3 +421,43 @@ def test_a_judge_answering_http_500_leaves_each_sample_unscored_with_the_status(
         verdicts = judge.score_batch(["p", "p"], ["anger", "joy"], ["Move!", "Yay"])
     assert all(isinstance(v, Unscored) and "judge-model" in v.reason for v in verdicts), verdicts
     assert judge.failures == 2
+
+
+@pytest.mark.parametrize("damage", [b"\x00\xffnot json", '{"emotion_match": "hi', "[1, 2, 3]", '{"emotion_match": "nonsense"}'])
+def test_a_garbage_or_truncated_cache_entry_is_judged_again_with_one_warning(judge_cache: Path, damage, caplog) -> None:
+    EmotionJudge(DummyLM([ratings(quality="medium")])).score_batch(["p"], ["anger"], ["Move!"])
+    store = diskcache.Cache(str(judge_cache))
+    (key,) = list(store.iterkeys())
+    store.set(key, damage)
+    store.close()
+    fresh = EmotionJudge(DummyLM([ratings(quality="medium")]))
+    with caplog.at_level(logging.WARNING, logger="affectgym.rewards.judge.base"):
+        (verdict,) = fresh.score_batch(["p"], ["anger"], ["Move!"])
+    assert fresh.calls == 1 and isinstance(verdict, JudgeVerdict) and verdict.quality == 0.5
+    assert sum("unreadable entries, judged again" in r.getMessage() for r in caplog.records) == 1
+    assert EmotionJudge(DummyLM([])).score_batch(["p"], ["anger"], ["Move!"]) == [verdict], "the entry was replaced"
+
+
+def test_a_full_disk_or_a_cache_folder_that_cannot_be_made_leaves_the_verdicts_right_with_one_warning(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog) -> None:
+    import sqlite3
+
+    def disk_full(self, key, value, *args, **kwargs):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setenv("AFFECTGYM_CACHE", str(tmp_path / "cache"))
+    with monkeypatch.context() as patched, caplog.at_level(logging.WARNING):
+        patched.setattr(diskcache.Cache, "set", disk_full)
+        judge = EmotionJudge(DummyLM({"Move": ratings(quality="low"), "Stop": ratings(quality="high")}))
+        verdicts = judge.score_batch(["p", "p"], ["anger", "anger"], ["Move!", "Stop!"])
+    assert [v.quality for v in verdicts] == [0.0, 1.0]
+    assert sum("database or disk is full" in r.getMessage() for r in caplog.records) == 1
+    caplog.clear()
+    blocked = tmp_path / "a-file"
+    blocked.write_text("a file where the cache folder should be")
+    monkeypatch.setenv("AFFECTGYM_CACHE", str(blocked))
+    with caplog.at_level(logging.WARNING):
+        judge = EmotionJudge(DummyLM({"Move": ratings(quality="low"), "Stop": ratings(quality="high")}))
+        verdicts = judge.score_batch(["p", "p"], ["anger", "anger"], ["Move!", "Stop!"])
+    assert [v.quality for v in verdicts] == [0.0, 1.0]
+    assert sum("judge cache" in r.getMessage() for r in caplog.records) == 1
