@@ -195,3 +195,30 @@ def test_building_the_env_in_process_leaves_the_processs_sigterm_and_sigint_hand
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+HOSTILE_TOOL_CALLS = (
+    '<tool_call>{"name": "delete_everything", "arguments": {}}</tool_call>',
+    '<tool_call>{"name": "get_prosody_features", "arguments": {"detail": "' + "x" * 32_768 + '"}}</tool_call>',
+    '<tool_call>{"name": "get_prosody_features", "arguments": {"detail": </tool_call>',
+)
+
+
+@pytest.mark.slow
+def test_hostile_tool_calls_under_vf_eval_get_what_the_env_pays_them_and_the_episode_goes_on(tmp_path):
+    def hostile_then_answer(request: dict[str, Any]) -> str:
+        replies = sum(1 for m in request["messages"] if m.get("role") == "assistant")
+        return HOSTILE_TOOL_CALLS[replies] if replies < len(HOSTILE_TOOL_CALLS) else '<final>{"label": "sincere", "confidence": 0.5}</final>'
+
+    with OpenAIServer(hostile_then_answer) as server:
+        result = verifiers_command(
+            "vf-eval", "--env.taskset.env", SARCASM, "-n", "1", "-o", str(tmp_path / "run"), cwd=tmp_path, server=server,
+        )
+    assert result.returncode == 0, result.stderr[-3000:]
+    ((episode,),) = [read_episodes(tmp_path / "run")]
+    (trace,) = episode["traces"]
+    assert trace["errors"] == []
+    _, rewards, step_info = played_directly(episode["task"]["data"]["info"], hostile_then_answer)
+    assert len(rewards) == 4 and trace["info"]["affectgym_step_rewards"] == rewards
+    assert trace["rewards"]["affectgym_reward"]["score"] == pytest.approx(sum(rewards), abs=1e-12)
+    assert trace["info"]["affectgym_outcome"] == step_info["outcome"]
