@@ -25,6 +25,7 @@ the middle layers carry a text's emotion best, layer 16 at ``C`` = 0.3 reached m
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,13 +125,17 @@ def _hidden_state(model: Any, batch: Any, layer: int) -> Any:
     """``model``'s hidden state after layer ``layer`` (``hidden_states[layer]``), without running the layers above it.
 
     A forward hook on the layer keeps its output and stops the pass there: the probe's layer
-    16 of 30 costs about half a full pass.
+    16 of 30 costs about half a full pass. The model is shared (by the sessions of a served env,
+    and with the relevance scorer), so the hook acts only on the pass of the thread that set it.
     """
     if layer == 0:
         return model.model.embed_tokens(batch["input_ids"])
     reached: list[Any] = []
+    owner = threading.get_ident()
 
     def stop(module: Any, inputs: Any, output: Any) -> None:
+        if threading.get_ident() != owner:
+            return
         reached.append(output[0] if isinstance(output, tuple) else output)
         raise _LayerReached
 
