@@ -34,7 +34,9 @@ def long_reply(env, scenario) -> str:
 
 @pytest.fixture(scope="module")
 def local():
-    return affectgym.make(STYLE, **KWARGS).unwrapped
+    env = affectgym.make(STYLE, **KWARGS).unwrapped
+    env.score(env.scenarios[0], *env.reference_answer(env.scenarios[0]))  # loads SmolLM2, which the served envs share
+    return env
 
 
 def test_sixteen_sessions_sending_32_kb_replies_at_once_get_the_in_process_rewards(local):
