@@ -261,9 +261,10 @@ def test_the_sentences_aggregate_reaches_nade_through_the_envs_classifier_option
 
     env = affectgym.make("affectgym/EmotionStyle-v0", classifier="nade",
                          classifier_options={"neutral_weight": 0.25, "aggregate": "sentences"}).unwrapped
-    reply = "The bus is late again. Who plans these timetables? I want my money back!"
-    sentences = EmotionClassifier("nade", neutral_weight=0.25).scores(
-        ["The bus is late again.", "Who plans these timetables?", "I want my money back!"])
+    said = ["The number nine bus is late again this morning.", "Who plans these useless city timetables?",
+            "I want every penny of my money back today!"]
+    reply = " ".join(said)
+    sentences = EmotionClassifier("nade", neutral_weight=0.25).scores(said)
     assert env.classifier.aggregate == "sentences"
     assert math.isclose(env.distributions([reply])[0]["anger"], sum(d["anger"] for d in sentences) / 3)
 

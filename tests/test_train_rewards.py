@@ -298,12 +298,14 @@ def test_a_sample_whose_judging_failed_gets_no_reward_from_any_function_and_the_
         env = make_env(env_id, {"split": "train"})
         scenario_id = next(s.id for s in env.scenarios if s.emotion == "anger")
         funcs, weights = reward_functions(env_id)
-        replies = ["Red. Again. Of course it is.", "Red. Again. JUDGE-DOWN.", "Move it, now!"]
+        replies = ["Red. Again. The job interview panel kept me waiting for an hour.",
+                   "Red. Again. JUDGE-DOWN. The job interview panel kept me waiting for an hour.",
+                   "Move it, now! The job interview panel kept me waiting for an hour."]
         logged = []
         kwargs = {"scenario_id": [scenario_id] * 3, "log_metric": lambda name, value: logged.append((name, value))}
         values = {f.__name__: f(prompts=None, completions=replies, **kwargs) for f in funcs}
         assert all(column[1] is None for column in values.values()), values
-        assert values["judge"][0] == values["judge"][2] == 1.0 and values["emotion_probability"][0] == 1.0
+        assert values["judge"][0] == values["judge"][2] == 1.0 and values["emotion"][0] == 1.0
         assert logged.count(("judge/failures", 1.0)) == 1  # one scoring per batch, shared by every function
 
         adapters = [environment_factory(env_id)() for _ in replies]

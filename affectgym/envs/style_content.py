@@ -13,8 +13,10 @@ turns a reply into the text the classifier scores:
 2. **Content sentences.** A sentence counts when it brings at least
    :data:`MIN_NEW_CONTENT_WORDS` distinct content words (not stop words or
    :data:`DISCOURSE_MARKERS`, compared by stem) that
-   the prompt does not already hold, when it is not a repeat of an earlier sentence, and
-   when ``py3langid`` reads it as the requested language (English). Interjections, stock
+   the prompt does not already hold, when it is a clause rather than a heap of words
+   (:func:`~affectgym.rewards.rules.is_clause`: "Wonderful, fantastic, amazing, lovely!" is
+   none), when it is not a repeat of an earlier sentence, and when ``py3langid`` reads it as
+   the requested language (English). Interjections, stock
    exclamations ("This is amazing!", "Oh no, no, no!"), echoes of the prompt, filler and
    repeats earn nothing, so appending them cannot raise the score.
 
@@ -30,6 +32,7 @@ import functools
 import re
 import unicodedata
 
+from affectgym.rewards.rules import is_clause
 from affectgym.text import english_stemmer, english_stop_words, normalise_for_rules
 
 __all__ = [
@@ -133,7 +136,7 @@ def content_sentences(reply: str, prompt: str = "") -> tuple[str, ...]:
     kept = []
     for sentence in _SENTENCE_END.split(plain_text(reply)):
         stems = _content_stems(sentence) - given
-        if len(stems) < MIN_NEW_CONTENT_WORDS or any(stems <= earlier for earlier in seen):
+        if len(stems) < MIN_NEW_CONTENT_WORDS or any(stems <= earlier for earlier in seen) or not is_clause(sentence):
             continue
         if language_of(sentence) != REQUESTED_LANGUAGE:
             continue

@@ -533,6 +533,16 @@ def _phrases(reply: str) -> Iterator[tuple[str, int, list[str], bool]]:
         yield sentence.group(0), sentence.start(), words, len(words) >= 3 and any(w in CLAUSE_WORDS for w in words)
 
 
+def is_clause(sentence: str) -> bool:
+    """Whether ``sentence`` reads as one clause: three or more words with one of :data:`CLAUSE_WORDS`, not a heap of phrases.
+
+    >>> is_clause("The cellar door creaked open at midnight."), is_clause("Wonderful, fantastic, amazing, brilliant, lovely!")
+    (True, False)
+    """
+    pieces = list(_phrases(normalise_for_rules(sentence)))
+    return len(pieces) == 1 and pieces[0][3]
+
+
 def word_salad(reply: str, on_topic: str = "") -> RuleMatch:
     """Emotive words or phrases heaped outside any sentence: "Tides! Yay! Woohoo! Wonderful, fantastic,
     amazing!", "The warmth, the sunshine, the flowers, the laughter, warm hands, hands, hands".
