@@ -64,6 +64,18 @@ def scripted(request: dict[str, Any]) -> str:
     return f'<final>{{"label": "{label}", "confidence": 0.75}}</final>'
 
 
+def one_vf_eval_episode(tmp_path: Path, reply: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``vf-eval`` of one Sarcasm-v0 episode against a server answering with ``reply``: the episode and its one trace."""
+    with OpenAIServer(reply) as server:
+        result = verifiers_command(
+            "vf-eval", "--env.taskset.env", SARCASM, "-n", "1", "-o", str(tmp_path / "run"), cwd=tmp_path, server=server,
+        )
+    assert result.returncode == 0, result.stderr[-3000:]
+    ((episode,),) = [read_episodes(tmp_path / "run")]
+    (trace,) = episode["traces"]
+    return episode, trace
+
+
 def played_directly(info: dict[str, Any], reply: Any, max_replies: int = 10) -> tuple[Any, list[float], dict[str, Any]]:
     """The same replies played on the env itself: the env, its step rewards and its last step's info."""
     env = affectgym.make(info["env"], split=info["split"], **info["env_kwargs"])
@@ -124,13 +136,7 @@ def test_a_model_call_failing_mid_episode_leaves_vf_eval_running_and_the_episode
     def failing_after_the_tool_call(request: dict[str, Any]) -> Any:
         return Reply(status=500) if any(m.get("role") == "assistant" for m in request["messages"]) else PROSODY_CALL
 
-    with OpenAIServer(failing_after_the_tool_call) as server:
-        result = verifiers_command(
-            "vf-eval", "--env.taskset.env", SARCASM, "-n", "1", "-o", str(tmp_path / "run"), cwd=tmp_path, server=server,
-        )
-    assert result.returncode == 0, result.stderr[-3000:]
-    ((episode,),) = [read_episodes(tmp_path / "run")]
-    (trace,) = episode["traces"]
+    episode, trace = one_vf_eval_episode(tmp_path, failing_after_the_tool_call)
     assert not episode["ok"] and not trace["ok"], "verifiers still counts it errored (and vf-eval --resume plays it again)"
     assert (trace["errors"][-1]["type"], trace["errors"][-1]["status_code"]) == ("ProviderError", 500)
     assert trace["info"]["affectgym_error"]["type"] == "ProviderError" and "injected failure 500" in trace["info"]["affectgym_error"]["message"]
@@ -210,13 +216,7 @@ def test_hostile_tool_calls_under_vf_eval_get_what_the_env_pays_them_and_the_epi
         replies = sum(1 for m in request["messages"] if m.get("role") == "assistant")
         return HOSTILE_TOOL_CALLS[replies] if replies < len(HOSTILE_TOOL_CALLS) else '<final>{"label": "sincere", "confidence": 0.5}</final>'
 
-    with OpenAIServer(hostile_then_answer) as server:
-        result = verifiers_command(
-            "vf-eval", "--env.taskset.env", SARCASM, "-n", "1", "-o", str(tmp_path / "run"), cwd=tmp_path, server=server,
-        )
-    assert result.returncode == 0, result.stderr[-3000:]
-    ((episode,),) = [read_episodes(tmp_path / "run")]
-    (trace,) = episode["traces"]
+    episode, trace = one_vf_eval_episode(tmp_path, hostile_then_answer)
     assert trace["errors"] == []
     _, rewards, step_info = played_directly(episode["task"]["data"]["info"], hostile_then_answer)
     assert len(rewards) == 4 and trace["info"]["affectgym_step_rewards"] == rewards

@@ -54,12 +54,17 @@ def wait_for_holder(lock: Path, process: subprocess.Popen, timeout_s: float = 30
     pytest.fail(f"the first trainer held no {lock} within {timeout_s} s")
 
 
-def test_second_trainer_into_a_busy_output_dir_is_refused_naming_the_first_pid(tiny_model, tmp_path):
-    run = tmp_path / "run"
-    first = subprocess.Popen(
-        [sys.executable, "-m", "affectgym.cli", "train", *sft_argv(tiny_model, run, "--max-steps", "100000", "--seed", "0")],
+def start_long_trainer(model: Path, run: Path) -> subprocess.Popen:
+    """``affectgym train`` into ``run`` in a subprocess, with more steps than a test waits for."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "affectgym.cli", "train", *sft_argv(model, run, "--max-steps", "100000", "--seed", "0")],
         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
+
+
+def test_second_trainer_into_a_busy_output_dir_is_refused_naming_the_first_pid(tiny_model, tmp_path):
+    run = tmp_path / "run"
+    first = start_long_trainer(tiny_model, run)
     try:
         assert wait_for_holder(run / ".lock", first)["pid"] == first.pid
         with pytest.raises(RunFolderLocked, match=rf"being written by another process \(pid {first.pid} .*--output-dir"):
@@ -290,10 +295,7 @@ def test_a_recipe_under_another_algo_names_only_the_options_the_user_typed():
 
 def test_a_trainer_killed_with_sigkill_leaves_no_lock_and_its_run_resumes(tiny_model, tmp_path):
     run = tmp_path / "run"
-    first = subprocess.Popen(
-        [sys.executable, "-m", "affectgym.cli", "train", *sft_argv(tiny_model, run, "--max-steps", "100000", "--seed", "0")],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
+    first = start_long_trainer(tiny_model, run)
     try:
         assert wait_for_holder(run / ".lock", first)["pid"] == first.pid
     finally:

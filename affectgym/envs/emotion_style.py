@@ -223,7 +223,7 @@ class EmotionStyleEnv(AffectEnv):
     * ``emotion``: the emotion credit, read only where the reply carries content. The
       classifier scores the reply's content sentences
       (:func:`~affectgym.envs.style_content.content_text`: plain text without markup, asides
-      or emoji; sentences that bring three words of their own beyond the prompt, not repeats,
+      or emoji; clauses that bring three words of their own beyond the prompt, not repeats,
       in English), one batched call per batch; the credit is P(target) over
       :data:`FULL_CREDIT_PROBABILITY` (0.75), at most 1, and 0 when the reply is off the
       topic or has no content sentence (seven labels only; ``None`` for open labels).
@@ -522,23 +522,23 @@ class EmotionStyleEnv(AffectEnv):
         return (low, high)
 
     def distributions(
-        self, replies: Sequence[str | None], instructions: Sequence[str] | None = None
+        self, replies: Sequence[str | None], prompts: Sequence[str] | None = None
     ) -> list[dict[str, float] | None]:
         """The classifier's distribution over the seven labels for each reply's content sentences.
 
         The classifier reads :func:`~affectgym.envs.style_content.content_text`: the reply's
-        sentences that bring words of their own beyond its instruction, in plain text. Scores
+        sentences that bring words of their own beyond its prompt, in plain text. Scores
         are memoised by that text, and unique uncached texts go to the classifier in one call.
         A reply with no content sentence (and ``None``) gives ``None``.
 
         Args:
             replies: The replies.
-            instructions: The instruction each answers (its words are not new content); none by default.
+            prompts: The prompt each answers (:meth:`first_observation`; its words are not new content); none by default.
         """
         if self._emotions is None:
             return [None] * len(replies)
-        asked = instructions if instructions is not None else [""] * len(replies)
-        read = [content_text(_scorable(reply), instruction) for reply, instruction in zip(replies, asked, strict=True)]
+        asked = prompts if prompts is not None else [""] * len(replies)
+        read = [content_text(_scorable(reply), prompt) for reply, prompt in zip(replies, asked, strict=True)]
         found = iter(self._emotions.scores([text for text in read if text]))
         return [next(found) if text else None for text in read]
 
