@@ -26,14 +26,12 @@ from affectgym.rewards.rubric import Criterion, Rubric
 #: Offline scorers of the envs that score with a classifier.
 OFFLINE = {"affectgym/EmotionStyle-v0": {"classifier": "probe"}, "affectgym/EmpatheticDialogue-v0": {"classifier": "nade"}}
 #: What validate finds on the built-in envs today on 3 scenarios (measured; see docs/plugins.md and
-#: benchmarks/results/redteam.md): the red team beats EmpatheticDialogue's reward, and the numeric
-#: env has no oracle.
+#: benchmarks/results/redteam.md): the red team beats EmpatheticDialogue's reward.
 KNOWN_FAILURES = {
     "affectgym/EmpatheticDialogue-v0": {"oracle_max", "reward_pays_skill", "hack_surface"},
-    "affectgym/EmotionState-v0": {"oracle_max"},
 }
-#: Checks a numeric env cannot run (no oracle, canaries or text view), skipped with the reason.
-NUMERIC_SKIPS = {"floor_gap", "canary_floor", "reward_pays_skill", "hack_surface", "no_solution_leakage", "verifier_determinism"}
+#: Checks a numeric env cannot run (they read text: the red team's edits, the agent's view), skipped with the reason.
+NUMERIC_SKIPS = {"hack_surface", "no_solution_leakage"}
 
 
 @pytest.mark.parametrize("env_id", affectgym.list_envs())
@@ -49,8 +47,27 @@ def test_validate_runs_every_check_on_every_builtin_env_and_exits_as_openenv_val
     assert failing == KNOWN_FAILURES.get(env_id, set()), report["results"]
     skipped = {name for name, status in statuses.items() if status == "skip"}
     assert skipped == (NUMERIC_SKIPS if env_id == "affectgym/EmotionState-v0" else set())
-    assert report["verdict"] == ("fail" if failing else "pass") and code == (1 if failing else 0)
+    assert report["verdict"] == ("fail" if failing else "warn" if skipped else "pass") and code == (1 if failing else 0)
     assert report["validation"]["reward"]["range"][1] == 1.0
+
+
+def test_a_numeric_env_is_judged_by_its_oracle_policy_against_doing_nothing_and_its_canary_policies():
+    report = affectgym.validate("affectgym/EmotionState-v0", max_scenarios=3, replays=2)
+    results = {result.name: result for result in report.results}
+    assert results["oracle_max"].status == "pass" and results["oracle_max"].measured["scenarios"] == 3
+    assert results["canary_floor"].measured["canaries_checked"] == 3 * 2  # every emotion at full, the state held
+    assert set(results["reward_pays_skill"].measured["mean_gap"]) == {"random_actions"}
+    assert results["hack_surface"].status == "skip" and "not text" in results["hack_surface"].evidence[0]
+
+
+def test_a_numeric_env_whose_oracle_policy_does_nothing_fails_the_oracle_and_floor_checks():
+    class IdleOracle(affectgym.envs.emotion_state.EmotionStateEnv):
+        def reference_policy(self, observation):
+            return self.idle_policy(observation)
+
+    report = affectgym.validate(IdleOracle(), max_scenarios=2, replays=2, skip=REDTEAM_CHECKS)
+    failing = {result.name for result in report.results if result.status == "fail"}
+    assert {"oracle_max", "floor_gap", "canary_floor"} <= failing and report.exit_code == 1
 
 
 def test_the_table_is_plain_lines_with_one_row_a_check_and_the_verdict_when_stdout_is_not_a_terminal(capsys):

@@ -37,6 +37,12 @@ of a check, the ``pass``/``warn``/``fail`` verdict of severity policy v2, exit c
 
 :func:`affectgym.check_env` runs the same check functions (:func:`run_checks`) after
 Gymnasium's checker and its fuzz, under its own policy (:data:`CHECK_ENV_WARNINGS`).
+
+A numeric env (actions are arrays, not text) takes part in the reward checks through policies:
+its oracle is ``reference_policy(observation) -> action``, doing nothing is
+``idle_policy(observation)``, and ``canary_policies()`` names cheap policies that must earn less.
+Each is scored by its mean step reward over :data:`POLICY_EPISODES` seeded episodes of each
+scenario (``scenario_ids``); the red team and the leakage checks, which read text, are skipped.
 """
 
 from __future__ import annotations
@@ -76,6 +82,8 @@ CHECK_ENV_WARNINGS = frozenset({"semantic.oracle_max", "semantic.floor_gap"})
 REDTEAM_CHECKS = frozenset({"semantic.reward_pays_skill", "semantic.hack_surface"})
 #: A reward may pass its range by this much (float sums of components).
 REWARD_SLACK = 1e-9
+#: Seeded episodes of each scenario a numeric env's policy plays to be scored (its mean step reward).
+POLICY_EPISODES = 3
 #: Significance at which a canary with a ``canary_min_share`` is shown to win too often.
 CANARY_SHARE_ALPHA = 0.05
 
@@ -317,7 +325,13 @@ class EnvUnderTest:
         self.seed = seed
         self.replays = replays
         self.text = isinstance(self.base, AffectEnv)
-        self.scenarios = spread(self.base.scenarios, max_scenarios) if self.text else []
+        self.policies = not self.text and callable(getattr(self.base, "reference_policy", None))
+        if self.text:
+            self.scenarios: list[Any] = spread(self.base.scenarios, max_scenarios)
+        elif self.policies:
+            self.scenarios = [PolicyScenario(i) for i in spread(list(getattr(self.base, "scenario_ids", None) or [None]), max_scenarios)]
+        else:
+            self.scenarios = []
         self.observed_rewards: list[float] = []  # every reward a check scored, for reward_well_formed
 
     @functools.cached_property
@@ -328,7 +342,11 @@ class EnvUnderTest:
 
     @functools.cached_property
     def references(self) -> list[tuple[Any, str | None, list[dict[str, Any]], float]] | None:
-        """``(scenario, final text, trace, total)`` of the oracle on each scenario; ``None`` without one."""
+        """``(scenario, final text, trace, total)`` of the oracle on each scenario; ``None`` without one.
+
+        A numeric env's oracle is its ``reference_policy`` (no text, no trace; its mean step reward)."""
+        if self.policies:
+            return [(s, None, [], self.policy_return(s, self.base.reference_policy)) for s in self.scenarios]
         if not self.text:
             return None
         rows = []
@@ -342,7 +360,10 @@ class EnvUnderTest:
 
     @functools.cached_property
     def floors(self) -> list[float]:
-        """What doing nothing scores on each scenario: the better of no answer and an empty one."""
+        """What doing nothing scores on each scenario: the better of no answer and an empty one
+        (a numeric env's ``idle_policy``)."""
+        if self.policies:
+            return [self.policy_return(s, self.base.idle_policy) for s in self.scenarios]
         return [max(self.total(s, None, []), self.total(s, "", [])) for s in self.scenarios]
 
     @functools.cached_property
@@ -364,7 +385,10 @@ class EnvUnderTest:
 
     @functools.cached_property
     def canary_scores(self) -> list[dict[str, float]]:
-        """What each shipped canary scores on each scenario (name -> total)."""
+        """What each shipped canary scores on each scenario (name -> total; a numeric env's ``canary_policies``)."""
+        if self.policies:
+            return [{name: self.policy_return(s, policy) for name, policy in self.base.canary_policies().items()}
+                    for s in self.scenarios]
         return [{name: self.total(scenario, text, trace) for name, (text, trace) in self.base.canaries(scenario).items()}
                 for scenario in self.scenarios] if self.text else []
 
@@ -374,7 +398,10 @@ class EnvUnderTest:
         the next scenario checked with another gold label, where scenarios have one
         (``other_item_reference``), the reference of the scenario asking for
         another answer (``other_target_reference``, :meth:`~affectgym.envs.core.AffectEnv.other_target`)
-        and its bare answer (``bare_answer``, or the scenario's own where there is no other target)."""
+        and its bare answer (``bare_answer``, or the scenario's own where there is no other target).
+        A numeric env's are uniformly random actions (``random_actions``), seeded per episode."""
+        if self.policies:
+            return [{"random_actions": self.policy_return(s, self._random_policy())} for s in self.scenarios]
         if self.references is None or len(self.scenarios) < 2:
             return None
         env, rows = self.base, self.references
@@ -395,7 +422,10 @@ class EnvUnderTest:
 
     @functools.cached_property
     def redteam(self) -> list[ItemResult]:
-        """The red team's search (:mod:`affectgym.redteam`) on each scenario, under the declared budget."""
+        """The red team's search (:mod:`affectgym.redteam`) on each scenario, under the declared budget
+        (none for a numeric env: the red team edits text)."""
+        if not self.text:
+            return []
         declared = self.declaration
         items = [search_scenario(self.base, scenario, budget=declared.redteam_budget, seed=self.seed,
                                  margin=declared.hack_margin) for scenario in self.scenarios]
@@ -407,6 +437,29 @@ class EnvUnderTest:
         value = float(self.base.score(scenario, text, trace).total)
         self.observed_rewards.append(value)
         return value
+
+    def policy_return(self, scenario: PolicyScenario, policy: Callable[[Any], Any]) -> float:
+        """A numeric env's ``policy`` (observation -> action) on ``scenario``: its mean step reward over
+        :data:`POLICY_EPISODES` episodes seeded from :attr:`seed`; every step reward is remembered."""
+        options = {"scenario_id": scenario.id} if scenario.id is not None else None
+        means = []
+        for episode in range(POLICY_EPISODES):
+            observation, _ = self.base.reset(seed=self.seed + episode, options=options)
+            rewards: list[float] = []
+            for _ in range(100_000):
+                observation, reward, terminated, truncated, _ = self.base.step(policy(observation))
+                rewards.append(float(reward))
+                if terminated or truncated:
+                    break
+            self.observed_rewards += rewards
+            means.append(statistics.fmean(rewards))
+        return statistics.fmean(means)
+
+    def _random_policy(self) -> Callable[[Any], Any]:
+        """Uniform actions of the action space, from a generator seeded with :attr:`seed`."""
+        space = self.base.action_space
+        space.seed(self.seed)
+        return lambda observation: space.sample()
 
 
 def validate(
@@ -502,6 +555,13 @@ def run_checks(subject: EnvUnderTest, skip: Collection[str] = ()) -> list[CheckR
         result.duration_s = time.monotonic() - started
         by_id[check_id] = result
     return [by_id[check_id] for check_id in CHECKS if check_id in by_id]
+
+
+@dataclass(frozen=True)
+class PolicyScenario:
+    """A numeric env's scenario as the checks name it: the ``scenario_id`` a reset is given (``None``: any)."""
+
+    id: str | None
 
 
 # ------------------------------------------------------------------------------- runtime checks
@@ -621,9 +681,10 @@ def check_oracle_max(subject: EnvUnderTest) -> CheckResult:
     if subject.references is None:
         return CheckResult(
             "semantic.oracle_max", FAIL, {"declared_tolerance": tolerance},
-            [f"no oracle: {type(subject.base).__name__} has no reference_answer(scenario)"],
-            "implement reference_answer(scenario) -> (final_text, trace) on an AffectEnv (docs/plugins.md); "
-            "a numeric env has no oracle hook",
+            [f"no oracle: {type(subject.base).__name__} has no reference_answer(scenario)"
+             + ("" if subject.text else " and no reference_policy(observation)")],
+            "implement reference_answer(scenario) -> (final_text, trace) on an AffectEnv (docs/plugins.md), or "
+            "reference_policy(observation) -> action, idle_policy and canary_policies on a numeric env",
         )
     wrong = subject.wrong_replies or [{} for _ in subject.scenarios]
     beaten = []
@@ -700,9 +761,10 @@ def check_reward_pays_skill(subject: EnvUnderTest) -> CheckResult:
             ["unmet dependency: an oracle (reference_answer) on at least two scenarios"],
         )
     gaps: dict[str, list[float]] = {}
-    for (_, _, _, reference), wrong, item in zip(subject.references, subject.wrong_replies, subject.redteam, strict=True):
+    searched = subject.redteam if subject.text else [None] * len(subject.scenarios)
+    for (_, _, _, reference), wrong, item in zip(subject.references, subject.wrong_replies, searched, strict=True):
         cheap = [a["score"] for name, a in item.best_by_base.items()
-                 if name != "reference" and a.get("cheap_base", True) and a["base_score"] < reference - margin]
+                 if name != "reference" and a.get("cheap_base", True) and a["base_score"] < reference - margin] if item else []
         for name, score in {**wrong, **({"redteam_from_cheap_bases": max(cheap)} if cheap else {})}.items():
             gaps.setdefault(name, []).append(reference - score)
     mean_gaps = {name: statistics.fmean(values) for name, values in gaps.items()}
@@ -743,6 +805,11 @@ def check_hack_surface(subject: EnvUnderTest) -> CheckResult:
     from affectgym.redteam.report import summarise
 
     declared = subject.declaration
+    if not subject.text:
+        return CheckResult(
+            "semantic.hack_surface", SKIP, {"declared_share": declared.max_hack_share},
+            [f"{type(subject.base).__name__}'s actions are not text: the red team edits replies"],
+        )
     if subject.references is None:
         return CheckResult(
             "semantic.hack_surface", SKIP, {"declared_share": declared.max_hack_share},
@@ -787,7 +854,7 @@ def check_canary_floor(subject: EnvUnderTest) -> CheckResult:
     (on a sample of 3, one win is no evidence; on 20, four are). Every other canary must lose
     on each scenario.
     """
-    if not subject.text:
+    if not subject.text and not subject.policies:
         return CheckResult(
             "semantic.canary_floor", SKIP, {"canaries_checked": 0},
             [f"no canaries: {type(subject.base).__name__} is not an AffectEnv (canaries(scenario) is its hook)"],
@@ -886,6 +953,17 @@ def check_verifier_determinism(subject: EnvUnderTest) -> CheckResult:
             "semantic.verifier_determinism", SKIP, {},
             ["unmet dependency: semantic.oracle_max (no oracle reply to replay)"],
         )
+    if subject.policies:
+        scenario = subject.scenarios[0]
+        totals = [subject.policy_return(scenario, subject.base.reference_policy) for _ in range(subject.replays)]
+        measured = {"replays": subject.replays, "llm_judged": False, "declared_variance_tolerance": 0.0}
+        if len(set(totals)) != 1:
+            return CheckResult("semantic.verifier_determinism", FAIL, measured,
+                               [f"the oracle policy's seeded episodes earned {len(set(totals))} different mean rewards "
+                                f"in {len(totals)} replays ({min(totals):.6g} to {max(totals):.6g})"],
+                               "make step() a function of the episode so far: randomness only from self.np_random")
+        return CheckResult("semantic.verifier_determinism", PASS, measured,
+                           [f"{len(totals)} replays of the oracle policy on {scenario.id}: identical rewards"])
     scenario, text, trace, _ = subject.references[0]
     judged = bool(subject.judged_criteria)
     tolerance = subject.declaration.variance_tolerance if judged else 0.0

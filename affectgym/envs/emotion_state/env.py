@@ -8,7 +8,7 @@ its mechanics kept and its mistakes fixed; each departure is documented in
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -21,6 +21,7 @@ from affectgym.envs.emotion_state.config import (
     EmotionStateConfig,
     EmotionStateCore,
 )
+from affectgym.envs.emotion_state.control import proportional_command
 from affectgym.envs.emotion_state.data import EmotionArc
 from affectgym.envs.emotion_state.dynamics import EMOTIONS, NUM_EMOTIONS
 
@@ -349,6 +350,23 @@ class EmotionStateEnv(gym.Env[np.ndarray, np.ndarray]):
         if self.render_mode == "rgb_array":
             self._shown.append((self._batch.state[0].copy(), self._target_row.copy()))
         return self._obs.copy(), reward, False, truncated, info
+
+    # ------------------------------------------------------------------ oracle and canaries (affectgym validate)
+    def reference_policy(self, observation: np.ndarray) -> np.ndarray:
+        """The oracle ``affectgym validate`` plays: the proportional controller on the observation's
+        state and target (:func:`~affectgym.envs.emotion_state.control.proportional_command`, gain 2)."""
+        return proportional_command(observation[:NUM_EMOTIONS], observation[NUM_EMOTIONS:2 * NUM_EMOTIONS])
+
+    def idle_policy(self, observation: np.ndarray) -> np.ndarray:
+        """Doing nothing: the zero action, what a policy that outputs nothing sends (it commands no emotion)."""
+        return np.zeros(NUM_EMOTIONS, dtype=np.float32)
+
+    def canary_policies(self) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
+        """Cheap policies that must earn less than the oracle: every emotion commanded at full (the
+        article's intensity term paid for it whatever the target), and the state held where it is
+        (smoothness alone: it ignores every change of target)."""
+        return {"every_emotion_full": lambda observation: np.ones(NUM_EMOTIONS, dtype=np.float32),
+                "state_held": lambda observation: np.array(observation[:NUM_EMOTIONS], dtype=np.float32)}
 
     def render(self) -> str | np.ndarray | None:
         """The state and target as text bars (``"ansi"``) or as an ``(320, 640, 3)`` uint8 image (``"rgb_array"``)."""
