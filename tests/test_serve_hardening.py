@@ -94,6 +94,21 @@ def test_half_open_requests_beyond_max_connections_are_dropped_after_the_header_
                 connection.close()
 
 
+def test_a_flood_of_half_open_requests_holds_half_the_connections_so_health_answers_before_any_timeout(tmp_path):
+    # the header timeout is far longer than the probe waits: it answers because the flood is capped, not timed out
+    options = ("--max-connections", "8", "--header-timeout-s", "600")
+    with serve_process(SARCASM, "--split", "eval", *options, log=tmp_path / "serve.log") as url:
+        port = int(url.rsplit(":", 1)[1])
+        half_open = [half_open_connection(port) for _ in range(40)]
+        try:
+            assert health_when_answered(url, timeout_s=20) == 200
+            still_open = [c for c in half_open if not closed_by_the_server(c, timeout_s=0.5)]
+            assert len(still_open) <= 4  # half of --max-connections; the flood's oldest were closed
+        finally:
+            for connection in half_open:
+                connection.close()
+
+
 class NeverReadingSession(threading.Thread):
     """A WebSocket session that pipelines steps as fast as the server takes them, and never reads their answers.
 

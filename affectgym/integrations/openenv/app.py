@@ -62,7 +62,8 @@ class ServeConfig:
             requests from one client cannot use up the process's file descriptors.
         header_timeout_s: A connection that has not sent a whole request's headers this many
             seconds after opening (or after its previous response) is closed, so that half-open
-            requests do not hold the ``max_connections`` for long.
+            requests do not hold the ``max_connections`` for long; and such waiting connections
+            hold at most half of ``max_connections`` at once (a newer one closes the oldest).
         max_body_bytes: Largest HTTP request body; a larger one is answered ``413``.
         log_level: uvicorn's log level.
     """
@@ -254,7 +255,7 @@ def serve(config: ServeConfig) -> None:
     uvicorn.run(
         f"{__name__}:app_from_environment", factory=True, host=config.host, port=config.port,
         workers=config.workers, limit_concurrency=config.max_connections, log_level=config.log_level,
-        **protocol_options(config.header_timeout_s, config.idle_timeout_s),
+        **protocol_options(config.header_timeout_s, config.idle_timeout_s, config.max_connections),
     )
 
 

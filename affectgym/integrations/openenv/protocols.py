@@ -10,7 +10,10 @@ and ``ws`` arguments, which take protocol classes) the two protocols that end th
 * :class:`HeaderTimeoutH11Protocol`, uvicorn's h11 protocol that closes a connection whose
   request headers have not all arrived ``header_timeout_s`` seconds after it opened (or after
   the previous response on it), so half-open requests cannot hold the server's connection
-  slots (``--max-connections``) or file descriptors;
+  slots (``--max-connections``) or file descriptors for long; and that lets such waiting
+  connections hold at most half of the slots at any moment (a newer one closes the oldest),
+  so that a flood of them from one client leaves room for every other request, the health
+  probe's included, before any clock runs out;
 * :class:`UnreadTimeoutWebSocketProtocol`, uvicorn's WebSocket protocol that aborts a
   connection whose write buffer has stayed full (the client takes nothing) for
   ``unread_timeout_s`` seconds; its handler then sees the client leave and frees the session.
@@ -37,12 +40,15 @@ class HeaderTimeoutH11Protocol(H11Protocol):
     Args:
         header_timeout_s: Seconds a connection has to send a request's headers, counted from
             its opening and again from each response it gets.
+        max_waiting: Connections of the server that may wait for a request's headers at once
+            (``None``: no limit); when one more starts waiting, the one waiting longest is closed.
         **kwargs: uvicorn's arguments of ``H11Protocol``.
     """
 
-    def __init__(self, *args: Any, header_timeout_s: float = HEADER_TIMEOUT_S, **kwargs: Any):
+    def __init__(self, *args: Any, header_timeout_s: float = HEADER_TIMEOUT_S, max_waiting: int | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.header_timeout_s = header_timeout_s
+        self.max_waiting = max_waiting
         self.header_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -67,14 +73,19 @@ class HeaderTimeoutH11Protocol(H11Protocol):
     def _start_header_clock(self) -> None:
         self._stop_header_clock()
         self.header_timer = self.loop.call_later(self.header_timeout_s, self._headers_late)
+        waiting = _waiting(self.server_state)
+        waiting[self] = None
+        while self.max_waiting is not None and len(waiting) > self.max_waiting:
+            next(iter(waiting))._headers_late()  # the one waiting longest, which leaves ``waiting``
 
     def _stop_header_clock(self) -> None:
+        _waiting(self.server_state).pop(self, None)
         if self.header_timer is not None:
             self.header_timer.cancel()
             self.header_timer = None
 
     def _headers_late(self) -> None:
-        self.header_timer = None
+        self._stop_header_clock()
         if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
             self.transport.close()
 
@@ -112,16 +123,26 @@ class UnreadTimeoutWebSocketProtocol(AutoWebSocketsProtocol):  # type: ignore[mi
             self.unread_timer = None
 
 
-def protocol_options(header_timeout_s: float, unread_timeout_s: float | None) -> dict[str, Any]:
+def _waiting(server_state: Any) -> dict[HeaderTimeoutH11Protocol, None]:
+    """The server's connections waiting for a request's headers, the one waiting longest first."""
+    if not hasattr(server_state, "affectgym_waiting_for_headers"):
+        server_state.affectgym_waiting_for_headers = {}
+    return server_state.affectgym_waiting_for_headers
+
+
+def protocol_options(header_timeout_s: float, unread_timeout_s: float | None, max_connections: int | None = None) -> dict[str, Any]:
     """``uvicorn.run``'s ``http`` and ``ws`` arguments: the two protocols above with these timeouts.
 
     Args:
         header_timeout_s: Seconds a connection has to send a request's headers.
         unread_timeout_s: Seconds a WebSocket client may leave the server's messages unread
             (``None``: for ever).
+        max_connections: uvicorn's ``limit_concurrency``; connections waiting for headers may
+            hold half of it (at least one), the rest is kept for requests that arrive whole.
     """
+    max_waiting = None if max_connections is None else max(1, max_connections // 2)
     return {
-        "http": functools.partial(HeaderTimeoutH11Protocol, header_timeout_s=header_timeout_s),
+        "http": functools.partial(HeaderTimeoutH11Protocol, header_timeout_s=header_timeout_s, max_waiting=max_waiting),
         "ws": functools.partial(UnreadTimeoutWebSocketProtocol, unread_timeout_s=unread_timeout_s),
     }
 
