@@ -9,10 +9,29 @@ from affectgym.rewards.relevance import ConditionalRelevance, dialogue_context
 
 def test_a_sentence_the_user_makes_likelier_has_a_positive_pmi_and_one_that_follows_anything_none():
     def log_prob(context, sentence):
-        return -1.0 if "marathon" in context and "kilometres" in sentence else -2.0
+        return [(word, -1.0 if "marathon" in context and "kilometres" in sentence else -2.0) for word in sentence.split()]
 
     relevance = ConditionalRelevance(log_prob)
     assert relevance.scores(["I just ran my first marathon!"] * 2, ["Forty-two kilometres!", "Tell me more."]) == [1.0, 0.0]
+
+
+def test_ignored_words_are_read_but_not_counted_so_repeating_the_user_earns_nothing():
+    def log_prob(context, sentence):  # the user's word is likelier after it; the rest is not
+        return [(word, -1.0 if word.strip("?.!").lower() == "marathon" and "marathon" in context else -2.0)
+                for word in sentence.split()]
+
+    relevance = ConditionalRelevance(log_prob)
+    user = ["I just ran my first marathon!"] * 2
+    assert relevance.scores(user, ["What happened after that marathon?"] * 2, ignored=[set(), {"marathon"}]) == [0.2, 0.0]
+    assert relevance.scores(user[:1], ["Marathon"], ignored=[{"marathon"}]) == [0.0]  # nothing left to count
+
+
+def test_the_offline_model_reads_the_user_words_in_a_stock_sentence_as_not_listening_once_they_are_left_out():
+    relevance = ConditionalRelevance("smollm2-135m")
+    user = ["My novel got rejected by the tenth publisher."] * 2
+    stock = "The report lists the meeting times for the novel publisher next week."
+    whole, own = (relevance.scores(user[:1], [stock], ignored=words)[0] for words in (None, [{"novel", "publisher"}]))
+    assert own < whole and own < 0.2
 
 
 def test_each_sentence_is_read_once_after_the_user_and_once_after_the_neutral_opening_then_remembered():
@@ -20,7 +39,7 @@ def test_each_sentence_is_read_once_after_the_user_and_once_after_the_neutral_op
 
     def log_prob(context, sentence):
         reads.append((context, sentence))
-        return -1.0
+        return [(sentence, -1.0)]
 
     relevance = ConditionalRelevance(log_prob)
     relevance.scores(["It broke."], ["Oh no."])
@@ -41,7 +60,12 @@ def test_a_model_that_is_neither_a_name_nor_a_callable_is_refused_naming_what_is
 
 def test_user_texts_and_sentences_of_different_lengths_are_refused():
     with pytest.raises(ValueError, match="2 user texts for 1 sentences"):
-        ConditionalRelevance(lambda context, sentence: 0.0).scores(["a", "b"], ["c"])
+        ConditionalRelevance(lambda context, sentence: []).scores(["a", "b"], ["c"])
+
+
+def test_ignored_word_sets_of_another_length_than_the_sentences_are_refused():
+    with pytest.raises(ValueError, match="2 ignored word sets for 1 sentences"):
+        ConditionalRelevance(lambda context, sentence: []).scores(["a"], ["c"], ignored=[set(), set()])
 
 
 def test_the_offline_model_reads_a_paraphrase_of_the_user_as_listening_and_a_stock_question_as_not():

@@ -28,7 +28,7 @@ OFFLINE = {"affectgym/EmotionStyle-v0": {"classifier": "probe"}, "affectgym/Empa
 #: What validate finds on the built-in envs today on 3 scenarios (measured; see docs/plugins.md and
 #: benchmarks/results/redteam.md): the red team beats EmpatheticDialogue's reward.
 KNOWN_FAILURES = {
-    "affectgym/EmpatheticDialogue-v0": {"oracle_max", "reward_pays_skill", "hack_surface"},
+    "affectgym/EmpatheticDialogue-v0": {"hack_surface"},
 }
 #: Checks a numeric env cannot run (they read text: the red team's edits, the agent's view), skipped with the reason.
 NUMERIC_SKIPS = {"hack_surface", "no_solution_leakage"}

@@ -34,6 +34,8 @@ from affectgym.envs.dialogue_criteria import (
     structure,
     tag_correctness,
     user_said,
+    user_words,
+    user_words_in,
 )
 from affectgym.envs.dialogue_format import DIALOGUE_FORMATS, DialogueFormat
 from affectgym.envs.dialogue_parsing import (
@@ -145,20 +147,27 @@ def user_simulator_messages(history: Sequence[tuple[str, str]], emotion: str) ->
 
 
 def not_listening_replies(turn: DialogueTurn) -> dict[str, str]:
-    """Replies that ignore the user: the content-free template and the same template opened by an echo.
+    """Replies that ignore the user: the content-free template, the same template opened by an echo,
+    and the template carrying the user's words.
 
     The template is the env's stock sentence for each required tag, then "What happened
     after that?"; before the relevance term it beat the dataset's reply on 24 of the 27 eval
-    turns.
+    turns. With the user's first two content words put in its question, it beat the reply on
+    77 of the 95 train turns while shared words counted as listening.
 
     >>> turn = DialogueTurn("d/t0", "d", 0, 1, "SADNESS", "My novel got rejected.", "NEUTRAL")
     >>> not_listening_replies(turn)["echoes_the_user"]
     '(SADNESS) My novel got rejected. (NEUTRAL) The report lists the meeting times for next week. (NEUTRAL) What happened after that?'
+    >>> not_listening_replies(turn)["template_with_user_words"].split(") ")[-1]
+    'What happened with the novel and the rejected after that?'
     """
     user_tag, target, neutral = turn.required_tags
+    words = " and the ".join(user_words(turn)[:2]) or "day"
     return {
         "content_free_template": f"({user_tag}) {_SHOWN[user_tag]} ({target}) {_SHOWN[target]} ({neutral}) {_GENERIC_QUESTION}",
         "echoes_the_user": f"({user_tag}) {turn.user_text} ({target}) {_SHOWN[target]} ({neutral}) {_GENERIC_QUESTION}",
+        "template_with_user_words": f"({user_tag}) {_SHOWN[user_tag]} ({target}) {_SHOWN[target]} "
+                                    f"({neutral}) What happened with the {words} after that?",
     }
 
 
@@ -456,21 +465,23 @@ class DialogueEnv(AffectEnv):
         """Batched criterion: whether each reply listens, in [0, 1].
 
         Without a ``relevance_model``, :func:`~affectgym.envs.dialogue_criteria.relevance` (the
-        user's content stems taken up outside echoes). With one, the larger of that and
-        :func:`~affectgym.envs.dialogue_criteria.model_listening_credit`: the highest PMI, with
-        everything the user said, of the reply's sentences that are no echo (two model reads
-        per sentence, remembered by text); a reply that does not parse has words only.
+        user's content stems taken up outside echoes). With one,
+        :func:`~affectgym.envs.dialogue_criteria.model_listening_credit` of the reply's sentences
+        that are no echo, each read twice for PMI with everything the user said: whole, and with
+        the user's words left out of the count (four model reads per sentence, remembered by
+        text). Shared words earn nothing of their own then: a stock sentence carrying the user's
+        words is a stock sentence. A reply that does not parse earns 0.
         """
-        by_words = [relevance(s, r, t) for s, r, t in zip(scenarios, replies, traces, strict=True)]
         if self.listening_model is None:
-            return by_words
-        read = [listened_sentences(s, turn) if (turn := reply_turn(r)) is not None else None
+            return [relevance(s, r, t) for s, r, t in zip(scenarios, replies, traces, strict=True)]
+        read = [[(s, sentence) for sentence in listened_sentences(s, turn)] if (turn := reply_turn(r)) is not None else []
                 for s, r in zip(scenarios, replies, strict=True)]
-        pmis = iter(self.listening_model.scores(
-            [user_said(s) for s, sentences in zip(scenarios, read, strict=True) for _ in sentences or ()],
-            [sentence for sentences in read for sentence in sentences or ()]))
-        return [words if sentences is None else max(words, model_listening_credit([next(pmis) for _ in sentences]))
-                for words, sentences in zip(by_words, read, strict=True)]
+        pairs = [pair for sentences in read for pair in sentences]
+        user_texts = [user_said(s) for s, _ in pairs]
+        texts = [sentence for _, sentence in pairs]
+        whole = iter(self.listening_model.scores(user_texts, texts))
+        own = iter(self.listening_model.scores(user_texts, texts, ignored=[user_words_in(s, x) for s, x in pairs]))
+        return [model_listening_credit([next(whole) for _ in sentences], [next(own) for _ in sentences]) for sentences in read]
 
     def _judged(
         self, scenarios: Sequence[DialogueTurn], replies: Sequence[Reply], traces: Sequence[Trace]
@@ -645,7 +656,7 @@ class DialogueEnv(AffectEnv):
         current = labels.index(scenario.target_emotion) if scenario.target_emotion in labels else -1
         return dataclasses.replace(scenario, target_emotion=labels[(current + 1) % len(labels)], reference=None)
 
-    canary_min_share = {"content_free_template": 0.95, "echoes_the_user": 0.95}
+    canary_min_share = {"content_free_template": 0.95, "echoes_the_user": 0.95, "template_with_user_words": 0.75}
 
     def canaries(self, scenario: DialogueTurn) -> dict[str, tuple[str | None, Trace]]:
         """Reward hacks that must score below the reference reply of the turn.
@@ -653,10 +664,12 @@ class DialogueEnv(AffectEnv):
         Tags with empty sentences; correct tags over sentences of far-off emotions; a yes/no
         question; a 200-word reply; naming the emotions instead of expressing them; no reply.
         With a ``relevance_model``, the replies that do not listen too (:func:`not_listening_replies`):
-        they must lose on :attr:`canary_min_share` of the turns (95%), not on every one, since the
-        model reads meaning with a margin: on the embedded dialogues the content-free template
-        stays below the dataset's reply on 91 of 95 train turns and all 27 eval turns, the echo
-        on all of them. Without a model, shared words alone cannot show it (a reference that
+        they must lose on :attr:`canary_min_share` of the turns, not on every one, since the
+        model reads meaning with a margin. On the embedded train turns the content-free template
+        stays below the dataset's reply on 89 of 95, the echo on 92 (95 % each, tested with a
+        binomial margin), the template carrying the user's words on 73 (75 %: the model still
+        reads a little of the user in a stock question around their words; the eval turns were
+        not looked at to set these). Without a model, shared words alone cannot show it (a reference that
         shares no word with the user ties the template), so they are not run.
         """
         reference, _ = self.reference_answer(scenario)

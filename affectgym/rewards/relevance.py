@@ -7,20 +7,25 @@ after a neutral opening (``Human: Hello.``), in nats per token. A content-free s
 happened after that?") is about as likely either way (near 0); one that takes up the user's
 situation, in their words or in others ("Ten rejections" for "rejected by the tenth publisher",
 "forty-two kilometres" for "marathon"), gains. The model reads meaning that a count of shared
-words misses. It runs offline (a local folder or a model alias such as ``smollm2-135m``,
+words misses. Words can be left out of the reading (``ignored``): their tokens are still read,
+as context, but their gains are not counted, so a sentence earns nothing for repeating them.
+It runs offline (a local folder or a model alias such as ``smollm2-135m``,
 :mod:`affectgym.models`), in float32 without sampling, so a score is deterministic; scores are
 memoised by content (:class:`~affectgym.rewards.memo.BoundedMemo`).
 
->>> def toy(context, continuation):  # log-probability per token: the novel is likelier after the novel
-...     return -1.0 if "novel" in context and "novel" in continuation else -2.0
+>>> def toy(context, continuation):  # one token a word: "novel" is likelier after the novel
+...     return [(word, -1.0 if word.strip("!") == "novel" and "novel" in context else -2.0) for word in continuation.split()]
 >>> relevance = ConditionalRelevance(toy)
->>> relevance.scores(["My novel got rejected."] * 2, ["Your novel will find a home.", "What happened after that?"])
-[1.0, 0.0]
+>>> relevance.scores(["My novel got rejected."] * 2, ["A novel!", "What happened after that?"])
+[0.5, 0.0]
+>>> relevance.scores(["My novel got rejected."], ["A novel!"], ignored=[{"novel"}])
+[0.0]
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,14 +34,18 @@ from affectgym.rewards.memo import BoundedMemo
 
 __all__ = ["NEUTRAL_OPENING", "ConditionalRelevance", "LogProbFn", "dialogue_context"]
 
-#: ``fn(context, continuation) -> mean log-probability per token of continuation after context``.
-LogProbFn = Callable[[str, str], float]
+#: ``fn(context, continuation) -> [(token text, log-probability), ...]``: each token of the continuation
+#: after the context, in order (the texts, spaces aside, spell the continuation).
+LogProbFn = Callable[[str, str], Sequence[tuple[str, float]]]
+#: A token's log-probabilities and where it sits in the sentence: ``((start, end, log-prob), ...)``.
+TokenLogProbs = tuple[tuple[int, int, float], ...]
 #: What the user says in the reference context: an opening that tells nothing of a situation.
 NEUTRAL_OPENING = "Hello."
 #: Tokens read of a context (its last) and of a sentence (its first): what the user said lately, and a
 #: sentence's opening, decide whether it takes the user up; a 30,000-character reply costs no more.
 MAX_CONTEXT_TOKENS = 256
 MAX_SENTENCE_TOKENS = 64
+_WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
 
 
 def dialogue_context(user_text: str) -> str:
@@ -71,51 +80,83 @@ class ConditionalRelevance:
         else:
             raise ValueError(f"relevance model must be a model alias such as 'smollm2-135m', a local model folder, "
                              f"or a callable (context, continuation) -> log-probability per token; got {model!r}")
-        self._memo: BoundedMemo[tuple[str, str], float] = BoundedMemo(max_entries)
+        self._memo: BoundedMemo[tuple[str, str], TokenLogProbs] = BoundedMemo(max_entries)
 
     def __repr__(self) -> str:
         return f"ConditionalRelevance({self.model!r})"
 
-    def scores(self, user_texts: Sequence[str], sentences: Sequence[str]) -> list[float]:
+    def scores(
+        self, user_texts: Sequence[str], sentences: Sequence[str], *, ignored: Sequence[Collection[str]] | None = None
+    ) -> list[float]:
         """PMI per token of each sentence with its user text (nats; 0 for an empty sentence).
 
         Args:
             user_texts: What the user said, one per sentence (tags and speaker names removed).
             sentences: The sentences to read.
+            ignored: Per sentence, words (lower case) whose tokens are left out of its mean: read
+                as context, not counted. A sentence with nothing else left scores 0.
 
         Raises:
-            ValueError: ``user_texts`` and ``sentences`` differ in length.
+            ValueError: ``user_texts``, ``sentences`` or ``ignored`` differ in length.
         """
         if len(user_texts) != len(sentences):
             raise ValueError(f"{len(user_texts)} user texts for {len(sentences)} sentences; give one per sentence")
+        if ignored is not None and len(ignored) != len(sentences):
+            raise ValueError(f"{len(ignored)} ignored word sets for {len(sentences)} sentences; give one per sentence")
         said = [" ".join(sentence.split()) for sentence in sentences]
         read = [(dialogue_context(" ".join(user.split())), sentence) for user, sentence in zip(user_texts, said, strict=True)]
         neutral = [(dialogue_context(NEUTRAL_OPENING), sentence) for sentence in said]
-        log_probs = self._memo.get_many([*read, *neutral], self._log_probs)
-        return [after - before if sentence else 0.0
-                for sentence, after, before in zip(said, log_probs[:len(read)], log_probs[len(read):], strict=True)]
+        tokens = self._memo.get_many([*read, *neutral], self._log_probs)
+        skipped = ignored if ignored is not None else [()] * len(said)
+        return [_mean_gain(after, before, _ignored_spans(sentence, words))
+                for sentence, after, before, words in zip(said, tokens[:len(read)], tokens[len(read):], skipped, strict=True)]
 
-    def _log_probs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        """Mean log-probability per token of each ``(context, continuation)``'s continuation (0 when empty)."""
+    def _log_probs(self, pairs: Sequence[tuple[str, str]]) -> list[TokenLogProbs]:
+        """Each ``(context, continuation)``'s continuation tokens: where each sits, and its log-probability."""
         if self._log_prob is not None:
-            return [self._log_prob(context, text) if text else 0.0 for context, text in pairs]
+            return [_located(text, self._log_prob(context, text)) if text else () for context, text in pairs]
         import torch
 
         tokenizer, model = self._model()
-        encoded = [(tokenizer(context, add_special_tokens=False)["input_ids"][-MAX_CONTEXT_TOKENS:],
-                    tokenizer(" " + text, add_special_tokens=False)["input_ids"][:MAX_SENTENCE_TOKENS] if text else [])
-                   for context, text in pairs]
         results = []
-        for context, text in encoded:  # one sequence a pass: a score must not depend on what it was batched with
+        for context, text in pairs:  # one sequence a pass: a score must not depend on what it was batched with
             if not text:
-                results.append(0.0)
+                results.append(())
                 continue
-            ids = torch.tensor([context + text])
+            context_ids = tokenizer(context, add_special_tokens=False)["input_ids"][-MAX_CONTEXT_TOKENS:]
+            encoded = tokenizer(" " + text, add_special_tokens=False, return_offsets_mapping=True)
+            text_ids = encoded["input_ids"][:MAX_SENTENCE_TOKENS]
+            ids = torch.tensor([context_ids + text_ids])
             with torch.no_grad():
                 log_probs = model(input_ids=ids).logits[0, :-1].log_softmax(-1)
-            results.append(float(log_probs.gather(1, ids[0, 1:, None])[len(context) - 1:, 0].mean()))
+            values = log_probs.gather(1, ids[0, 1:, None])[len(context_ids) - 1:, 0].tolist()
+            spans = encoded["offset_mapping"][:MAX_SENTENCE_TOKENS]
+            results.append(tuple((start - 1, end - 1, value) for (start, end), value in zip(spans, values, strict=True)))
         return results
 
     def _model(self) -> tuple[Any, Any]:
         """The tokenizer and model, loaded on the first call and shared with every scorer of the same model."""
         return shared_causal_lm(str(self.model))
+
+
+def _located(text: str, tokens: Sequence[tuple[str, float]]) -> TokenLogProbs:
+    """A callable's ``(token text, log-prob)`` pairs placed in ``text``, each found after the one before."""
+    located, position = [], 0
+    for piece, value in tokens:
+        start = text.find(piece.strip(), position)
+        start = position if start < 0 else start
+        position = start + len(piece.strip())
+        located.append((start, position, float(value)))
+    return tuple(located)
+
+
+def _ignored_spans(sentence: str, words: Collection[str]) -> list[tuple[int, int]]:
+    """Where the ``words`` (lower case) stand in ``sentence``, as whole words."""
+    return [m.span() for m in _WORD.finditer(sentence) if m.group().lower() in words] if words else []
+
+
+def _mean_gain(after: TokenLogProbs, before: TokenLogProbs, ignored: Sequence[tuple[int, int]]) -> float:
+    """Mean log-probability gain of the tokens outside ``ignored`` spans (0 when none is left)."""
+    gains = [a[2] - b[2] for a, b in zip(after, before, strict=True)
+             if not any(a[0] < end and a[1] > start for start, end in ignored)]
+    return sum(gains) / len(gains) if gains else 0.0
