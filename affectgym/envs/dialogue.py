@@ -159,7 +159,7 @@ def not_listening_replies(turn: DialogueTurn) -> dict[str, str]:
     >>> not_listening_replies(turn)["echoes_the_user"]
     '(SADNESS) My novel got rejected. (NEUTRAL) The report lists the meeting times for next week. (NEUTRAL) What happened after that?'
     >>> not_listening_replies(turn)["template_with_user_words"].split(") ")[-1]
-    'What happened with the novel and the rejected after that?'
+    'What happened with the novel and the got after that?'
     """
     user_tag, target, neutral = turn.required_tags
     words = " and the ".join(user_words(turn)[:2]) or "day"

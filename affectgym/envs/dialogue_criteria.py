@@ -194,7 +194,7 @@ def model_listening_credit(pmis: Sequence[float], own_word_pmis: Sequence[float]
 def user_words(scenario: DialogueTurn) -> list[str]:
     """The content words of the user's turn (lower case, stop words left out), in order, each once.
 
-    >>> user_words(DialogueTurn("d/t0", "d", 0, 1, "SADNESS", "My novel, my novel got rejected.", "HAPPINESS"))
+    >>> user_words(DialogueTurn("d/t0", "d", 0, 1, "SADNESS", "My novel, my novel was rejected.", "HAPPINESS"))
     ['novel', 'rejected']
     """
     return list(dict.fromkeys(w for _, w in _content_words(scenario.user_text)))
