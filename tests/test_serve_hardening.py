@@ -14,6 +14,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 from served_env import ServedEnv, serve_process
@@ -81,32 +82,31 @@ def health_when_answered(url: str, timeout_s: float = 30.0) -> int:
             time.sleep(0.2)
 
 
-def test_half_open_requests_beyond_max_connections_are_dropped_after_the_header_timeout_and_health_answers(tmp_path):
-    options = ("--max-connections", "4", "--header-timeout-s", "1")
+@contextmanager
+def half_open_flood(tmp_path, connections: int, *options: str):
+    """``(url, connections)``: a served Sarcasm-v0 with ``options``, and that many half-open connections to it."""
     with serve_process(SARCASM, "--split", "eval", *options, log=tmp_path / "serve.log") as url:
         port = int(url.rsplit(":", 1)[1])
-        half_open = [half_open_connection(port) for _ in range(12)]
+        half_open = [half_open_connection(port) for _ in range(connections)]
         try:
-            assert health_when_answered(url) == 200
-            assert all(closed_by_the_server(connection) for connection in half_open)
+            yield url, half_open
         finally:
             for connection in half_open:
                 connection.close()
+
+
+def test_half_open_requests_beyond_max_connections_are_dropped_after_the_header_timeout_and_health_answers(tmp_path):
+    with half_open_flood(tmp_path, 12, "--max-connections", "4", "--header-timeout-s", "1") as (url, half_open):
+        assert health_when_answered(url) == 200
+        assert all(closed_by_the_server(connection) for connection in half_open)
 
 
 def test_a_flood_of_half_open_requests_holds_half_the_connections_so_health_answers_before_any_timeout(tmp_path):
     # the header timeout is far longer than the probe waits: it answers because the flood is capped, not timed out
-    options = ("--max-connections", "8", "--header-timeout-s", "600")
-    with serve_process(SARCASM, "--split", "eval", *options, log=tmp_path / "serve.log") as url:
-        port = int(url.rsplit(":", 1)[1])
-        half_open = [half_open_connection(port) for _ in range(40)]
-        try:
-            assert health_when_answered(url, timeout_s=20) == 200
-            still_open = [c for c in half_open if not closed_by_the_server(c, timeout_s=0.5)]
-            assert len(still_open) <= 4  # half of --max-connections; the flood's oldest were closed
-        finally:
-            for connection in half_open:
-                connection.close()
+    with half_open_flood(tmp_path, 40, "--max-connections", "8", "--header-timeout-s", "600") as (url, half_open):
+        assert health_when_answered(url, timeout_s=20) == 200
+        still_open = [c for c in half_open if not closed_by_the_server(c, timeout_s=0.5)]
+        assert len(still_open) <= 4  # half of --max-connections; the flood's oldest were closed
 
 
 class NeverReadingSession(threading.Thread):
