@@ -4,12 +4,14 @@
 uvicorn server on a free port, in a background thread of the test process (so an env id a
 test registers is served too); :func:`serve_process` runs ``python -m affectgym serve`` as
 the user does, in a subprocess (its log in a file). Both wait until ``GET /health`` answers.
+:func:`long_reply` draws a scenario's reference out to 32 KB for load tests.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -21,6 +23,17 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+REPLY_BYTES = 32 * 1024
+PADDING = ", and the afternoon went on like that"
+
+
+def long_reply(env: Any, scenario: Any, size_bytes: int = REPLY_BYTES) -> str:
+    """The scenario's honest reference with its first sentence drawn out by clauses to ``size_bytes``,
+    so that it still parses (a dialogue turn stays three tagged sentences) and every scorer reads it."""
+    reference = env.reference_answer(scenario)[0]
+    first_end = re.search(r"[.!?](\s|$)", reference).start()
+    head, tail = reference[:first_end], reference[first_end:]
+    return head + PADDING * ((size_bytes - len((head + tail).encode())) // len(PADDING)) + tail
 
 
 def free_port() -> int:

@@ -8,11 +8,10 @@ passes on the shared model.)
 from __future__ import annotations
 
 import json
-import re
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from served_env import ServedEnv
+from served_env import ServedEnv, long_reply
 from websockets.sync.client import connect
 
 import affectgym
@@ -22,17 +21,6 @@ from affectgym.integrations.openenv.client import RemoteEnv
 SERVED = {"affectgym/EmotionStyle-v0": {"classifier": "probe", "split": "eval"},
           "affectgym/EmpatheticDialogue-v0": {"split": "eval"}}
 SESSIONS = 16
-REPLY_BYTES = 32 * 1024
-PADDING = ", and the afternoon went on like that"
-
-
-def long_reply(env, scenario) -> str:
-    """The scenario's honest reference with its first sentence drawn out by clauses to 32 KB, so that
-    it still parses (a dialogue turn stays three tagged sentences) and every scorer reads it."""
-    reference = env.reference_answer(scenario)[0]
-    first_end = re.search(r"[.!?](\s|$)", reference).start()
-    head, tail = reference[:first_end], reference[first_end:]
-    return head + PADDING * ((REPLY_BYTES - len((head + tail).encode())) // len(PADDING)) + tail
 
 
 def played_in_process(env, scenario, messages: list[str]) -> list[tuple[float, bool]]:
