@@ -468,8 +468,8 @@ class DialogueEnv(AffectEnv):
         user's content stems taken up outside echoes). With one,
         :func:`~affectgym.envs.dialogue_criteria.model_listening_credit` of the reply's sentences
         that are no echo, each read twice for PMI with everything the user said: whole, and with
-        the user's words left out of the count (four model reads per sentence, remembered by
-        text). Shared words earn nothing of their own then: a stock sentence carrying the user's
+        the user's words left out of the count (both from the same two model reads per sentence,
+        remembered by text). Shared words earn nothing of their own then: a stock sentence carrying the user's
         words is a stock sentence. A reply that does not parse earns 0.
         """
         if self.listening_model is None:

@@ -145,7 +145,7 @@ def relevance(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
     user_lines = _user_lines(scenario)
     copied = set().union(*(_copied_positions(_CONTENT_WORD.findall(line.lower()), said) for line in user_lines))
     stem = english_stemmer()
-    user_stems = {stem(w) for line in user_lines for _, w in _content_words(line)}
+    user_stems = _user_stems(scenario)
     taken_up = {stem(w) for i, w in _content_words(said) if i not in copied} & user_stems
     needed = min(RELEVANT_STEMS_FULL_CREDIT, len(user_stems))
     return min(1.0, len(taken_up) / needed) if needed else 0.0
@@ -207,9 +207,14 @@ def user_words_in(scenario: DialogueTurn, sentence: str) -> set[str]:
     >>> sorted(user_words_in(turn, "Ten rejections would sting any novelist."))
     ['rejections']
     """
-    stem = english_stemmer()
-    said = {stem(w) for line in _user_lines(scenario) for _, w in _content_words(line)}
+    stem, said = english_stemmer(), _user_stems(scenario)
     return {w for _, w in _content_words(sentence) if stem(w) in said}
+
+
+def _user_stems(scenario: DialogueTurn) -> set[str]:
+    """The Snowball stems of the content words of everything the user said so far."""
+    stem = english_stemmer()
+    return {stem(w) for line in _user_lines(scenario) for _, w in _content_words(line)}
 
 
 def _user_lines(scenario: DialogueTurn) -> list[str]:

@@ -79,7 +79,7 @@ class ConditionalRelevance:
             self.model = str(model)
         else:
             raise ValueError(f"relevance model must be a model alias such as 'smollm2-135m', a local model folder, "
-                             f"or a callable (context, continuation) -> log-probability per token; got {model!r}")
+                             f"or a callable (context, continuation) -> [(token text, log-probability), ...]; got {model!r}")
         self._memo: BoundedMemo[tuple[str, str], TokenLogProbs] = BoundedMemo(max_entries)
 
     def __repr__(self) -> str:
