@@ -135,19 +135,23 @@ def test_emotion_styles_dspy_judge_scores_replies_through_the_server(server):
 
 
 def test_a_folder_without_a_model_is_refused_naming_what_is_accepted(tmp_path):
-    from affectgym.agents.serve_local import serve_command
+    from affectgym.agents.serve_local import served_model
 
     with pytest.raises(FileNotFoundError, match="no config.json.*model alias"):
-        serve_command(str(tmp_path))
+        served_model(str(tmp_path))
 
 
-def test_a_model_folder_is_served_under_its_own_name_from_its_parent_on_cpu(tmp_path):
-    from affectgym.agents.serve_local import serve_command
+def test_a_model_folder_is_served_under_its_own_name(tmp_path):
+    from affectgym.agents.serve_local import served_model
 
     (tmp_path / "my-model").mkdir()
     (tmp_path / "my-model" / "config.json").write_text("{}")
-    command = serve_command(str(tmp_path / "my-model"), port=8123)
-    assert command.cwd == tmp_path.resolve() and command.model == "my-model"
-    assert command.argv[command.argv.index("serve") + 1] == "my-model"
-    assert command.argv[command.argv.index("--device") + 1] == "cpu" and "--continuous-batching" not in command.argv
-    assert command.base_url == "http://127.0.0.1:8123/v1"
+    served = served_model(str(tmp_path / "my-model"), port=8123)
+    assert served.folder == (tmp_path / "my-model").resolve() and served.model == "my-model"
+    assert served.base_url == "http://127.0.0.1:8123/v1"
+
+
+def test_bad_limits_on_the_command_line_are_refused_naming_the_setting(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "affectgym.agents.serve_local", "--max-pending", "0"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "max_pending must be a whole number of at least 1, got 0" in run.stderr

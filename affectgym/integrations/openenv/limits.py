@@ -13,8 +13,9 @@ middleware, answers:
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from affectgym.asgi import BodyTooLarge, read_body, refuse, replay
 
 #: Largest HTTP request body accepted (an action is at most ~32 K characters).
 MAX_HTTP_BODY_BYTES = 1 << 20
@@ -44,50 +45,25 @@ class RequestLimits:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = dict(scope.get("headers") or ()).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
-            await _refuse(send, 413, f"request body of {int(declared)} bytes; at most {self.max_body_bytes} accepted")
+        try:
+            body = await read_body(scope, receive, self.max_body_bytes)
+        except BodyTooLarge as refused:
+            await refuse(send, 413, str(refused))
             return
-        body, more = b"", True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-            if len(body) > self.max_body_bytes:
-                await _refuse(send, 413, f"request body over {self.max_body_bytes} bytes; at most {self.max_body_bytes} accepted")
-                return
+        if body is None:  # the client left
+            return
         builds_env = scope.get("method") == "POST" and scope.get("path") in ENV_BUILDING_PATHS
         if builds_env and self.http_envs >= self.max_http_envs:
-            await _refuse(send, 503, f"{self.max_http_envs} stateless {'/'.join(ENV_BUILDING_PATHS)} requests are "
-                                     "being served; try again shortly, or play over the WebSocket /ws",
-                          retry_after_s=1)
+            await refuse(send, 503, f"{self.max_http_envs} stateless {'/'.join(ENV_BUILDING_PATHS)} requests are "
+                                    "being served; try again shortly, or play over the WebSocket /ws",
+                         retry_after_s=1)
             return
-        replayed = False
-
-        async def replay() -> dict[str, Any]:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
         held = 1 if builds_env else 0
         self.http_envs += held
         try:
-            await self.app(scope, replay, send)
+            await self.app(scope, replay(body, receive), send)
         finally:
             self.http_envs -= held
-
-
-async def _refuse(send: Any, status: int, detail: str, retry_after_s: int | None = None) -> None:
-    payload = json.dumps({"detail": detail}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
-    if retry_after_s is not None:
-        headers.append((b"retry-after", str(retry_after_s).encode()))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": payload})
 
 
 __all__ = ["ENV_BUILDING_PATHS", "HEADER_TIMEOUT_S", "MAX_HTTP_BODY_BYTES", "RequestLimits"]
