@@ -61,8 +61,8 @@ def test_tiny_model_calls_the_tool_then_answers_through_the_env(taught_model):
     assert terminated and info["episode_reward"] == pytest.approx(1.0)
 
 
-def test_concurrent_requests_share_one_generate_call(taught_model):
-    agent = TransformersAgent(str(taught_model), max_new_tokens=40, max_batch_size=4, batch_wait_s=0.5)
+def test_concurrent_requests_without_the_prefix_cache_share_one_generate_call(taught_model):
+    agent = TransformersAgent(str(taught_model), max_new_tokens=40, max_batch_size=4, batch_wait_s=0.5, prefix_cache=0)
     env = ToyMoodEnv()
     _, info = env.reset(options={"scenario_id": "n03"})
     replies: list[str] = []
@@ -88,7 +88,7 @@ def test_tokens_generated_counts_every_workers_reply_up_to_its_end_of_turn(taugh
 
 
 def test_left_padded_batch_gives_the_same_replies_as_one_at_a_time(taught_model):
-    agent = TransformersAgent(str(taught_model), max_new_tokens=40)
+    agent = TransformersAgent(str(taught_model), max_new_tokens=40, prefix_cache=0)
     env = ToyMoodEnv()
     _, first = env.reset(options={"scenario_id": "n01"})
     _, _, _, _, second = env.step(READ_NOTE)

@@ -3,8 +3,11 @@
 The prompt is the tokenizer's chat template applied to the env's messages with the env's
 tool schemas (``apply_chat_template(messages, tools=...)``); the generated text, tool calls
 included, is the action. Concurrent episodes share one model through a batching queue: the
-requests that arrive within ``batch_wait_s`` of each other (up to ``max_batch_size``) go
-into one left-padded ``generate`` call.
+requests that arrive within ``batch_wait_s`` of each other (up to ``max_batch_size``) are
+answered together. By default each is generated on its own, reusing the key/value cache of
+the longest prefix it shares with a recent generation (:mod:`affectgym.agents.prefix_cache`),
+so a multi-step episode reads only each turn's new tokens; with ``prefix_cache=0`` they go
+into one left-padded ``generate`` call and every prompt is read whole.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from affectgym.agents.base import Agent, TokenCount, raw_text_messages
+from affectgym.agents.prefix_cache import PrefixCache
 from affectgym.hub import pretrained_problem
 from affectgym.library_output import hf_progress_bars_hidden
 from affectgym.models import CHATML_TOOL_TEMPLATE, load_pretrained, resolve_model
@@ -113,8 +117,10 @@ class TransformersAgent(Agent):
         top_p: Nucleus sampling mass (when sampling).
         top_k: Top-k sampling (when sampling); ``None`` leaves the model's default.
         repetition_penalty: Passed to ``generate`` when given.
-        max_batch_size: Most concurrent requests per ``generate`` call.
+        max_batch_size: Most concurrent requests answered together.
         batch_wait_s: How long a request waits for others to join its batch.
+        prefix_cache: Key/value caches of recent generations kept for reuse (one an episode
+            is enough); ``0`` reads every prompt whole, in left-padded batches.
         device: ``"cpu"``, ``"cuda"``...; default: CUDA when available.
         dtype: Torch dtype name for loading (``"float32"``, ``"bfloat16"``, ``"auto"``).
         seed: Seeds torch's generator once at load (sampled replies are then reproducible
@@ -137,6 +143,7 @@ class TransformersAgent(Agent):
         repetition_penalty: float | None = None,
         max_batch_size: int = 8,
         batch_wait_s: float = 0.005,
+        prefix_cache: int = 8,
         device: str | None = None,
         dtype: str = "float32",
         seed: int | None = 0,
@@ -145,6 +152,8 @@ class TransformersAgent(Agent):
     ):
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
+        if isinstance(prefix_cache, bool) or not isinstance(prefix_cache, int) or prefix_cache < 0:
+            raise ValueError(f"prefix_cache must be a whole number of caches >= 0 (0: none), got {prefix_cache!r}")
         path = resolve_model(model) if isinstance(model, str) else None
         # Checked before torch loads: a missing folder or an offline hub id fails at once
         # instead of after from_pretrained's retries.
@@ -201,6 +210,7 @@ class TransformersAgent(Agent):
             torch.manual_seed(seed)
         self._generation_config = self._make_generation_config()
         self._tokens = TokenCount()
+        self.prefix_cache = PrefixCache(prefix_cache) if prefix_cache else None
         self.batcher = GenerationBatcher(self.generate_batch, max_batch_size=max_batch_size, batch_wait_s=batch_wait_s)
 
     def prompt(self, info: Mapping[str, Any]) -> str:
@@ -215,14 +225,33 @@ class TransformersAgent(Agent):
         return self.batcher.submit(self.prompt(info))
 
     def generate_batch(self, prompts: Sequence[str]) -> list[str]:
-        """Generate one reply per prompt in a single left-padded ``generate`` call."""
+        """Generate one reply per prompt: each on its own from its cached prefix, or all in one left-padded call."""
+        if self.prefix_cache is not None:
+            return [self._generate_from_prefix(prompt, self.prefix_cache) for prompt in prompts]
         import torch
 
         encoded = self.tokenizer(list(prompts), return_tensors="pt", padding=True, add_special_tokens=False)
         encoded = {key: value.to(self.device) for key, value in encoded.items()}
         with torch.inference_mode():
             output = self.model.generate(**encoded, generation_config=self._generation_config)
-        new_tokens = output[:, encoded["input_ids"].shape[1]:]
+        return self._replies(output[:, encoded["input_ids"].shape[1]:])
+
+    def _generate_from_prefix(self, prompt: str, prefix_cache: PrefixCache) -> str:
+        """One reply, reading only the prompt's tokens after the longest prefix cached; its cache is kept."""
+        import torch
+        from transformers import DynamicCache
+
+        prompt_ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        cache = prefix_cache.take(prompt_ids) or DynamicCache(config=self.model.config)
+        input_ids = torch.tensor([prompt_ids], device=self.device)
+        with torch.inference_mode():
+            output = self.model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), cache=cache,
+                                         generation_config=self._generation_config)
+        prefix_cache.put(output[0, :cache.get_seq_length()].tolist(), cache)
+        return self._replies(output[:, len(prompt_ids):])[0]
+
+    def _replies(self, new_tokens: Any) -> list[str]:
+        """The decoded replies of generated rows, counted up to each one's stop token."""
         self._tokens.add(sum(_reply_length(row.tolist(), self._generation_config.eos_token_id) for row in new_tokens))
         return [self.tokenizer.decode(row, skip_special_tokens=True).strip() for row in new_tokens]
 
