@@ -5,7 +5,6 @@ the env's own turn limit (8 messages), where re-reading the chat every turn is m
 cost. Four settings, each a fresh agent on the same scenarios:
 
 - one episode at a time: ``prefix_cache=0`` (every prompt read whole) against the default cache;
-- one at a time with the cache and prompt lookup decoding (10 tokens proposed from the chat);
 - four at a time (``-c 4``): left-padded batches without the cache against the cache, whose
   requests are generated one after another, each from its own prefix.
 
@@ -26,12 +25,11 @@ from pathlib import Path
 
 ENV_ID = "affectgym/Sarcasm-v0"
 MAX_NEW_TOKENS = 64
-SETTINGS = (  # name, concurrency, prefix_cache, prompt_lookup_tokens
-    ("c1, no cache", 1, 0, None),
-    ("c1, prefix cache", 1, 8, None),
-    ("c1, prefix cache, prompt lookup", 1, 8, 10),
-    ("c4, prefix cache", 4, 8, None),
-    ("c4, batched, no cache", 4, 0, None),
+SETTINGS = (  # name, concurrency, prefix_cache
+    ("c1, no cache", 1, 0),
+    ("c1, prefix cache", 1, 8),
+    ("c4, prefix cache", 4, 8),
+    ("c4, batched, no cache", 4, 0),
 )
 RESULT = Path(__file__).resolve().parent / "results" / "agent_cache.json"
 
@@ -68,12 +66,12 @@ class GenerationClock:
         model.generate = timed_generate
 
 
-def play(name: str, concurrency: int, prefix_cache: int, prompt_lookup: int | None, episodes: int, out: Path) -> dict:
+def play(name: str, concurrency: int, prefix_cache: int, episodes: int, out: Path) -> dict:
     from affectgym.agents.transformers_agent import TransformersAgent
     from affectgym.eval import EvalConfig, run_eval
 
     agent = TransformersAgent("smollm2-135m", max_new_tokens=MAX_NEW_TOKENS, temperature=0.0, prefix_cache=prefix_cache,
-                              prompt_lookup_tokens=prompt_lookup, max_batch_size=concurrency, batch_wait_s=0.05)
+                              max_batch_size=concurrency, batch_wait_s=0.05)
     clock = GenerationClock(agent.model)
     folder = out / name.replace(", ", "_").replace(" ", "-")
     config = EvalConfig(env_id=ENV_ID, agent="smollm2-135m", out=folder, n=episodes, concurrency=concurrency, split="eval",
@@ -84,7 +82,7 @@ def play(name: str, concurrency: int, prefix_cache: int, prompt_lookup: int | No
     replies = {r["scenario_id"]: [m["content"] for m in r["messages"] if m["role"] == "assistant"] for r in records}
     stats = agent.prefix_cache
     row = {
-        "setting": name, "concurrency": concurrency, "prefix_cache": prefix_cache, "prompt_lookup_tokens": prompt_lookup,
+        "setting": name, "concurrency": concurrency, "prefix_cache": prefix_cache,
         "episodes": result.episodes_played,
         "messages": sum(len(v) for v in replies.values()), "elapsed_s": round(result.elapsed_s, 1),
         "episodes_per_minute": round(60 * result.episodes_played / result.elapsed_s, 2),
@@ -111,12 +109,11 @@ def main() -> None:
         entry["row"]["episodes_with_replies_equal_to_c1_no_cache"] = f"{same}/{len(baseline)}"
     speedups = {
         "c1: prefix cache / no cache": round(rows[1]["episodes_per_minute"] / rows[0]["episodes_per_minute"], 2),
-        "c1: prefix cache and prompt lookup / no cache": round(rows[2]["episodes_per_minute"] / rows[0]["episodes_per_minute"], 2),
-        "c4: prefix cache / batched no cache": round(rows[3]["episodes_per_minute"] / rows[4]["episodes_per_minute"], 2),
+        "c4: prefix cache / batched no cache": round(rows[2]["episodes_per_minute"] / rows[3]["episodes_per_minute"], 2),
     }
-    print(f"\n{'setting':<34}{'ep/min':>8}{'prefill s':>11}{'decode s':>10}{'read':>8}{'reused':>8}{'equal':>8}")
+    print(f"\n{'setting':<24}{'ep/min':>8}{'prefill s':>11}{'decode s':>10}{'read':>8}{'reused':>8}{'equal':>8}")
     for row in rows:
-        print(f"{row['setting']:<34}{row['episodes_per_minute']:>8}{row['prefill_s']:>11}{row['decode_s']:>10}"
+        print(f"{row['setting']:<24}{row['episodes_per_minute']:>8}{row['prefill_s']:>11}{row['decode_s']:>10}"
               f"{row['prompt_tokens_read'] or '-':>8}{row['prompt_tokens_reused'] or '-':>8}"
               f"{row['episodes_with_replies_equal_to_c1_no_cache']:>8}")
     for label, ratio in speedups.items():

@@ -159,17 +159,3 @@ def test_a_prompt_of_one_token_or_a_cache_covering_it_all_still_leaves_one_token
 def test_a_bad_prefix_cache_size_is_refused_naming_what_is_accepted(tiny_model, bad):
     with pytest.raises(ValueError, match="prefix_cache must be a whole number of caches >= 0"):
         TransformersAgent(str(tiny_model), prefix_cache=bad)
-
-
-def test_prompt_lookup_decoding_gives_the_same_greedy_replies(tiny_model):
-    looked_up = TransformersAgent(str(tiny_model), max_new_tokens=12, prompt_lookup_tokens=4)
-    plain = TransformersAgent(str(tiny_model), max_new_tokens=12)
-    assert play(looked_up, "affectgym/Sarcasm-v0", range(4)) == play(plain, "affectgym/Sarcasm-v0", range(4))
-    looked_up.close()
-    plain.close()
-
-
-@pytest.mark.parametrize(("prompt_lookup", "prefix_cache"), [(0, 8), (2.0, 8), (4, 0)])
-def test_prompt_lookup_without_a_prefix_cache_or_a_whole_number_is_refused(tiny_model, prompt_lookup, prefix_cache):
-    with pytest.raises(ValueError, match="prompt_lookup_tokens must be None or a whole number >= 1 with prefix_cache > 0"):
-        TransformersAgent(str(tiny_model), prompt_lookup_tokens=prompt_lookup, prefix_cache=prefix_cache)

@@ -37,7 +37,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[1] / "affectgym"
 
 LAYERS: tuple[tuple[tuple[str, ...], ...], ...] = (
     (("affectgym.emotions", "affectgym._version", "affectgym.cache_root", "affectgym.hub", "affectgym.models", "affectgym.library_output", "affectgym.text",
-      "affectgym.cli_arguments", "affectgym.yaml_files"),),
+      "affectgym.cli_arguments", "affectgym.yaml_files", "affectgym.serving"),),
     # data reads clips with the features' audio reader and fits their prosody norms
     (("affectgym.features", "affectgym.rewards"), ("affectgym.data",)),
     # `affectgym features precompute DATASET` measures a dataset's clips through its speech env

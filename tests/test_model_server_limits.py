@@ -154,7 +154,7 @@ def test_streams_that_are_never_read_free_their_slots_and_the_server_answers_the
 def test_a_response_the_client_never_reads_is_aborted_after_the_unread_timeout():
     import uvicorn
 
-    from affectgym.integrations.openenv.protocols import protocol_options
+    from affectgym.serving.protocols import protocol_options
 
     ended = threading.Event()
 

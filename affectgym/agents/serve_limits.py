@@ -19,7 +19,7 @@ a pure ASGI middleware in front of it, answers:
   ``max_prompt_tokens`` tokens, or that the template cannot render, with ``400``.
 
 A client that stops reading a reply is cut off after ``unread_timeout_s`` (the protocol's
-:class:`~affectgym.integrations.openenv.protocols.UnreadClock`). Each refusal is JSON with a ``detail`` naming what was wrong and what is accepted. So a
+:class:`~affectgym.serving.protocols.UnreadClock`). Each refusal is JSON with a ``detail`` naming what was wrong and what is accepted. So a
 request costs at most one prompt of ``max_prompt_tokens`` and a reply of
 ``max_reply_tokens``, and a request waits behind at most ``max_pending - 1`` others.
 """
@@ -32,8 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from affectgym.asgi import BodyTooLarge, read_body, refuse, replay
-from affectgym.integrations.openenv.limits import HEADER_TIMEOUT_S
+from affectgym.serving.asgi import HEADER_TIMEOUT_S, BodyTooLarge, read_body, refuse, replay
 
 #: The endpoints served: the health probe, the model list, and chat completions.
 SERVED_ENDPOINTS = (("GET", "/health"), ("GET", "/v1/models"), ("POST", "/v1/chat/completions"))

@@ -22,7 +22,7 @@ with a config that names no architecture), hence the converted fp32 folder. The 
 (``--max-prompt-tokens``, ``--max-reply-tokens``, ``--max-pending``, ...) are
 :class:`~affectgym.agents.serve_limits.ServeLimits`; a request that names no ``max_tokens``
 gets ``--max-reply-tokens``. uvicorn serves the app with the header and unread clocks of
-:mod:`affectgym.integrations.openenv.protocols`, so half-open connections and clients that
+:mod:`affectgym.serving.protocols`, so half-open connections and clients that
 never read cannot hold it either.
 """
 
@@ -112,7 +112,7 @@ def serve(served: ServedModel, host: str = DEFAULT_HOST, port: int = DEFAULT_POR
     """Load the model and serve it on ``host:port`` until interrupted (``limits``: :class:`ServeLimits`' defaults)."""
     import uvicorn
 
-    from affectgym.integrations.openenv.protocols import protocol_options
+    from affectgym.serving.protocols import protocol_options
 
     limits = limits or ServeLimits()
     app = build_app(served, limits)

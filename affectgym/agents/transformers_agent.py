@@ -121,10 +121,6 @@ class TransformersAgent(Agent):
         batch_wait_s: How long a request waits for others to join its batch.
         prefix_cache: Key/value caches of recent generations kept for reuse (one an episode
             is enough); ``0`` reads every prompt whole, in left-padded batches.
-        prompt_lookup_tokens: Prompt lookup decoding (transformers' ``prompt_lookup_num_tokens``):
-            each step proposes up to this many tokens copied from the prompt and the model
-            checks them in one pass, which pays when replies repeat the chat (a base model's
-            do); ``None`` decodes a token a step. Needs ``prefix_cache`` (one prompt a call).
         device: ``"cpu"``, ``"cuda"``...; default: CUDA when available.
         dtype: Torch dtype name for loading (``"float32"``, ``"bfloat16"``, ``"auto"``).
         seed: Seeds torch's generator once at load (sampled replies are then reproducible
@@ -148,7 +144,6 @@ class TransformersAgent(Agent):
         max_batch_size: int = 8,
         batch_wait_s: float = 0.005,
         prefix_cache: int = 8,
-        prompt_lookup_tokens: int | None = None,
         device: str | None = None,
         dtype: str = "float32",
         seed: int | None = 0,
@@ -159,10 +154,6 @@ class TransformersAgent(Agent):
             raise ValueError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
         if isinstance(prefix_cache, bool) or not isinstance(prefix_cache, int) or prefix_cache < 0:
             raise ValueError(f"prefix_cache must be a whole number of caches >= 0 (0: none), got {prefix_cache!r}")
-        if prompt_lookup_tokens is not None and (not prefix_cache or isinstance(prompt_lookup_tokens, bool)
-                                                 or not isinstance(prompt_lookup_tokens, int) or prompt_lookup_tokens < 1):
-            raise ValueError(f"prompt_lookup_tokens must be None or a whole number >= 1 with prefix_cache > 0, "
-                             f"got {prompt_lookup_tokens!r} with prefix_cache={prefix_cache!r}")
         path = resolve_model(model) if isinstance(model, str) else None
         # Checked before torch loads: a missing folder or an offline hub id fails at once
         # instead of after from_pretrained's retries.
@@ -213,7 +204,6 @@ class TransformersAgent(Agent):
             "top_p": float(top_p),
             "top_k": top_k,
             "repetition_penalty": repetition_penalty,
-            "prompt_lookup_tokens": prompt_lookup_tokens,
         }
         self.name = name or (self.model_ref if adapter is None else f"{self.model_ref}+{adapter}")
         if seed is not None:
@@ -282,14 +272,12 @@ class TransformersAgent(Agent):
 
 
 def generation_config(model: Any, tokenizer: Any, *, max_new_tokens: int, temperature: float = 0.0, top_p: float = 1.0,
-                      top_k: int | None = None, repetition_penalty: float | None = None,
-                      prompt_lookup_tokens: int | None = None) -> Any:
+                      top_k: int | None = None, repetition_penalty: float | None = None) -> Any:
     """How a local model decodes one message: up to ``max_new_tokens``, stopping at the end of its turn.
 
     The stop tokens are the model's and the tokenizer's end-of-sequence tokens and ChatML's
-    ``<|im_end|>``; ``temperature=0`` decodes greedily; ``prompt_lookup_tokens`` turns on prompt
-    lookup decoding (one prompt a call). :class:`TransformersAgent` and the held-out evaluation
-    of training (:mod:`affectgym.train.heldout`) both decode with it.
+    ``<|im_end|>``; ``temperature=0`` decodes greedily. :class:`TransformersAgent` and the
+    held-out evaluation of training (:mod:`affectgym.train.heldout`) both decode with it.
     """
     from transformers import GenerationConfig
 
@@ -313,8 +301,6 @@ def generation_config(model: Any, tokenizer: Any, *, max_new_tokens: int, temper
             settings["top_k"] = top_k
     if repetition_penalty is not None:
         settings["repetition_penalty"] = repetition_penalty
-    if prompt_lookup_tokens is not None:
-        settings["prompt_lookup_num_tokens"] = prompt_lookup_tokens
     return GenerationConfig(**settings)
 
 

@@ -21,7 +21,7 @@ them drive it unchanged:
 
 :func:`serve` runs it under uvicorn with ``workers`` processes; each worker builds its own
 app, and reads the env's data once, from the settings in the environment variable :data:`CONFIG_VARIABLE`. Its connections
-time out what uvicorn does not (:mod:`affectgym.integrations.openenv.protocols`): request
+time out what uvicorn does not (:mod:`affectgym.serving.protocols`): request
 headers that take over ``header_timeout_s``, and a WebSocket client that leaves the server's
 messages unread for ``idle_timeout_s``.
 """
@@ -33,7 +33,8 @@ import json
 import os
 from typing import Any
 
-from affectgym.integrations.openenv.limits import HEADER_TIMEOUT_S, MAX_HTTP_BODY_BYTES
+from affectgym.integrations.openenv.limits import MAX_HTTP_BODY_BYTES
+from affectgym.serving.asgi import HEADER_TIMEOUT_S
 
 #: Environment variable that carries the :class:`ServeConfig` (JSON) to each uvicorn worker.
 CONFIG_VARIABLE = "AFFECTGYM_SERVE_CONFIG"
@@ -247,7 +248,7 @@ def serve(config: ServeConfig) -> None:
     require("uvicorn", "serve")
     import uvicorn
 
-    from affectgym.integrations.openenv.protocols import protocol_options
+    from affectgym.serving.protocols import protocol_options
 
     create_env_app(config.env_id, config.env_kwargs, max_sessions=config.max_sessions, idle_timeout_s=config.idle_timeout_s,
                    max_body_bytes=config.max_body_bytes)

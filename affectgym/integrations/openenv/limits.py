@@ -15,13 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from affectgym.asgi import BodyTooLarge, read_body, refuse, replay
+from affectgym.serving.asgi import BodyTooLarge, read_body, refuse, replay
 
 #: Largest HTTP request body accepted (an action is at most ~32 K characters).
 MAX_HTTP_BODY_BYTES = 1 << 20
-#: Seconds a connection has to send a request's headers, from its opening or its previous
-#: response (:mod:`affectgym.integrations.openenv.protocols`); later, it is closed.
-HEADER_TIMEOUT_S = 10.0
 #: The stateless HTTP forms that build an env per request.
 ENV_BUILDING_PATHS = ("/reset", "/step")
 
@@ -66,4 +63,4 @@ class RequestLimits:
             self.http_envs -= held
 
 
-__all__ = ["ENV_BUILDING_PATHS", "HEADER_TIMEOUT_S", "MAX_HTTP_BODY_BYTES", "RequestLimits"]
+__all__ = ["ENV_BUILDING_PATHS", "MAX_HTTP_BODY_BYTES", "RequestLimits"]

@@ -10,7 +10,7 @@
   disconnect. The clock runs only while the server waits for the client, never during a step;
   under ``affectgym serve``, a client that stops reading (the server blocked sending to it)
   is dropped after as long by its connection's protocol
-  (:class:`~affectgym.integrations.openenv.protocols.UnreadTimeoutWebSocketProtocol`);
+  (:class:`~affectgym.serving.protocols.UnreadTimeoutWebSocketProtocol`);
 * a refusal the client can read: OpenEnv answers a connection over ``max_sessions`` with
   an error frame and closes at once, often before the client has read the frame; the
   close then carries the frame's message, with code :data:`FULL_CLOSE_CODE` (try again later);

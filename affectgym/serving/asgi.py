@@ -14,6 +14,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
+#: Seconds a connection has to send a request's headers, from its opening or its previous
+#: response (:mod:`affectgym.serving.protocols`); later, it is closed.
+HEADER_TIMEOUT_S = 10.0
 
 
 class BodyTooLarge(Exception):
@@ -65,4 +68,4 @@ async def refuse(send: Any, status: int, detail: str, retry_after_s: int | None 
     await send({"type": "http.response.body", "body": payload})
 
 
-__all__ = ["BodyTooLarge", "read_body", "refuse", "replay"]
+__all__ = ["HEADER_TIMEOUT_S", "BodyTooLarge", "read_body", "refuse", "replay"]

@@ -33,7 +33,7 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.websockets.auto import AutoWebSocketsProtocol
 
-from affectgym.integrations.openenv.limits import HEADER_TIMEOUT_S
+from affectgym.serving.asgi import HEADER_TIMEOUT_S
 
 
 class UnreadClock:
