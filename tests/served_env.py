@@ -94,8 +94,11 @@ class ServedEnv:
 
 
 @contextlib.contextmanager
-def serve_process(*args: str, log: Path, startup_timeout_s: float = 300.0) -> Iterator[str]:
-    """``python -m affectgym serve ARGS --port P`` in a subprocess, its output in ``log``: yields its URL; stopped on exit."""
+def serve_process(*args: str, log: Path, startup_timeout_s: float = 300.0, processes: list | None = None) -> Iterator[str]:
+    """``python -m affectgym serve ARGS --port P`` in a subprocess, its output in ``log``: yields its URL; stopped on exit.
+
+    ``processes``, when given, gets the server's ``Popen`` (for a test that kills it).
+    """
     port = free_port()
     variables = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     with open(log, "w") as output:
@@ -103,6 +106,8 @@ def serve_process(*args: str, log: Path, startup_timeout_s: float = 300.0) -> It
             [sys.executable, "-m", "affectgym", "serve", *args, "--port", str(port)],
             stdout=output, stderr=subprocess.STDOUT, text=True, env=variables,
         )
+    if processes is not None:
+        processes.append(process)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_healthy(url, timeout_s=startup_timeout_s, process=process, log=log)

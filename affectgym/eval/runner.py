@@ -32,7 +32,11 @@ at once with :class:`~affectgym.eval.results.RunFolderLocked`, naming the holder
 
 An exception inside an episode (a model server down, a timeout) is recorded in that
 episode's line and counted; the run stops only when more than ``max_fail_fraction`` of
-the episodes fail (or the first ten all fail).
+the episodes fail (or the first ten all fail). With ``env_url``, an episode whose session is
+lost (:class:`~affectgym.integrations.openenv.client.SessionLost`: the replica died, or closed
+the session) is played again from its start on a new session, of the next replica that
+answers, up to :data:`SESSION_ATTEMPTS` times or once a replica, whichever is more; only the
+episode's last playing is written, so every episode is recorded once.
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ from affectgym.eval.results import (
 from affectgym.eval.resume import check_resumable, check_same_scoring, scoring_of
 from affectgym.eval.run_metadata import run_metadata, utc_now
 from affectgym.eval.summary import check_outcome_summaries, print_summary, summarize
+from affectgym.integrations.openenv.client import SessionLost
 
 EpisodeKey = tuple[str, int]
 
@@ -272,7 +277,7 @@ def run_eval(
         session = _Session(limit=limit)
         try:
             with progress:
-                _play_all(todo, _episode_player(envs, agent, writer, config.seed), config.concurrency, session, progress)
+                _play_all(todo, _episode_player(envs, agent, writer, config.seed, _session_attempts(config)), config.concurrency, session, progress)
         finally:
             session.elapsed_s = time.perf_counter() - session.started
             writer.close()
@@ -328,7 +333,7 @@ class _Session:
 
 
 class _EnvPool:
-    """One env per worker thread: the probe env (built at once, it fails early), then new ones."""
+    """One env per worker thread: the probe env (built at once, it fails early), then new ones (or replacements)."""
 
     def __init__(self, factory: Callable[[], Any]):
         self._factory = factory
@@ -344,6 +349,18 @@ class _EnvPool:
             env = self._factory()
             self._all.append(env)
             return env
+
+    def replace(self, lost: Any) -> Any:
+        """A new env in place of ``lost`` (a served env whose session is gone), which is then closed.
+
+        Raises:
+            ConnectionError: No new env could be made; ``lost`` stays in its place.
+        """
+        with self._lock:
+            env = self._factory()
+            self._all[self._all.index(lost)] = env
+        lost.close()
+        return env
 
     def close(self) -> None:
         for env in self._all:
@@ -381,6 +398,8 @@ def _env_factory(config: EvalConfig, env_factory: Callable[[], Any] | None, clea
 
 #: How long an episode waits for a session of a full server (``--max-sessions`` below ``-c``) before it fails.
 SERVED_CAPACITY_WAIT_S = 120.0
+#: Playings of an episode whose session is lost, at least (one a replica when there are more).
+SESSION_ATTEMPTS = 2
 
 
 def _served_env_factory(config: EvalConfig) -> Callable[[], Any]:
@@ -389,15 +408,24 @@ def _served_env_factory(config: EvalConfig) -> Callable[[], Any]:
     A server with fewer session slots than the run's concurrency makes the extra workers wait
     for a free slot, backing off, for up to :data:`SERVED_CAPACITY_WAIT_S` an episode.
 
-    The pool calls the factory under its lock, so the turn order needs none of its own.
+    A replica that does not answer is skipped for the next one. The pool calls the factory
+    under its lock, so the turn order needs none of its own.
     """
     from affectgym.integrations.openenv.client import RemoteEnv
 
-    replicas = cycle([config.env_url] if isinstance(config.env_url, str) else config.env_url)
+    urls = [config.env_url] if isinstance(config.env_url, str) else list(config.env_url)
+    replicas = cycle(urls)
 
     def connect() -> Any:
-        url = next(replicas)
-        env = RemoteEnv(url, capacity_wait_s=SERVED_CAPACITY_WAIT_S)
+        """A session of the next replica that answers (each tried once), checked against the run's env."""
+        for attempt in range(len(urls)):
+            url = next(replicas)
+            try:
+                env = RemoteEnv(url, capacity_wait_s=SERVED_CAPACITY_WAIT_S)
+                break
+            except ConnectionError:
+                if attempt == len(urls) - 1:
+                    raise
         clashes = [
             f"{name} {served!r} (this run: {wanted!r})"
             for name, served, wanted in (("id", env.env_id, config.env_id), ("split", env.split, config.split))
@@ -412,6 +440,13 @@ def _served_env_factory(config: EvalConfig) -> Callable[[], Any]:
         return env
 
     return connect
+
+
+def _session_attempts(config: EvalConfig) -> int:
+    """Playings of an episode whose session is lost: one for a local env, else one a replica and at least two."""
+    if config.env_url is None:
+        return 1
+    return max(SESSION_ATTEMPTS, 1 if isinstance(config.env_url, str) else len(config.env_url))
 
 
 def _open_agent(config: EvalConfig, agent: Agent | None, cleanup: ExitStack, probe_env: Any) -> Agent:
@@ -432,10 +467,13 @@ def _planned_episodes(config: EvalConfig, probe_env: Any) -> list[EpisodeKey]:
     return [(scenario_id, rollout) for scenario_id in chosen for rollout in range(config.rollouts)]
 
 
-def _episode_player(envs: _EnvPool, agent: Agent, writer: ResultsWriter, seed: int) -> Callable[[str, int], dict[str, Any]]:
+def _episode_player(envs: _EnvPool, agent: Agent, writer: ResultsWriter, seed: int,
+                    attempts: int = 1) -> Callable[[str, int], dict[str, Any]]:
     """Plays one episode on an idle (env, agent copy) seat, and queues its line.
 
-    A seat serves one episode at a time: at most one per worker thread is ever made.
+    A seat serves one episode at a time: at most one per worker thread is ever made. An
+    episode whose served session is lost is played again, up to ``attempts`` times in all, on
+    a new session in place of the lost one.
     """
     idle: list[tuple[Any, Agent]] = []
     lock = threading.Lock()
@@ -447,7 +485,15 @@ def _episode_player(envs: _EnvPool, agent: Agent, writer: ResultsWriter, seed: i
             seat = envs.take(), agent.for_worker()
         env, worker_agent = seat
         try:
-            record = play_episode(env, worker_agent, scenario_id, rollout, episode_seed(seed, scenario_id, rollout))
+            for attempt in range(1, attempts + 1):
+                record = play_episode(env, worker_agent, scenario_id, rollout, episode_seed(seed, scenario_id, rollout))
+                if (record["error"] or {}).get("type") != SessionLost.__name__ or attempt == attempts:
+                    break
+                try:
+                    env = envs.replace(env)
+                except ConnectionError:  # no replica answers: the episode keeps its error
+                    break
+                seat = env, worker_agent
             release = getattr(env, "release_session", None)
             if release is not None:  # a served env's slot goes back between episodes, for workers waiting for one
                 release()

@@ -95,6 +95,14 @@ class ServerFullError(ConnectionError):
     """The server refused a session: every one of its ``--max-sessions`` slots is taken (close code 1013)."""
 
 
+class SessionLost(ConnectionError):
+    """The session ended under the episode: the server closed it, went away, or cannot be reached.
+
+    The episode cannot go on; it can be played again from its start, on this server once it
+    answers or on another replica (``affectgym eval`` does, see :mod:`affectgym.eval.runner`).
+    """
+
+
 class RemoteEnv(gym.Env[str, str]):
     """An env served by ``affectgym serve``, played over one OpenEnv WebSocket session.
 
@@ -157,8 +165,8 @@ class RemoteEnv(gym.Env[str, str]):
             RuntimeError: The server refused the reset (a bad option, no such scenario): the
                 server's message, as OpenEnv's client reports it.
             ServerFullError: Every session slot stayed taken for ``capacity_wait_s``.
-            ConnectionError: The server closed the session (idle too long, shutting down);
-                the message gives its reason.
+            SessionLost: The server closed the session (idle too long, shutting down) or
+                cannot be reached; the message gives the reason.
         """
         super().reset(seed=seed)
         payload: dict[str, Any] = {"seed": seed}
@@ -184,7 +192,7 @@ class RemoteEnv(gym.Env[str, str]):
         """Send one agent message; the server's env answers it.
 
         Raises:
-            ConnectionError: The server closed the session (see :meth:`reset`).
+            SessionLost: The server closed the session or went away (see :meth:`reset`).
         """
         result = self._call(self._client.step, {"message": action})
         observation = {**result.observation, "done": result.done}
@@ -220,8 +228,11 @@ class RemoteEnv(gym.Env[str, str]):
             self._client.disconnect()  # the next reset connects a new session
             frame = exc.rcvd
             why = f"code {frame.code}: {frame.reason or 'no reason given'}" if frame is not None else "no close frame"
-            error = ServerFullError if frame is not None and frame.code == FULL_CLOSE_CODE else ConnectionError
+            error = ServerFullError if frame is not None and frame.code == FULL_CLOSE_CODE else SessionLost
             raise error(f"the server at {self.url} closed the session ({why})") from None
+        except ConnectionError as exc:  # OpenEnv's client could not connect a new session
+            self._client.disconnect()
+            raise SessionLost(f"the server at {self.url} cannot be reached ({exc})") from None
         except RuntimeError as exc:
             # A full server sends CAPACITY_REACHED, then closes with FULL_CLOSE_CODE; whichever the
             # client reads first, the caller gets the same ConnectionError.
@@ -235,4 +246,4 @@ class RemoteEnv(gym.Env[str, str]):
             ) from None
 
 
-__all__ = ["RemoteEnv", "ServerFullError", "fetch_description", "server_url"]
+__all__ = ["RemoteEnv", "ServerFullError", "SessionLost", "fetch_description", "server_url"]

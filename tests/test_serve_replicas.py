@@ -1,0 +1,60 @@
+"""A run over served replicas survives losing one: its unfinished episodes are played again elsewhere, once each.
+
+Three ``affectgym serve`` processes on 127.0.0.1 serve one run of 322 episodes; one is killed
+(SIGKILL, no goodbye) once a third of them are recorded. Every episode must be on disk exactly
+once, with no error, and the summary must equal the same run made in process.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from contextlib import ExitStack
+
+from served_env import serve_process
+from test_serve import SARCASM, scripted_reply
+
+from affectgym.agents.base import FunctionAgent
+from affectgym.eval import EvalConfig, run_eval
+
+SCENARIOS, ROLLOUTS = 46, 7  # the whole eval split, seven rollouts each: 322 episodes
+
+
+def kill_when_recorded(results, count: int, process, timeout_s: float = 600.0) -> threading.Thread:
+    """A thread that kills ``process`` once ``results`` holds ``count`` lines."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if results.exists() and len(results.read_text().splitlines()) >= count:
+                process.kill()
+                return
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_replica_killed_mid_run_loses_no_episode_and_repeats_none(tmp_path):
+    agent = FunctionAgent(scripted_reply, name="scripted")
+    config = {"env_id": SARCASM, "agent": "scripted", "n": SCENARIOS, "rollouts": ROLLOUTS, "progress": False}
+    with ExitStack() as replicas:
+        processes = []
+        urls = [replicas.enter_context(serve_process(SARCASM, "--split", "eval", log=tmp_path / f"serve{index}.log",
+                                                     processes=processes))
+                for index in range(3)]
+        results = tmp_path / "served" / "results.jsonl"
+        killer = kill_when_recorded(results, SCENARIOS * ROLLOUTS // 3, processes[1])
+        served = run_eval(EvalConfig(**config, out=tmp_path / "served", concurrency=6,
+                                     env_url=[url.replace("http://", "ws://") for url in urls]), agent=agent)
+        killer.join(timeout=5)
+        assert processes[1].poll() is not None, "the replica was not killed during the run"
+    local = run_eval(EvalConfig(**config, out=tmp_path / "local"), agent=agent)
+    records = [json.loads(line) for line in results.read_text().splitlines()]
+    keys = [(record["scenario_id"], record["rollout"]) for record in records]
+    assert len(keys) == len(set(keys)) == SCENARIOS * ROLLOUTS
+    assert [record["error"] for record in records if record["error"]] == []
+    assert served.summary["reward"] == local.summary["reward"]
+    assert served.summary["errors"] == local.summary["errors"]
