@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
+from served_env import free_port, wait_until_healthy
 from tiny_models import tiny_causal_lm
 
 pytest.importorskip("fastapi")
@@ -30,12 +31,6 @@ MAX_PROMPT_TOKENS = 300
 MAX_REPLY_TOKENS = 12
 MAX_PENDING = 2
 START_TIMEOUT_S = 300
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -51,15 +46,7 @@ def server(tmp_path_factory):
                                    stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, "OMP_NUM_THREADS": "1"})
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            assert process.poll() is None, f"the server exited with {process.returncode}:\n{log.read_text()[-3000:]}"
-            assert time.monotonic() < deadline, f"no /health after {START_TIMEOUT_S} s:\n{log.read_text()[-3000:]}"
-            try:
-                if httpx.get(url + "/health", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.5)
+        wait_until_healthy(url, timeout_s=START_TIMEOUT_S, process=process, log=log)
         yield url
     finally:
         process.terminate()
