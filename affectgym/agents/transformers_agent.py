@@ -242,7 +242,9 @@ class TransformersAgent(Agent):
         from transformers import DynamicCache
 
         prompt_ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        cache = prefix_cache.take(prompt_ids) or DynamicCache(config=self.model.config)
+        cache = prefix_cache.take(prompt_ids)
+        if cache is None:
+            cache = DynamicCache(config=self.model.config)
         input_ids = torch.tensor([prompt_ids], device=self.device)
         with torch.inference_mode():
             output = self.model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), cache=cache,
@@ -260,8 +262,9 @@ class TransformersAgent(Agent):
         return self._tokens.total
 
     def describe(self) -> dict[str, Any]:
-        """Class, model, adapter and sampling settings."""
-        return {**super().describe(), "model": self.model_ref, "adapter": self.adapter, **self.sampling}
+        """Class, model, adapter, sampling settings and the prefix caches kept."""
+        cached = self.prefix_cache.max_entries if self.prefix_cache is not None else 0
+        return {**super().describe(), "model": self.model_ref, "adapter": self.adapter, **self.sampling, "prefix_cache": cached}
 
     def close(self) -> None:
         """Stop the batching thread."""
