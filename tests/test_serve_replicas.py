@@ -56,5 +56,6 @@ def test_a_replica_killed_mid_run_loses_no_episode_and_repeats_none(tmp_path):
     keys = [(record["scenario_id"], record["rollout"]) for record in records]
     assert len(keys) == len(set(keys)) == SCENARIOS * ROLLOUTS
     assert [record["error"] for record in records if record["error"]] == []
+    assert 1 <= sum(record["lost_sessions"] for record in records) <= 6  # the sessions the killed replica held
     assert served.summary["reward"] == local.summary["reward"]
     assert served.summary["errors"] == local.summary["errors"]

@@ -36,13 +36,15 @@ the episodes fail (or the first ten all fail). With ``env_url``, an episode whos
 lost (:class:`~affectgym.integrations.openenv.client.SessionLost`: the replica died, or closed
 the session) is played again from its start on a new session, of the next replica that
 answers, up to :data:`SESSION_ATTEMPTS` times or once a replica, whichever is more; only the
-episode's last playing is written, so every episode is recorded once.
+episode's last playing is written, so every episode is recorded once; its line's
+``lost_sessions`` counts the playings lost before it (0 for every local episode).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 import math
 import threading
 import time
@@ -73,6 +75,7 @@ from affectgym.eval.summary import check_outcome_summaries, print_summary, summa
 from affectgym.integrations.openenv.client import SessionLost
 
 EpisodeKey = tuple[str, int]
+logger = logging.getLogger(__name__)
 
 
 class RunAborted(RuntimeError):
@@ -489,11 +492,14 @@ def _episode_player(envs: _EnvPool, agent: Agent, writer: ResultsWriter, seed: i
                 record = play_episode(env, worker_agent, scenario_id, rollout, episode_seed(seed, scenario_id, rollout))
                 if (record["error"] or {}).get("type") != SessionLost.__name__ or attempt == attempts:
                     break
+                logger.warning("episode %s (rollout %d) lost its session (%s); playing it again on a new one",
+                               scenario_id, rollout, record["error"]["message"][:200])
                 try:
                     env = envs.replace(env)
                 except ConnectionError:  # no replica answers: the episode keeps its error
                     break
                 seat = env, worker_agent
+            record["lost_sessions"] = attempt - 1
             release = getattr(env, "release_session", None)
             if release is not None:  # a served env's slot goes back between episodes, for workers waiting for one
                 release()
