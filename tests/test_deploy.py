@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from served_env import free_port, wait_until_healthy
+from served_env import free_port, needs_openenv, wait_until_healthy
 
 from affectgym.eval import EvalConfig, run_eval
 
@@ -38,6 +38,7 @@ def entry_variables(**settings: str) -> dict[str, str]:
             "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", **settings}
 
 
+@needs_openenv
 def test_the_entry_command_serves_the_env_its_variables_name_and_plays_as_in_process(tmp_path):
     port = free_port()
     variables = entry_variables(AFFECTGYM_ENV_ID=SARCASM, AFFECTGYM_SPLIT="eval", PORT=str(port),
@@ -67,6 +68,7 @@ def test_the_entry_command_without_an_env_id_exits_naming_the_variable():
     assert run.returncode == 2 and "set AFFECTGYM_ENV_ID" in run.stderr
 
 
+@needs_openenv
 def test_the_entry_command_passes_a_bad_setting_to_serve_which_refuses_it_by_name():
     variables = entry_variables(AFFECTGYM_ENV_ID=SARCASM, AFFECTGYM_MAX_SESSIONS="many")
     run = subprocess.run([str(DEPLOY / "serve.sh")], env=variables, capture_output=True, text=True, timeout=120)

@@ -16,7 +16,7 @@ from typing import Any
 
 import gymnasium as gym
 import pytest
-from served_env import ServedEnv, serve_process
+from served_env import ServedEnv, needs_openenv, serve_process
 from test_cli import affectgym_cli, error_line
 from websockets.sync.client import connect
 
@@ -26,6 +26,8 @@ from affectgym.eval import EvalConfig, run_eval
 from affectgym.integrations.openenv.client import RemoteEnv
 from affectgym.integrations.openenv.environment import NO_EPISODE
 from affectgym.integrations.openenv.models import END_INFO_KEYS
+
+pytestmark = needs_openenv
 
 SARCASM = "affectgym/Sarcasm-v0"
 PROSODY_CALL = tool_call_text("get_prosody_features", {})
@@ -357,7 +359,7 @@ def test_an_idle_session_is_closed_with_the_reason_and_frees_its_slot():
         idle = RemoteEnv(served.ws_url)
         idle.reset(seed=0)
         time.sleep(1.5)
-        with pytest.raises(ConnectionError, match=r"code 4408: idle for more than 0.5 s"):
+        with pytest.raises(ConnectionError, match=r"closed the session under the episode \(idle for more than 0.5 s"):
             idle.step(PROSODY_CALL)
         fresh = RemoteEnv(served.ws_url)
         assert eventually(lambda: fresh.reset(seed=0))[0]

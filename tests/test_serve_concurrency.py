@@ -11,11 +11,13 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from served_env import ServedEnv, long_reply
+from served_env import ServedEnv, long_reply, needs_openenv
 from websockets.sync.client import connect
 
 import affectgym
 from affectgym.integrations.openenv.client import RemoteEnv
+
+pytestmark = needs_openenv
 
 #: The envs served, with their offline scorers: EmotionStyle's probe, EmpatheticDialogue's nade and SmolLM2 relevance.
 SERVED = {"affectgym/EmotionStyle-v0": {"classifier": "probe", "split": "eval"},

@@ -17,13 +17,15 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
-from served_env import ServedEnv, serve_process
+from served_env import ServedEnv, needs_openenv, serve_process
 from websockets.sync.client import connect
 
 import affectgym
 from affectgym.agents.base import tool_call_text
 from affectgym.integrations.openenv.client import RemoteEnv
 from affectgym.integrations.openenv.environment import NO_EPISODE
+
+pytestmark = needs_openenv
 
 SARCASM = "affectgym/Sarcasm-v0"
 SPEECH = "affectgym/SpeechEmotion-v0"

@@ -12,11 +12,13 @@ import threading
 import time
 from contextlib import ExitStack
 
-from served_env import serve_process
+from served_env import needs_openenv, serve_process
 from test_serve import SARCASM, scripted_reply
 
 from affectgym.agents.base import FunctionAgent
 from affectgym.eval import EvalConfig, run_eval
+
+pytestmark = needs_openenv
 
 SCENARIOS, ROLLOUTS = 46, 7  # the whole eval split, seven rollouts each: 322 episodes
 

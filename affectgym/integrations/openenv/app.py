@@ -1,6 +1,6 @@
 """``affectgym serve``: any registered env as an OpenEnv server (HTTP + WebSocket, uvicorn).
 
-:func:`create_env_app` builds the FastAPI app with ``openenv-core``'s ``create_app``, so
+:func:`create_env_app` builds the FastAPI app with OpenEnv 0.10's ``create_app``, so
 OpenEnv's clients (``GenericEnvClient``, ``EnvClient`` subclasses) and the trainers built on
 them drive it unchanged:
 
@@ -181,7 +181,7 @@ def create_env_app(
     Raises:
         ValueError: ``env_id`` is not registered (the message lists the affectgym ids), or its
             observations and actions are not text.
-        ImportError: ``openenv-core`` is not installed (``pip install 'affectgym[serve]'``).
+        ImportError: ``openenv`` is not installed (``pip install 'affectgym[openenv]'``).
     """
     from affectgym.integrations import require
 

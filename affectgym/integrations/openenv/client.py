@@ -1,7 +1,7 @@
 """A served affectgym env as a Gymnasium env: :class:`RemoteEnv`, over one OpenEnv WebSocket session.
 
 ``RemoteEnv("ws://127.0.0.1:8000")`` (or ``http://...``) reads the server's description
-(``GET /affectgym/env``) and opens a session with ``openenv-core``'s ``EnvClient``; then
+(``GET /affectgym/env``) and opens a session with OpenEnv's ``GenericEnvClient``; then
 ``reset`` and ``step`` are the env's own, played on the server: the same observation text,
 reward and ``info`` (messages, tools, ``reward_components``, ``outcome`` at the end) as the
 env made in process, so an evaluation scores a remote env and a local one identically.
@@ -124,6 +124,7 @@ class RemoteEnv(gym.Env[str, str]):
         max_turns: Agent messages allowed per episode.
         reward_weights: Its rubric's weights by component (``None``: no rubric, or a server
             that does not publish them).
+        idle_timeout_s: Seconds the server lets a session wait for its client before closing it.
 
     Raises:
         ConnectionError: Nothing answers at ``url`` (see :func:`fetch_description`).
@@ -147,6 +148,7 @@ class RemoteEnv(gym.Env[str, str]):
         self.tool_schemas: list[dict[str, Any]] = description["tools"]
         self.max_turns: int = description["max_turns"]
         self.reward_weights: dict[str, float] | None = description.get("reward_weights")
+        self.idle_timeout_s: float | None = description.get("idle_timeout_s")
         self._timeout_s = message_timeout_s
         self.capacity_wait_s = capacity_wait_s
         self._waited_for_capacity = False
@@ -196,6 +198,15 @@ class RemoteEnv(gym.Env[str, str]):
         """
         result = self._call(self._client.step, {"message": action})
         observation = {**result.observation, "done": result.done}
+        if observation.get("scenario_id") is None:
+            # Every step of an episode names its scenario. OpenEnv 0.10's client reconnects by itself
+            # when the server has closed the socket, so this step reached a new, empty session.
+            self._client.disconnect()
+            idle = f"idle for more than {self.idle_timeout_s:g} s, " if self.idle_timeout_s else ""
+            raise SessionLost(
+                f"the server at {self.url} closed the session under the episode ({idle}or restarted); "
+                "the next reset opens a new session"
+            )
         reward = 0.0 if result.reward is None else float(result.reward)
         return observation["text"], reward, bool(observation["terminated"]), bool(observation["truncated"]), info_from_observation(observation)
 

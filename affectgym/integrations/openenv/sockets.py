@@ -1,10 +1,10 @@
 """How a session's WebSocket ends: an ASGI middleware around OpenEnv's ``/ws``.
 
-:class:`SessionSockets` adds to ``openenv-core`` 0.2.1's WebSocket handler:
+:class:`SessionSockets` adds to OpenEnv 0.10's WebSocket handler:
 
-* an idle timeout: OpenEnv records a ``session_timeout`` in its ``ConcurrencyConfig`` but
-  does not act on it, and a session holds one of the ``max_sessions`` slots until its
-  socket closes. After ``idle_timeout_s`` seconds without a message from the client, the
+* an idle timeout: OpenEnv's reaper acts on the ``session_timeout`` of its ``ConcurrencyConfig``
+  only for sessions no WebSocket holds, and a socket's session holds one of the
+  ``max_sessions`` slots until the socket closes. After ``idle_timeout_s`` seconds without a message from the client, the
   socket is closed with code :data:`IDLE_CLOSE_CODE` and a reason that says why, and the
   handler is told the client left, so it frees the session (and closes its env) as on any
   disconnect. The clock runs only while the server waits for the client, never during a step;
