@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from typing import Any
 
 from affectgym.integrations.openenv.limits import MAX_HTTP_BODY_BYTES
@@ -204,10 +205,10 @@ def create_env_app(
     check_text_env(probe, env_id)
     description = describe_env(probe, env_id, env_kwargs)
     app = create_app(
-        environment_factory(env_id, session_env_kwargs(probe, env_kwargs)),
+        environment_factory(env_id, session_env_kwargs(probe, env_kwargs), description["split"], description["scenario_ids"]),
         AffectAction,
         AffectObservation,
-        env_name=env_id,
+        env_name=openenv_name(env_id),
         concurrency_config=ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=idle_timeout_s),
     )
 
@@ -223,6 +224,16 @@ def create_env_app(
     app.add_middleware(SessionSockets, idle_timeout_s=idle_timeout_s)
     app.add_middleware(RequestLimits, max_body_bytes=max_body_bytes, max_http_envs=max_sessions)
     return app
+
+
+def openenv_name(env_id: str) -> str:
+    """The env's name in OpenEnv: its id in lower case, each run of other characters a ``-``
+    (the Task API's routes, ``/{name}/tasks``, take no ``/``).
+
+    >>> openenv_name("affectgym/Sarcasm-v0")
+    'affectgym-sarcasm-v0'
+    """
+    return re.sub(r"[^a-z0-9]+", "-", env_id.lower()).strip("-")
 
 
 def app_from_environment() -> Any:
@@ -262,5 +273,5 @@ def serve(config: ServeConfig) -> None:
 
 __all__ = [
     "CONFIG_VARIABLE", "DESCRIPTION_PATH", "PARSE_FINAL_PATH", "ServeConfig", "app_from_environment", "check_text_env",
-    "create_env_app", "describe_env", "serve", "session_env_kwargs",
+    "create_env_app", "describe_env", "openenv_name", "serve", "session_env_kwargs",
 ]

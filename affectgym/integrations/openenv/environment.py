@@ -14,7 +14,12 @@ once and never changes: a speech env's loaded dataset
   that failed (an unknown scenario id), and on OpenEnv's stateless ``POST /step``, which
   makes a fresh env per request, it answers, without raising, that the episode needs a
   reset over the WebSocket session;
-* ``state``: an :class:`~affectgym.integrations.openenv.models.AffectState`.
+* ``state``: an :class:`~affectgym.integrations.openenv.models.AffectState`;
+* OpenEnv 0.10's Task API (``list_splits``, ``list_tasks``, ``num_tasks``, ``get_task``,
+  ``get_task_range``, served as ``GET /{name}/splits`` and ``POST /{name}/tasks`` and so on):
+  one split, the one served, whose task ``i`` is its scenario ``i`` (``{"id", "index",
+  "split"}``, never a gold label); ``reset(split=, index=)`` starts that scenario. Another
+  split has no tasks here: its count is 0 and a reset naming it is refused.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from __future__ import annotations
 import functools
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from affectgym.integrations.openenv.models import observation_fields
@@ -31,6 +36,9 @@ from affectgym.integrations.openenv.models import observation_fields
 # 2 idle cores), and 32 sessions making theirs at once starve the event loop, whose
 # WebSocket handshakes then time out.
 _MAKING = threading.Lock()
+
+#: OpenEnv's split types (``train``, ``validation``, ``test``) by affectgym split.
+SPLIT_TYPES = {"train": "train", "validation": "validation", "eval": "test"}
 
 #: What ``step`` answers when the session has no episode.
 NO_EPISODE = (
@@ -52,19 +60,34 @@ def _environment_class() -> type:
         Args:
             env_id: A registered env id.
             env_kwargs: Keyword arguments of ``affectgym.make``.
+            split: The split served.
+            scenario_ids: Its scenario ids, in order: the Task API's tasks.
         """
 
         SUPPORTS_CONCURRENT_SESSIONS = True
 
-        def __init__(self, env_id: str, env_kwargs: Mapping[str, Any]):
+        def __init__(self, env_id: str, env_kwargs: Mapping[str, Any], split: str, scenario_ids: Sequence[str]):
             super().__init__()
             self.env_id = env_id
             self.env_kwargs = dict(env_kwargs)
+            self.split = split
+            self.scenario_ids = tuple(scenario_ids)
             self._env: Any = None
             self._state = AffectState(env_id=env_id)
 
-        def reset(self, seed: int | None = None, episode_id: str | None = None, options: dict[str, Any] | None = None) -> Any:
-            """Start an episode (``options`` as ``AffectEnv.reset`` takes them)."""
+        def reset(self, seed: int | None = None, episode_id: str | None = None, options: dict[str, Any] | None = None,
+                  split: str | None = None, index: int | None = None) -> Any:
+            """Start an episode: ``options`` as ``AffectEnv.reset`` takes them, or the Task API's
+            ``split`` and ``index`` (the served split's scenario ``index``).
+
+            Raises:
+                ValueError: ``split`` is not the one served, ``index`` is out of range or not an
+                    int, or ``index`` comes with a ``scenario_id`` option.
+            """
+            if split is not None and split != self.split:
+                raise ValueError(f"this server serves the {self.split!r} split only, not {split!r}")
+            if index is not None:
+                options = {**(options or {}), "scenario_id": self._scenario_at(index)}
             if self._env is None:
                 import affectgym
 
@@ -88,6 +111,39 @@ def _environment_class() -> type:
             )
             return AffectObservation(**observation_fields(text, reward, terminated, truncated, info))
 
+        def _scenario_at(self, index: Any) -> str:
+            if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(self.scenario_ids):
+                raise ValueError(f"index must be an int from 0 to {len(self.scenario_ids) - 1} (the {self.split!r} "
+                                 f"split's scenarios), got {index!r}")
+            return self.scenario_ids[index]
+
+        def list_splits(self) -> list[dict[str, str]]:
+            """The Task API's splits: the one served, with OpenEnv's type of it."""
+            return [{"name": self.split, "type": SPLIT_TYPES.get(self.split, "validation")}]
+
+        def list_tasks(self, split: str) -> list[dict[str, Any]]:
+            """Every task of ``split``: one per scenario (none for a split not served)."""
+            return self.get_task_range(split)
+
+        def num_tasks(self, split: str) -> int:
+            """How many tasks ``split`` has here."""
+            return len(self.scenario_ids) if split == self.split else 0
+
+        def get_task(self, split: str, index: int) -> dict[str, Any]:
+            """Task ``index`` of ``split``: its scenario id, index and split.
+
+            Raises:
+                IndexError: ``index`` is out of range, or ``split`` is not served.
+            """
+            if split != self.split or not 0 <= index < len(self.scenario_ids):
+                raise IndexError(index)
+            return {"id": self.scenario_ids[index], "index": index, "split": split}
+
+        def get_task_range(self, split: str, start: int | None = None, stop: int | None = None) -> list[dict[str, Any]]:
+            """The tasks of ``split`` in ``[start, stop)``, as a Python slice takes the bounds."""
+            indices = range(self.num_tasks(split))[slice(start, stop)]
+            return [self.get_task(split, index) for index in indices]
+
         @property
         def state(self) -> Any:
             """The session's episode: id, steps, scenario, turn, done."""
@@ -109,14 +165,16 @@ def _environment_class() -> type:
     return AffectGymEnvironment
 
 
-def environment_factory(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> Callable[[], Any]:
+def environment_factory(env_id: str, env_kwargs: Mapping[str, Any], split: str, scenario_ids: Sequence[str]) -> Callable[[], Any]:
     """The factory OpenEnv's ``create_app`` takes: each call is a new, isolated session env.
 
     Args:
         env_id: A registered env id.
         env_kwargs: Keyword arguments of ``affectgym.make``.
+        split: The split the env plays (``env_kwargs``'s, or the env's default).
+        scenario_ids: Its scenario ids, in order.
     """
-    return functools.partial(_environment_class(), env_id, dict(env_kwargs or {}))
+    return functools.partial(_environment_class(), env_id, dict(env_kwargs), split, tuple(scenario_ids))
 
 
 def __getattr__(name: str) -> Any:
@@ -126,4 +184,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["NO_EPISODE", "AffectGymEnvironment", "environment_factory"]  # noqa: F822 (AffectGymEnvironment: the module __getattr__)
+__all__ = ["NO_EPISODE", "SPLIT_TYPES", "AffectGymEnvironment", "environment_factory"]  # noqa: F822 (AffectGymEnvironment: the module __getattr__)
