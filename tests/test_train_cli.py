@@ -231,3 +231,15 @@ def test_warmup_schedule_reward_scaling_and_entropy_bonus_reach_the_grpo_config(
         TrainConfig(env_id="x", max_steps=20, warmup_steps=20)
     with pytest.raises(ValueError, match="scale_rewards must be one of 'group', 'batch', 'none', got 'std'"):
         TrainConfig(env_id="x", scale_rewards="std")
+
+
+def test_a_vllm_server_on_another_machine_reaches_the_grpo_config_and_needs_server_mode(tmp_path):
+    from affectgym.train.grpo import grpo_config
+
+    config = TrainConfig(env_id="x", use_vllm=True, vllm_mode="server", vllm_server_base_url="http://10.0.0.2:8000",
+                         bf16=False, output_dir=str(tmp_path))
+    assert grpo_config(config, [1.0], gpu=True).vllm_server_base_url == "http://10.0.0.2:8000"
+    with pytest.raises(ValueError, match="vllm_server_base_url needs use_vllm and vllm_mode server"):
+        TrainConfig(env_id="x", vllm_server_base_url="http://10.0.0.2:8000")
+    with pytest.raises(ValueError, match="must be http://HOST:PORT or https://HOST:PORT, got '10.0.0.2:8000'"):
+        TrainConfig(env_id="x", use_vllm=True, vllm_mode="server", vllm_server_base_url="10.0.0.2:8000")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -238,6 +239,9 @@ class TrainConfig:
     vllm_mode: Literal["colocate", "server"] = field(
         default="colocate", metadata=_grpo("vLLM in the training process (colocate) or a trl vllm-serve server")
     )
+    vllm_server_base_url: str | None = field(default=None, metadata=_grpo(
+        "the trl vllm-serve server of vllm_mode server, e.g. http://10.0.0.2:8000 (default: TRL's, port 8000 of this machine)"
+    ))
     bf16: bool | None = field(default=None, metadata=_lm("bf16 weights and autocast; default: on with a GPU"))
     gradient_checkpointing: bool | None = field(
         default=None, metadata=_lm("gradient checkpointing; default: on with a GPU")
@@ -298,6 +302,10 @@ class TrainConfig:
             problems.append(
                 f"batch_size ({self.batch_size}) must be a multiple of num_generations ({self.num_generations})"
             )
+        if self.vllm_server_base_url is not None and not (self.use_vllm and self.vllm_mode == "server"):
+            problems.append("vllm_server_base_url needs use_vllm and vllm_mode server (it names the server TRL generates on)")
+        elif self.vllm_server_base_url is not None and not re.fullmatch(r"https?://[^/\s]+/?", self.vllm_server_base_url):
+            problems.append(f"vllm_server_base_url must be http://HOST:PORT or https://HOST:PORT, got {self.vllm_server_base_url!r}")
         if not 0 <= self.warmup_steps < self.max_steps:
             problems.append(f"warmup_steps must be an integer in [0, max_steps), got {self.warmup_steps!r}")
         if not 0 <= self.entropy_coef < math.inf:

@@ -101,6 +101,7 @@ def grpo_config(config: TrainConfig, reward_weights: list[float], *, gpu: bool |
         "use_cpu": not gpu,
         "use_vllm": config.use_vllm,
         "vllm_mode": config.vllm_mode,
+        "vllm_server_base_url": config.vllm_server_base_url,
         "remove_unused_columns": False,
         "shuffle_dataset": not config.group_batches,
         "dataloader_num_workers": 0,
