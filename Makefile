@@ -47,7 +47,7 @@ test: setup
 # The tests that need OpenEnv (they skip in .venv): `affectgym serve`, its clients, replicas,
 # the env image's entry command and the openenv.yaml manifests, on openenv 0.10.
 OPENENV_TESTS := tests/test_serve.py tests/test_serve_hardening.py tests/test_serve_concurrency.py \
-	tests/test_serve_replicas.py tests/test_openenv_tasks.py tests/test_openenv_manifest.py tests/test_deploy.py \
+	tests/test_serve_replicas.py tests/test_openenv_tasks.py tests/test_openenv_rubric.py tests/test_openenv_manifest.py tests/test_deploy.py \
 	tests/test_validate.py::test_openenvs_own_parser_accepts_the_block
 
 test-openenv: setup-openenv

@@ -205,7 +205,8 @@ def create_env_app(
     check_text_env(probe, env_id)
     description = describe_env(probe, env_id, env_kwargs)
     app = create_app(
-        environment_factory(env_id, session_env_kwargs(probe, env_kwargs), description["split"], description["scenario_ids"]),
+        environment_factory(env_id, session_env_kwargs(probe, env_kwargs), split=description["split"],
+                            scenario_ids=description["scenario_ids"], components=list(description["reward_weights"] or ())),
         AffectAction,
         AffectObservation,
         env_name=openenv_name(env_id),

@@ -19,7 +19,11 @@ once and never changes: a speech env's loaded dataset
   ``get_task_range``, served as ``GET /{name}/splits`` and ``POST /{name}/tasks`` and so on):
   one split, the one served, whose task ``i`` is its scenario ``i`` (``{"id", "index",
   "split"}``, never a gold label); ``reset(split=, index=)`` starts that scenario. Another
-  split has no tasks here: its count is 0 and a reset naming it is refused.
+  split has no tasks here: its count is 0 and a reset naming it is refused;
+* ``rubric``: OpenEnv's rubric tree (RFC 004) of the env's reward: its root scores a step at
+  the env's reward, and ``rubric.components[name]`` holds each named part of the env's rubric,
+  its ``last_score`` that part of the last step's reward (``None`` while unscored), as the
+  observation's ``reward_components`` carry them on the wire.
 """
 
 from __future__ import annotations
@@ -48,11 +52,51 @@ NO_EPISODE = (
 
 
 @functools.cache
+def _rubric_classes() -> tuple[type, type]:
+    from openenv.core.rubrics import Rubric
+    from openenv.core.rubrics.containers import RubricDict
+
+    class ComponentScore(Rubric):
+        """One named part of the env's reward: the step's ``reward_components[name]``, as the env scored it.
+
+        Args:
+            name: The component's name in the env's rubric.
+        """
+
+        def __init__(self, name: str):
+            super().__init__()
+            self.name = name
+
+        def forward(self, action: Any, observation: Any) -> float | None:
+            return observation.reward_components.get(self.name)
+
+    class EnvRubric(Rubric):
+        """The env's reward as a rubric tree: the step's reward, with one child per named component.
+
+        Args:
+            components: The names of the env rubric's components.
+        """
+
+        def __init__(self, components: Sequence[str]):
+            super().__init__()
+            self.components = RubricDict({name: ComponentScore(name) for name in components})
+
+        def forward(self, action: Any, observation: Any) -> float:
+            for child in self.components.children():
+                child(action, observation)
+            return 0.0 if observation.reward is None else float(observation.reward)
+
+    return ComponentScore, EnvRubric
+
+
+@functools.cache
 def _environment_class() -> type:
     from openenv.core.env_server import Environment
     from openenv.core.env_server.types import EnvironmentMetadata
 
     from affectgym.integrations.openenv.models import AffectObservation, AffectState
+
+    _, env_rubric = _rubric_classes()
 
     class AffectGymEnvironment(Environment):
         """A served affectgym env: one env instance per OpenEnv session (see the module docstring).
@@ -62,12 +106,14 @@ def _environment_class() -> type:
             env_kwargs: Keyword arguments of ``affectgym.make``.
             split: The split served.
             scenario_ids: Its scenario ids, in order: the Task API's tasks.
+            components: The names of its rubric's components.
         """
 
         SUPPORTS_CONCURRENT_SESSIONS = True
 
-        def __init__(self, env_id: str, env_kwargs: Mapping[str, Any], split: str, scenario_ids: Sequence[str]):
-            super().__init__()
+        def __init__(self, env_id: str, env_kwargs: Mapping[str, Any], split: str, scenario_ids: Sequence[str],
+                     components: Sequence[str]):
+            super().__init__(rubric=env_rubric(components))
             self.env_id = env_id
             self.env_kwargs = dict(env_kwargs)
             self.split = split
@@ -109,7 +155,9 @@ def _environment_class() -> type:
                 update={"step_count": self._state.step_count + 1, "turn": int(info.get("turn", 0)),
                         "done": bool(terminated or truncated)}
             )
-            return AffectObservation(**observation_fields(text, reward, terminated, truncated, info))
+            observation = AffectObservation(**observation_fields(text, reward, terminated, truncated, info))
+            self.rubric(action, observation)
+            return observation
 
         def _scenario_at(self, index: Any) -> str:
             if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(self.scenario_ids):
@@ -165,7 +213,8 @@ def _environment_class() -> type:
     return AffectGymEnvironment
 
 
-def environment_factory(env_id: str, env_kwargs: Mapping[str, Any], split: str, scenario_ids: Sequence[str]) -> Callable[[], Any]:
+def environment_factory(env_id: str, env_kwargs: Mapping[str, Any], *, split: str, scenario_ids: Sequence[str],
+                        components: Sequence[str] = ()) -> Callable[[], Any]:
     """The factory OpenEnv's ``create_app`` takes: each call is a new, isolated session env.
 
     Args:
@@ -173,8 +222,9 @@ def environment_factory(env_id: str, env_kwargs: Mapping[str, Any], split: str, 
         env_kwargs: Keyword arguments of ``affectgym.make``.
         split: The split the env plays (``env_kwargs``'s, or the env's default).
         scenario_ids: Its scenario ids, in order.
+        components: The names of its rubric's components (none for an env without a rubric).
     """
-    return functools.partial(_environment_class(), env_id, dict(env_kwargs), split, tuple(scenario_ids))
+    return functools.partial(_environment_class(), env_id, dict(env_kwargs), split, tuple(scenario_ids), tuple(components))
 
 
 def __getattr__(name: str) -> Any:
