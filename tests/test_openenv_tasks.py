@@ -79,6 +79,7 @@ def test_openenvs_client_resets_on_a_task_by_split_and_index_for_the_in_process_
     ({"split": "train", "index": 0}, "serves the 'eval' split only, not 'train'"),
     ({"split": "eval", "index": 10_000}, "index must be an int from 0 to"),
     ({"split": "eval", "index": "3"}, "got '3'"),
+    ({"split": "eval", "index": 3, "options": {"scenario_id": "sc0001"}}, "the task's index or a scenario option, not both"),
 ])
 def test_a_task_reset_the_server_cannot_play_is_refused_naming_what_it_accepts(served, reset, message):
     from openenv.core import GenericEnvClient

@@ -52,7 +52,7 @@ NO_EPISODE = (
 
 
 @functools.cache
-def _rubric_classes() -> tuple[type, type]:
+def _rubric_class() -> type:
     from openenv.core.rubrics import Rubric
     from openenv.core.rubrics.containers import RubricDict
 
@@ -86,7 +86,7 @@ def _rubric_classes() -> tuple[type, type]:
                 child(action, observation)
             return 0.0 if observation.reward is None else float(observation.reward)
 
-    return ComponentScore, EnvRubric
+    return EnvRubric
 
 
 @functools.cache
@@ -96,7 +96,7 @@ def _environment_class() -> type:
 
     from affectgym.integrations.openenv.models import AffectObservation, AffectState
 
-    _, env_rubric = _rubric_classes()
+    env_rubric = _rubric_class()
 
     class AffectGymEnvironment(Environment):
         """A served affectgym env: one env instance per OpenEnv session (see the module docstring).
@@ -133,6 +133,8 @@ def _environment_class() -> type:
             if split is not None and split != self.split:
                 raise ValueError(f"this server serves the {self.split!r} split only, not {split!r}")
             if index is not None:
+                if options and {"scenario", "scenario_id"} & set(options):
+                    raise ValueError("give the task's index or a scenario option, not both")
                 options = {**(options or {}), "scenario_id": self._scenario_at(index)}
             if self._env is None:
                 import affectgym
