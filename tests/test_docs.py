@@ -119,6 +119,8 @@ BENCHMARK_TABLES = {
                             "\n<!-- end of style hacking table -->"),
     "bench_style_warmstart": ("<!-- style warm-start table: python benchmarks/bench_style_warmstart.py --report-only -->\n",
                               "\n<!-- end of style warm-start table -->"),
+    "bench_sarcasm_probe": ("<!-- sarcasm probe table: python benchmarks/bench_sarcasm_probe.py --report-only -->\n",
+                            "\n<!-- end of sarcasm probe table -->"),
 }
 
 
