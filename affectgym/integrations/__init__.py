@@ -6,7 +6,8 @@
 * :mod:`affectgym.integrations.verifiers`: the verifiers taskset ``affectgym-verifiers`` (one
   task per scenario) and the env that plays its episodes, scored by the env's own rubric.
 
-Both need their extra (``pip install 'affectgym[serve]'`` or ``'affectgym[verifiers]'``);
+Both need their extra (``pip install 'affectgym[openenv]'`` or ``'affectgym[verifiers]'``, which cannot
+share one environment);
 the packages are imported only when one of these is used, so ``import affectgym`` never
 loads them.
 """
@@ -19,7 +20,7 @@ import importlib.util
 def require(package: str, extra: str) -> None:
     """Fail with one line naming the extra when the optional ``package`` is not installed.
 
-    >>> require("json", "serve")
+    >>> require("json", "openenv")
     """
     if importlib.util.find_spec(package) is None:
         raise ImportError(f"{package!r} is not installed; it comes with pip install 'affectgym[{extra}]'")

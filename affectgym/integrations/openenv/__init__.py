@@ -7,9 +7,10 @@
 * :mod:`~affectgym.integrations.openenv.sockets`: how a session's socket ends (idle timeout, refusal, disconnect);
 * :mod:`~affectgym.integrations.openenv.app`: the FastAPI app and :func:`~affectgym.integrations.openenv.app.serve`;
 * :mod:`~affectgym.integrations.openenv.client`: :class:`~affectgym.integrations.openenv.client.RemoteEnv`,
-  a served env as a Gymnasium env (``affectgym eval --env-url``).
+  a served env as a Gymnasium env (``affectgym eval --env-url``);
+* :mod:`~affectgym.integrations.openenv.manifest`: an env's ``openenv.yaml`` (``affectgym manifest``).
 
-Needs ``pip install 'affectgym[serve]'``; ``openenv-core`` is imported on first use.
+Needs ``pip install 'affectgym[openenv]'`` (OpenEnv 0.10); ``openenv`` is imported on first use.
 """
 
 from __future__ import annotations

@@ -186,7 +186,7 @@ def create_env_app(
     """
     from affectgym.integrations import require
 
-    require("openenv", "serve")
+    require("openenv", "openenv")
     import gymnasium as gym
     from fastapi import Body
     from openenv.core.env_server import ConcurrencyConfig, create_app

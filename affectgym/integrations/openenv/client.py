@@ -136,7 +136,7 @@ class RemoteEnv(gym.Env[str, str]):
                  capacity_wait_s: float = 0.0):
         from affectgym.integrations import require
 
-        require("openenv", "serve")
+        require("openenv", "openenv")
         description = fetch_description(url, timeout_s=connect_timeout_s)
         self.url = url
         self.env_id: str = description["env_id"]
