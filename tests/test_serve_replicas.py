@@ -61,3 +61,30 @@ def test_a_replica_killed_mid_run_loses_no_episode_and_repeats_none(tmp_path):
     assert 1 <= sum(record["lost_sessions"] for record in records) <= 6  # the sessions the killed replica held
     assert served.summary["reward"] == local.summary["reward"]
     assert served.summary["errors"] == local.summary["errors"]
+
+
+def test_behind_one_url_a_dead_worker_loses_no_episode_the_replay_reaching_another(tmp_path):
+    """One port, two uvicorn worker processes: the kernel spreads connections over them, as a
+    Kubernetes Service spreads them over pods, so a lost session is replayed on the same URL."""
+    import psutil
+
+    agent = FunctionAgent(scripted_reply, name="scripted")
+    config = {"env_id": SARCASM, "agent": "scripted", "n": SCENARIOS, "rollouts": 3, "progress": False}
+    processes: list = []
+    with serve_process(SARCASM, "--split", "eval", "--workers", "2", log=tmp_path / "serve.log", processes=processes) as url:
+        children = psutil.Process(processes[0].pid).children()
+        workers = [child for child in children if "resource_tracker" not in " ".join(child.cmdline())]
+        assert len(workers) == 2, [child.cmdline() for child in children]
+        results = tmp_path / "served" / "results.jsonl"
+        killer = kill_when_recorded(results, SCENARIOS, workers[0])
+        served = run_eval(EvalConfig(**config, out=tmp_path / "served", concurrency=6,
+                                     env_url=url.replace("http://", "ws://")), agent=agent)
+        killer.join(timeout=5)
+        assert not workers[0].is_running(), "the worker was not killed during the run"
+    local = run_eval(EvalConfig(**config, out=tmp_path / "local"), agent=agent)
+    records = [json.loads(line) for line in results.read_text().splitlines()]
+    keys = [(record["scenario_id"], record["rollout"]) for record in records]
+    assert len(keys) == len(set(keys)) == SCENARIOS * 3
+    assert [record["error"] for record in records if record["error"]] == []
+    assert sum(record["lost_sessions"] for record in records) >= 1
+    assert served.summary["reward"] == local.summary["reward"]
