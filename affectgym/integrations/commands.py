@@ -90,12 +90,12 @@ def register(subparsers: Any) -> None:
                              help=f"split served and validated (default: {MANIFEST_SPLIT}, as deploy/Dockerfile serves)")
     manifesting.add_argument("--out", type=Path, default=Path("deploy/envs"), metavar="DIR",
                              help="folder of one folder per env, build_catalog's root (default: deploy/envs)")
-    manifesting.add_argument("--max-scenarios", type=int, default=2, metavar="N",
-                             help="scenarios validate visits per env (default: 2; on 2 cores that takes 85 s for "
-                             "affectgym/EmpatheticDialogue-v0, 11 s for affectgym/EmotionStyle-v0 and about a second for "
-                             "each other built-in env, and 3 scenarios take EmpatheticDialogue-v0 about 3 minutes)")
-    manifesting.add_argument("--replays", type=int, default=3, metavar="N",
-                             help="identical replays of validate's verifier_determinism, at least 2 (default: 3)")
+    manifesting.add_argument("--max-scenarios", type=int, default=20, metavar="N",
+                             help="scenarios validate visits per env (default: 20, validate's; on 2 cores --all takes "
+                             "16 min: affectgym/EmpatheticDialogue-v0 14 min, affectgym/EmotionStyle-v0 2 min, each other "
+                             "built-in env about a second)")
+    manifesting.add_argument("--replays", type=int, default=20, metavar="N",
+                             help="identical replays of validate's verifier_determinism, at least 2 (default: 20, validate's)")
     manifesting.set_defaults(func=run_manifest)
 
 
