@@ -121,6 +121,8 @@ BENCHMARK_TABLES = {
                               "\n<!-- end of style warm-start table -->"),
     "bench_sarcasm_probe": ("<!-- sarcasm probe table: python benchmarks/bench_sarcasm_probe.py --report-only -->\n",
                             "\n<!-- end of sarcasm probe table -->"),
+    "bench_sarcasm_sft": ("<!-- sarcasm sft table: python benchmarks/bench_sarcasm_sft.py --report-only -->\n",
+                          "\n<!-- end of sarcasm sft table -->"),
 }
 
 
