@@ -13,7 +13,11 @@ into prefill (start of ``generate`` to its first new token) and decode (the rest
 streamer's clock. Every episode is kept (``results.jsonl`` under ``--out``), and greedy
 replies are compared across settings.
 
-Usage: ``python benchmarks/bench_agent_cache.py [--episodes 8] [--out benchmarks/results/agent_cache]``
+With ``--adapter PATH`` (the demo's trained adapter, ``runs/demo/flat-grpo/adapter`` after
+``affectgym demo``) the same four settings play that adapter in the env form it was trained for
+(``SARCASM_AGENT_FORM``: the short form, 4 messages), written to ``agent_cache_adapter.json``.
+
+Usage: ``python benchmarks/bench_agent_cache.py [--episodes 8] [--adapter PATH] [--out DIR]``
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ SETTINGS = (  # name, concurrency, prefix_cache
     ("c4, batched, no cache", 4, 0),
 )
 RESULT = Path(__file__).resolve().parent / "results" / "agent_cache.json"
+ADAPTER_RESULT = RESULT.with_name("agent_cache_adapter.json")
 
 
 class GenerationClock:
@@ -66,16 +71,17 @@ class GenerationClock:
         model.generate = timed_generate
 
 
-def play(name: str, concurrency: int, prefix_cache: int, episodes: int, out: Path) -> dict:
+def play(name: str, concurrency: int, prefix_cache: int, episodes: int, out: Path, adapter: str | None = None) -> dict:
     from affectgym.agents.transformers_agent import TransformersAgent
     from affectgym.eval import EvalConfig, run_eval
+    from affectgym.train.recipes import SARCASM_AGENT_FORM
 
-    agent = TransformersAgent("smollm2-135m", max_new_tokens=MAX_NEW_TOKENS, temperature=0.0, prefix_cache=prefix_cache,
-                              max_batch_size=concurrency, batch_wait_s=0.05)
+    agent = TransformersAgent("smollm2-135m", adapter=adapter, max_new_tokens=MAX_NEW_TOKENS, temperature=0.0,
+                              prefix_cache=prefix_cache, max_batch_size=concurrency, batch_wait_s=0.05)
     clock = GenerationClock(agent.model)
     folder = out / name.replace(", ", "_").replace(" ", "-")
     config = EvalConfig(env_id=ENV_ID, agent="smollm2-135m", out=folder, n=episodes, concurrency=concurrency, split="eval",
-                        progress=False, resume=folder.exists())
+                        env_kwargs=dict(SARCASM_AGENT_FORM) if adapter else {}, progress=False, resume=folder.exists())
     result = run_eval(config, agent=agent)
     agent.close()
     records = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
@@ -99,9 +105,13 @@ def play(name: str, concurrency: int, prefix_cache: int, episodes: int, out: Pat
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--episodes", type=int, default=8)
-    parser.add_argument("--out", type=Path, default=RESULT.parent / "agent_cache")
+    parser.add_argument("--adapter", default=None, help="a trained LoRA adapter to play (default: the base model)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="episode folders (default: results/agent_cache, or results/agent_cache_adapter)")
     args = parser.parse_args()
-    played = {setting[0]: play(*setting, args.episodes, args.out) for setting in SETTINGS}
+    result = ADAPTER_RESULT if args.adapter else RESULT
+    out = args.out or result.with_suffix("")
+    played = {setting[0]: play(*setting, args.episodes, out, args.adapter) for setting in SETTINGS}
     rows = [entry["row"] for entry in played.values()]
     baseline = played["c1, no cache"]["replies"]
     for entry in played.values():
@@ -118,8 +128,9 @@ def main() -> None:
               f"{row['episodes_with_replies_equal_to_c1_no_cache']:>8}")
     for label, ratio in speedups.items():
         print(f"{label}: {ratio}x")
-    RESULT.write_text(json.dumps({"env": ENV_ID, "model": "smollm2-135m", "max_new_tokens": MAX_NEW_TOKENS,
-                                  "episodes": args.episodes, "rows": rows, "speedups": speedups}, indent=2) + "\n")
+    result.write_text(json.dumps({"env": ENV_ID, "model": "smollm2-135m", "adapter": args.adapter,
+                                  "max_new_tokens": MAX_NEW_TOKENS, "episodes": args.episodes, "rows": rows,
+                                  "speedups": speedups}, indent=2) + "\n")
 
 
 if __name__ == "__main__":
