@@ -230,7 +230,7 @@ def environment_factory(env_id: str, env_kwargs: Mapping[str, Any], *, split: st
 
 
 def __getattr__(name: str) -> Any:
-    # Built on first use, like the models: openenv-core loads only when it is needed.
+    # Built on first use, like the models: openenv loads only when it is needed.
     if name == "AffectGymEnvironment":
         return _environment_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,7 +10,7 @@
   ``outcome`` holds the gold label, which must not cross the wire before the answer);
 * :class:`AffectState`: the session's episode (id, steps, scenario, turn, done).
 
-The classes subclass ``openenv-core``'s, which is imported when one of them is first
+The classes subclass OpenEnv 0.10's, which is imported when one of them is first
 used (``from affectgym.integrations.openenv.models import AffectAction``), not when this
 module is. :func:`observation_fields` and :func:`info_from_observation` convert between
 an env step and the observation's fields, both ways, with no OpenEnv import.
@@ -137,7 +137,7 @@ def _models() -> dict[str, type]:
 
 
 def __getattr__(name: str) -> Any:
-    # The OpenEnv classes are built on first use: openenv-core loads only when it is needed.
+    # The OpenEnv classes are built on first use: openenv loads only when it is needed.
     if name in ("AffectAction", "AffectObservation", "AffectState"):
         return _models()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
