@@ -51,7 +51,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stages import best_single_cue, load_policy, pivot_lines_right, use_threads
+from stages import (
+    best_single_cue,
+    estimate_cell,
+    load_policy,
+    pivot_lines_right,
+    sarcasm_env,
+    sarcasm_form,
+    use_threads,
+)
 
 from affectgym.eval.stats import (
     Estimate,
@@ -63,7 +71,7 @@ from affectgym.eval.stats import (
     method_text,
     paired_difference,
 )
-from affectgym.train.recipes import SARCASM_ENV_ID, SARCASM_SHORT_FORM
+from affectgym.train.recipes import SARCASM_ENV_ID
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -84,17 +92,6 @@ RULE = ("fit StandardScaler + LogisticRegression(C) on train only, for every (fo
         "state, then last token before mean); play eval once with that frozen choice")
 #: The data report's rungs set beside the probe (key -> the name the table gives it).
 REPORT_RUNGS = {"tree": "depth-2 tree on the prosody features", "logistic": "logistic regression on the prosody features"}
-
-
-def env_kwargs(form: str) -> dict[str, Any]:
-    """Sarcasm-v0's short form with the delivery in ``form``."""
-    return {**SARCASM_SHORT_FORM, "task_format": {**SARCASM_SHORT_FORM["task_format"], "flat_prompt": form}}
-
-
-def make_env(form: str, split: str) -> Any:
-    import affectgym
-
-    return affectgym.make(SARCASM_ENV_ID, split=split, **env_kwargs(form)).unwrapped
 
 
 def prompts(env: Any, tokenizer: Any) -> list[str]:
@@ -118,7 +115,7 @@ def extract(form: str, split: str, model: Any, tokenizer: Any, model_path: str, 
     import torch
     from tqdm import tqdm
 
-    env = make_env(form, split)
+    env = sarcasm_env(form, split)
     texts = prompts(env, tokenizer)
     key = fingerprint(texts, model_path, layers)
     path = CACHE / f"{form}-{split}.npz"
@@ -175,7 +172,7 @@ def leakage_checks(features: dict[tuple[str, str], dict[str, Any]], tokenizer: A
                     checks[f"{form}_{split}_clips_in_train"] = len(set(parts[split]["ids"]) & train_ids)
         counts = set()
         for split in parts:
-            for text in prompts(make_env(form, split), tokenizer):
+            for text in prompts(sarcasm_env(form, split), tokenizer):
                 counts.add((len(re.findall(r"sarcas", text, re.I)), len(re.findall(r"sincer", text, re.I))))
         checks[f"{form}_label_word_counts_per_prompt"] = sorted(counts)
     return checks
@@ -264,10 +261,6 @@ def eval_summary(held: dict[str, Any], predicted: Any) -> dict[str, Any]:
     return out
 
 
-def cell(entry: dict[str, Any] | None, digits: int = 3) -> str:
-    return Estimate.from_dict(entry).format(digits, scope=False) if entry else "n/a"
-
-
 def markdown_table(summary: dict[str, Any]) -> str:
     """The small table of the ladder on eval, rebuilt from the JSON alone."""
     chosen = summary.get("chosen")
@@ -276,22 +269,22 @@ def markdown_table(summary: dict[str, Any]) -> str:
     lines = ["| rung | split used for choice | eval accuracy (95% CI) | vs best single cue |", "|---|---|---|---|"]
     if cue:
         lines.append(f"| best single cue ({cue['rule']}) | train (fitted), then the best of the report's single-cue "
-                     f"rungs on eval | {cell(cue['accuracy_here'])} | — |")
+                     f"rungs on eval | {estimate_cell(cue['accuracy_here'])} | — |")
     for key, rung in played.get("report_rungs", {}).items():
         lines.append(f"| {REPORT_RUNGS.get(key, rung['name'])} | train (fitted by `affectgym data report`) | "
-                     f"{cell(rung['accuracy'])} | {cell(rung['minus_cue'])} |")
+                     f"{estimate_cell(rung['accuracy'])} | {estimate_cell(rung['minus_cue'])} |")
     if chosen:
         name = (f"linear probe of frozen {summary['model']}: {chosen['form']} prompt, hidden state "
                 f"{chosen['hidden_state']}, {'last token' if chosen['pooling'] == 'last' else 'mean-pooled'}, C={chosen['C']:g}")
-        versus = cell(cue["probe_minus_cue"]) if cue else "n/a"
-        lines.append(f"| {name} | validation ({summary['n_clips']['validation']} clips) | {cell(played.get('accuracy'))} | "
+        versus = estimate_cell(cue["probe_minus_cue"]) if cue else "n/a"
+        lines.append(f"| {name} | validation ({summary['n_clips']['validation']} clips) | {estimate_cell(played.get('accuracy'))} | "
                      f"{versus} |")
     lines += ["", f"Eval: {played.get('clips', '?')} clips in {played.get('line_groups', '?')} line groups (each line "
               f"said both ways); {summary['intervals']}; differences are paired by clip."]
     both = played.get("pivot_lines_both_right")
     if both:
         lines.append(f"Chosen probe, pivot lines with both deliveries right: {both['both_right']} of {both['lines']} "
-                     f"({cell(both)}).")
+                     f"({estimate_cell(both)}).")
     if cue:
         lines.append("The single-cue bar is the best of the data report's one-cue rungs by their eval accuracy "
                      "(`stages.best_single_cue`, as in `bench_learning.py`): a bar picked on eval, so a generous one.")
@@ -359,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
                       "sincere": float(np.mean(held_form["yes_no_gap"][~sarcastic]))}
     summary = {
         "benchmark": "bench_sarcasm_probe", "rung": "linear probe of the frozen model's hidden states",
-        "env_id": SARCASM_ENV_ID, "env_kwargs": {form: env_kwargs(form) for form in complete},
+        "env_id": SARCASM_ENV_ID, "env_kwargs": {form: sarcasm_form(form) for form in complete},
         "corpus": "embedded v2 (affectgym/data/speech_v2)", "model": MODEL, "model_path": model_path,
         "num_hidden_layers": n_layers, "hidden_states": list(layers), "poolings": list(POOLINGS), "Cs": list(CS),
         "forms": complete, "rule": RULE, "chosen_on": "validation",

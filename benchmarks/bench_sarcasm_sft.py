@@ -87,10 +87,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stages import best_single_cue, done, load_policy, pivot_lines_right, rerun_options, use_threads
+from stages import (
+    best_single_cue,
+    done,
+    estimate_cell,
+    load_policy,
+    pivot_lines_right,
+    rerun_options,
+    sarcasm_env,
+    sarcasm_form,
+    use_threads,
+)
 
 from affectgym.eval.stats import (
-    Estimate,
     Observation,
     format_p_value,
     hierarchical_bootstrap,
@@ -100,7 +109,7 @@ from affectgym.eval.stats import (
     on_every_seed,
     paired_difference,
 )
-from affectgym.train.recipes import SARCASM_ENV_ID, SARCASM_SHORT_FORM, last_layers
+from affectgym.train.recipes import SARCASM_ENV_ID, last_layers
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -128,17 +137,6 @@ SWEPT = ("sft-bare",)
 #: Answer words of the yes/no format (the env's parser reads the first of them): none may precede the answer.
 ANSWER_WORDS = re.compile(r"\b(yes|no|sarcastic|sincere)\b", re.IGNORECASE)
 VERDICT = {"sarcastic": "the way this speaker sounds when mocking", "sincere": "the way this speaker sounds when meaning it"}
-
-
-def env_kwargs(form: str) -> dict[str, Any]:
-    """Sarcasm-v0's short form with the delivery in ``form``."""
-    return {**SARCASM_SHORT_FORM, "task_format": {**SARCASM_SHORT_FORM["task_format"], "flat_prompt": form}}
-
-
-def make_env(form: str, split: str) -> Any:
-    import affectgym
-
-    return affectgym.make(SARCASM_ENV_ID, split=split, **env_kwargs(form)).unwrapped
 
 
 def delivery_cues(prompt_text: str) -> tuple[str, list[tuple[str, str]]]:
@@ -178,7 +176,7 @@ def write_rationale_demos(form: str) -> Path:
     from affectgym.eval.results import write_json
 
     folder = WORK / f"demos-rationale-{form}"
-    env = make_env(form, "train")
+    env = sarcasm_env(form, "train")
     records = []
     for clip in env.scenarios:
         reply = rationale(clip, env)
@@ -196,7 +194,7 @@ def write_rationale_demos(form: str) -> Path:
     if not path.is_file() or path.read_text(encoding="utf-8") != text:
         folder.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-        write_json(folder / "metadata.json", {"env_id": SARCASM_ENV_ID, "split": "train", "env_kwargs": env_kwargs(form),
+        write_json(folder / "metadata.json", {"env_id": SARCASM_ENV_ID, "split": "train", "env_kwargs": sarcasm_form(form),
                                               "agent": "bench_sarcasm_sft.rationale (gold label, not played)"})
     return folder
 
@@ -257,7 +255,7 @@ def snapshot_callback(out: Path, form: str, passes: int) -> Any:
 
 
 def train_clips(form: str) -> int:
-    return len(make_env(form, "train").scenarios)
+    return len(sarcasm_env(form, "train").scenarios)
 
 
 def config(arm: str, form: str, lr: float, passes: int, seed: int) -> Any:
@@ -266,7 +264,7 @@ def config(arm: str, form: str, lr: float, passes: int, seed: int) -> Any:
     arm_options = {"references": True} if arm == "sft-bare" else {"demos": [str(write_rationale_demos(form))]}
     return TrainConfig(env_id=SARCASM_ENV_ID, algo="sft", model=MODEL, max_steps=passes * steps_per_pass(form),
                        batch_size=BATCH, learning_rate=lr, lr_scheduler="constant", warmup_steps=0, **LORA, eval_episodes=0, eval_max_new_tokens=MAX_NEW_TOKENS,
-                       env_kwargs=env_kwargs(form), seed=seed, output_dir=str(run_dir(arm, form, lr, passes, seed)),
+                       env_kwargs=sarcasm_form(form), seed=seed, output_dir=str(run_dir(arm, form, lr, passes, seed)),
                        **arm_options)
 
 
@@ -298,7 +296,7 @@ def play(name: str, form: str, split: str, adapter: Path | None) -> dict[str, An
         return json.loads(path.read_text(encoding="utf-8"))
     print(f"{name}: playing {split} ...", flush=True)
     model, tokenizer = load_policy(MODEL, adapter)
-    evaluator = HeldOutEvaluator(SARCASM_ENV_ID, env_kwargs(form), tokenizer, max_new_tokens=MAX_NEW_TOKENS, split=split)
+    evaluator = HeldOutEvaluator(SARCASM_ENV_ID, sarcasm_form(form), tokenizer, max_new_tokens=MAX_NEW_TOKENS, split=split)
     start_s = time.perf_counter()
     played = evaluator.evaluate(model)
     played["eval_s"] = round(time.perf_counter() - start_s, 1)
@@ -415,7 +413,7 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     form = "compact"
     summary: dict[str, Any] = {
         "benchmark": "bench_sarcasm_sft", "rung": "supervised fine-tuning (LoRA) on the train labels",
-        "env_id": SARCASM_ENV_ID, "env_kwargs": {f: env_kwargs(f) for f in ("compact", "full")}, "model": MODEL,
+        "env_id": SARCASM_ENV_ID, "env_kwargs": {f: sarcasm_form(f) for f in ("compact", "full")}, "model": MODEL,
         "corpus": "embedded v2 (affectgym/data/speech_v2)", "rule": RULE, "chosen_on": "validation",
         "training": {"batch_size": BATCH, **LORA, "lora_target_modules": "auto (q_proj, k_proj, v_proj, o_proj)",
                      "lr_scheduler": "constant", "warmup_steps": 0, "precision": "fp32, CPU, one shared core",
@@ -532,10 +530,6 @@ def write(summary: dict[str, Any]) -> None:
     MARKDOWN_FILE.write_text(markdown_table(summary) + "\n", encoding="utf-8")
 
 
-def cell(entry: dict[str, Any] | None, digits: int = 3) -> str:
-    return Estimate.from_dict(entry).format(digits, scope=False) if entry else "n/a"
-
-
 def markdown_table(summary: dict[str, Any]) -> str:
     """The rung's tables (eval, then the validation sweep), rebuilt from the JSON alone."""
     lines = ["| rung | chosen on | seeds | eval accuracy (95% CI) | answered | pivot lines both right | \"Yes\" share | "
@@ -544,10 +538,10 @@ def markdown_table(summary: dict[str, Any]) -> str:
     if probe and probe.get("best_single_cue"):
         cue = probe["best_single_cue"]
         lines.append(f"| best single cue ({cue['rule']}) | train (fitted), then the best single-cue rung on eval | 1 | "
-                     f"{cell(cue['accuracy_here'])} | 1.000 | — | — | — | — |")
+                     f"{estimate_cell(cue['accuracy_here'])} | 1.000 | — | — | — | — |")
     if probe:
-        lines.append(f"| {probe['name']} (sarcasm_probe.json) | validation | 1 | {cell(probe['accuracy'])} | 1.000 | — | — | "
-                     f"{cell(probe.get('vs_best_single_cue'))} | — |")
+        lines.append(f"| {probe['name']} (sarcasm_probe.json) | validation | 1 | {estimate_cell(probe['accuracy'])} | 1.000 | — | — | "
+                     f"{estimate_cell(probe.get('vs_best_single_cue'))} | — |")
     base = summary.get("base", {}).get("eval")
     rows = ([("base model, untrained (compact)", "—", base)] if base else []) + [
         (f"{name}: lr {entry['learning_rate']:g}, {entry['passes']} pass{'es' if entry['passes'] > 1 else ''}",
@@ -556,9 +550,9 @@ def markdown_table(summary: dict[str, Any]) -> str:
         for name, entry in summary.get("eval", {}).items()]
     for name, chosen_on, entry in rows:
         both = entry.get("pivot_lines_both_right")
-        lines.append(f"| {name} | {chosen_on} | {len(entry['seeds'])} | {cell(entry['accuracy'])} | {cell(entry['answered'])} | "
-                     f"{cell(both)} | {entry['yes_share']:.2f} | {cell(entry.get('vs_best_single_cue'))} | "
-                     f"{cell(entry.get('vs_base'))} |")
+        lines.append(f"| {name} | {chosen_on} | {len(entry['seeds'])} | {estimate_cell(entry['accuracy'])} | {estimate_cell(entry['answered'])} | "
+                     f"{estimate_cell(both)} | {entry['yes_share']:.2f} | {estimate_cell(entry.get('vs_best_single_cue'))} | "
+                     f"{estimate_cell(entry.get('vs_base'))} |")
     lines += ["", f"Eval: {base['clips'] if base else '?'} clips (each line said both ways); {summary['intervals']}; "
               f"differences are paired by (seed, clip), the base model and the cue given every seed. {summary['decoding']}."]
     for name, entry in summary.get("eval", {}).items():

@@ -1,4 +1,4 @@
-"""What the staged benchmarks share: results files written as they go, and stages that resume.
+"""What the staged benchmarks share: results files written as they go, stages that resume, and the Sarcasm ladder's forms.
 
 A stage is a folder; it is done once its ``summary.json`` (the last file each stage writes)
 is there, and a training stage that was started continues from its last checkpoint.
@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from affectgym.eval.stats import Observation
+from affectgym.eval.stats import Estimate, Observation
+from affectgym.train.recipes import SARCASM_ENV_ID, SARCASM_SHORT_FORM
 
 #: The data report's rungs that read one cue: one threshold (raw or vs the speaker) or one band word.
 SINGLE_CUE_RUNGS = ("threshold", "threshold_vs_speaker", "band_word")
@@ -118,3 +119,20 @@ def pivot_lines_right(pivot_clips: Iterable[tuple[Any, str, bool]]) -> list[Obse
         lines.setdefault((seed, line), []).append(bool(correct))
     return [Observation(seed, line, line, float(all(right))) for (seed, line), right in sorted(lines.items())
             if len(right) == 2]
+
+
+def sarcasm_form(form: str) -> dict[str, Any]:
+    """Sarcasm-v0's short form (the recipes' yes/no answer) with the delivery in ``form`` (``compact`` or ``full``)."""
+    return {**SARCASM_SHORT_FORM, "task_format": {**SARCASM_SHORT_FORM["task_format"], "flat_prompt": form}}
+
+
+def sarcasm_env(form: str, split: str) -> Any:
+    """Sarcasm-v0 on ``split`` in :func:`sarcasm_form` ``form``, unwrapped."""
+    import affectgym
+
+    return affectgym.make(SARCASM_ENV_ID, split=split, **sarcasm_form(form)).unwrapped
+
+
+def estimate_cell(entry: dict[str, Any] | None, digits: int = 3) -> str:
+    """A table cell of an :class:`~affectgym.eval.stats.Estimate` written as a dict (``n/a`` when there is none)."""
+    return Estimate.from_dict(entry).format(digits, scope=False) if entry else "n/a"
