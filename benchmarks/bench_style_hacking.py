@@ -2,8 +2,10 @@
 
 The embedded SmolLM2-135M-Instruct is trained with flat GRPO on ``affectgym/EmotionStyle-v0``'s
 train instructions, the same budget for every arm (:func:`affectgym.train.recipes.emotion_style_grpo_config`,
-:data:`GRPO_STEPS` steps, the calibrated offline classifier, neutral weight
-:data:`~affectgym.train.recipes.CALIBRATED_NEUTRAL_WEIGHT`). The arms:
+:data:`GRPO_STEPS` steps), under one offline classifier (:data:`SCORERS`, ``--classifier``): ``nade`` at the
+calibrated neutral weight :data:`~affectgym.train.recipes.CALIBRATED_NEUTRAL_WEIGHT`, the first measurement, or the
+``probe`` that reads all seven labels, with the content-relative emotion credit (the env's defaults). Each keeps its
+own results files. The arms:
 
 * ``base``: the untrained model (greedy: the same on every seed, so played once);
 * ``classifier-only``: EMOTRON's first attempt, the classifier's P(target) as the whole reward
@@ -14,7 +16,7 @@ train instructions, the same budget for every arm (:func:`affectgym.train.recipe
 Every arm answers the held-out scenarios of ``bench_style_learning`` (its
 :data:`~bench_style_learning.EVAL_SCENARIOS` of the eval split, greedily, scored by today's
 default rubric) once per run, through the eval runner. The settings are the recipe's, fixed
-before any of these runs was played (:data:`SELECTION`); nothing here was tuned on eval.
+before any of these runs was played (:attr:`Scorer.selection`); nothing here was tuned on eval.
 
 Per arm: the classifier's P(target), target accuracy, VADER valence agreement, the reward, and
 the **hack rate**: the share of replies on which any check of :mod:`affectgym.eval.style_hacks`
@@ -29,13 +31,15 @@ seeds and instructions, and the paired difference of each arm against ``base``
 Results are written as they come: ``benchmarks/results/style_hacking_runs.jsonl`` (one line per
 arm and seed; a rerun skips what is there and resumes an unfinished training run from its
 checkpoint), every held-out reply to ``benchmarks/results/style_hacking_samples.jsonl``, the
-summary (``--report-only``) to ``benchmarks/results/style_hacking.json``.
+summary (``--report-only``) to ``benchmarks/results/style_hacking.json``; under the probe,
+``style_hacking_probe_*`` and ``style_hacking_probe.json``.
 
 Usage (one process per core; each fills the same results files)::
 
     OMP_NUM_THREADS=1 taskset -c 0 python bench_style_hacking.py --arms classifier-only --seeds 0 1 2 &
     OMP_NUM_THREADS=1 taskset -c 1 python bench_style_hacking.py --arms base full full-shuffled --seeds 0 1 2 &
     python bench_style_hacking.py --report-only
+    python bench_style_hacking.py --classifier probe --report-only
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -75,9 +80,6 @@ from affectgym.train.recipes import (
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-RUNS_NAME, SAMPLES_NAME, SUMMARY_NAME = "style_hacking_runs.jsonl", "style_hacking_samples.jsonl", "style_hacking.json"
-SUMMARY_FILE = RESULTS / SUMMARY_NAME
-WORK = ROOT / "runs" / "bench_style_hacking"
 ARMS = ("base", "classifier-only", "full", "full-shuffled")
 #: ``bench_style_learning``'s committed arms under the calibrated classifier, trained on the default rubric as it
 #: was before the ``word_salad``, ``repetition`` and ``copies_instruction`` rules, and the names they take here.
@@ -86,17 +88,71 @@ EARLIER_ARMS = {"trained": "full-earlier-rules", "control": "full-shuffled-earli
 ARM_RUBRICS = {"classifier-only": "classifier-only", "full": "default", "full-shuffled": "shuffled-target"}
 #: The recipe's budget, the one ``bench_style_learning``'s arms had.
 GRPO_STEPS = LEARNING_GRPO_STEPS
-NEUTRAL_WEIGHT = CALIBRATED_NEUTRAL_WEIGHT
-#: How the settings were fixed: taken whole from the recipe, before any run here was played.
-SELECTION = ("settings fixed before eval: the EmotionStyle GRPO recipe's, unchanged, for every arm (it has no "
-             f"setting of its own to choose; its learning rate, LoRA and P(target) weight were chosen in "
-             f"bench_style_learning, on that benchmark's eval replies); {GRPO_STEPS} steps, the calibrated classifier "
-             f"(neutral weight {NEUTRAL_WEIGHT:g}); eval played once per run")
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """The offline classifier every arm trains and is scored under, and the files and folders of its runs.
+
+    Attributes:
+        classifier: The env's ``classifier`` option.
+        neutral_weight: Its neutral weight.
+        stem: What its results files are named after (``<stem>_runs.jsonl``, ``<stem>_samples.jsonl``, ``<stem>.json``).
+        described: How the settings text names it.
+        earlier: Whether ``bench_style_learning``'s committed arms (trained under it) are reported beside.
+    """
+
+    classifier: str
+    neutral_weight: float
+    stem: str
+    described: str
+    earlier: bool
+
+    @property
+    def runs_name(self) -> str:
+        return f"{self.stem}_runs.jsonl"
+
+    @property
+    def samples_name(self) -> str:
+        return f"{self.stem}_samples.jsonl"
+
+    @property
+    def summary_name(self) -> str:
+        return f"{self.stem}.json"
+
+    @property
+    def work(self) -> Path:
+        return ROOT / "runs" / f"bench_{self.stem}"
+
+    @property
+    def env_kwargs(self) -> dict[str, Any]:
+        return {**eval_env_kwargs(self.neutral_weight), "classifier": self.classifier}
+
+    @property
+    def selection(self) -> str:
+        """How the settings were fixed: taken whole from the recipe, before any run here was played."""
+        return ("settings fixed before eval: the EmotionStyle GRPO recipe's, unchanged, for every arm (it has no "
+                "setting of its own to choose; its learning rate, LoRA and P(target) weight were chosen in "
+                f"bench_style_learning, on that benchmark's eval replies); {GRPO_STEPS} steps, {self.described}; "
+                "eval played once per run")
+
+
+#: The scorers the arms can train under: ``nade`` at the calibrated neutral weight (the first measurement), and the
+#: probe that reads all seven labels, at its own scale (the env's offline default).
+SCORERS = {
+    "nade": Scorer("nade", CALIBRATED_NEUTRAL_WEIGHT, "style_hacking",
+                   f"the calibrated classifier (neutral weight {CALIBRATED_NEUTRAL_WEIGHT:g})", earlier=True),
+    "probe": Scorer("probe", 1.0, "style_hacking_probe",
+                    "the offline emotion probe and the content-relative emotion credit (the env's defaults)", earlier=False),
+}
+NADE, PROBE = SCORERS["nade"], SCORERS["probe"]
+SUMMARY_FILE = RESULTS / NADE.summary_name
+PROBE_SUMMARY_FILE = RESULTS / PROBE.summary_name
 #: Which goal each paired difference against the base model is read for.
 GOAL_HACK_MARGIN = 0.05
 
 
-def train_arm(arm: str, seed: int, steps: int, work: Path) -> tuple[Path, dict[str, Any]]:
+def train_arm(arm: str, seed: int, steps: int, work: Path, scorer: Scorer) -> tuple[Path, dict[str, Any]]:
     """The arm's GRPO adapter (trained, or resumed, as needed) and its training summary."""
     from affectgym.train.grpo import train
     from affectgym.train.recipes import (
@@ -107,10 +163,12 @@ def train_arm(arm: str, seed: int, steps: int, work: Path) -> tuple[Path, dict[s
     out = work / f"s{seed}" / f"{arm}-{steps}steps"
     if not done(out):
         if arm == "classifier-only":
-            config = emotion_style_classifier_only_grpo_config(out, seed=seed, max_steps=steps, neutral_weight=NEUTRAL_WEIGHT)
+            config = emotion_style_classifier_only_grpo_config(out, seed=seed, max_steps=steps,
+                                                               neutral_weight=scorer.neutral_weight,
+                                                               classifier=scorer.classifier)
         else:
             config = emotion_style_grpo_config(out, seed=seed, max_steps=steps, control=arm == "full-shuffled",
-                                               neutral_weight=NEUTRAL_WEIGHT)
+                                               neutral_weight=scorer.neutral_weight, classifier=scorer.classifier)
         if config.env_kwargs["rubric"] != ARM_RUBRICS[arm]:
             raise RuntimeError(f"arm {arm!r} must train on rubric {ARM_RUBRICS[arm]!r}, its recipe gives "
                                f"{config.env_kwargs['rubric']!r}")
@@ -118,17 +176,17 @@ def train_arm(arm: str, seed: int, steps: int, work: Path) -> tuple[Path, dict[s
     return out / "adapter", json.loads((out / "summary.json").read_text(encoding="utf-8"))
 
 
-def run_arm(arm: str, seed: int, steps: int, work: Path, results: Path) -> None:
-    """Train (as needed) and play one arm of one seed; append its replies, then its row."""
+def run_arm(arm: str, seed: int, steps: int, work: Path, results: Path, scorer: Scorer = NADE) -> None:
+    """Train (as needed) and play one arm of one seed under ``scorer``; append its replies, then its row."""
     adapter, cost = None, {"steps": 0, "train_s": 0.0}
     if arm != "base":
-        adapter, summary = train_arm(arm, seed, steps, work)
+        adapter, summary = train_arm(arm, seed, steps, work, scorer)
         cost = {"steps": summary["steps"], "train_s": summary["train_s"]}
-    played = play(arm, seed, adapter, NEUTRAL_WEIGHT, work=work)
+    played = play(arm, seed, adapter, scorer.neutral_weight, work=work, classifier=scorer.classifier)
     row = {"arm": arm, "seed": seed, "rubric": ARM_RUBRICS.get(arm), "grpo_steps": 0 if arm == "base" else steps,
-           "neutral_weight": NEUTRAL_WEIGHT, **played["metrics"], **cost}
-    append_jsonl(results / SAMPLES_NAME, played["samples"])
-    append_jsonl(results / RUNS_NAME, [row])
+           "classifier": scorer.classifier, "neutral_weight": scorer.neutral_weight, **played["metrics"], **cost}
+    append_jsonl(results / scorer.samples_name, played["samples"])
+    append_jsonl(results / scorer.runs_name, [row])
     print(f"{arm} seed {seed}: P(target) {row['target_probability']:.3f}, target accuracy "
           f"{row['target_accuracy']:.3f}, reward {row['reward']:.3f}", flush=True)
 
@@ -190,10 +248,10 @@ def example_replies(replies: dict[str, list[dict[str, Any]]], per_arm: int = 3) 
 
 
 def rescored(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The replies with their reward and components by today's default rubric (the held-out env's)."""
+    """The replies with their reward and components by today's default rubric (the held-out env's, under nade)."""
     import affectgym
 
-    env = affectgym.make(EMOTION_STYLE_ENV_ID, split="eval", **eval_env_kwargs(NEUTRAL_WEIGHT)).unwrapped
+    env = affectgym.make(EMOTION_STYLE_ENV_ID, split="eval", **NADE.env_kwargs).unwrapped
     results = env.score_batch([env.get_scenario(s["scenario_id"]) for s in samples], [s["reply"] for s in samples],
                               [[] for _ in samples])
     return [{**sample, "reward": result.total, "reward_components": result.components}
@@ -204,7 +262,7 @@ def earlier_rule_replies() -> dict[str, list[dict[str, Any]]]:
     """``bench_style_learning``'s committed base, trained and control replies under the calibrated classifier
     (:data:`EARLIER_ARMS`' names; the base model's as ``base``), rescored by today's rubric."""
     rows = [r for r in read_jsonl(LEARNING_RUNS_FILE) if r.get("kind") != "speed"
-            and r.get("neutral_weight", 1.0) == NEUTRAL_WEIGHT and r["arm"] in ("base", *EARLIER_ARMS)]
+            and r.get("neutral_weight", 1.0) == NADE.neutral_weight and r["arm"] in ("base", *EARLIER_ARMS)]
     replies: dict[str, list[dict[str, Any]]] = {}
     for row, block in rows_with_samples(rows, read_jsonl(LEARNING_SAMPLES_FILE), source=LEARNING_SAMPLES_FILE.name):
         if row["grpo_steps"] in (0, GRPO_STEPS):
@@ -213,7 +271,7 @@ def earlier_rule_replies() -> dict[str, list[dict[str, Any]]]:
 
 
 def summarise(rows: list[dict[str, Any]], samples: list[dict[str, Any]],
-              earlier: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
+              earlier: dict[str, list[dict[str, Any]]] | None = None, scorer: Scorer = NADE) -> dict[str, Any]:
     """Every metric of every arm over the replies of every seed, each trained arm's paired difference against
     ``base``, and the issue's goals read from them.
 
@@ -222,15 +280,16 @@ def summarise(rows: list[dict[str, Any]], samples: list[dict[str, Any]],
         samples: The samples file's replies.
         earlier: :func:`earlier_rule_replies`: its trained arms are reported beside these, and its ``base`` stands
             in while this benchmark's base model has not been played (greedy, the same replies).
+        scorer: The classifier the runs trained and were scored under.
     """
     from affectgym.eval.style_hacks import CHECK_DESCRIPTIONS, OVERLAPPING_RULES
 
     by_arm: dict[str, list[int]] = {}
     replies: dict[str, list[dict[str, Any]]] = {}
-    for row, block in rows_with_samples(rows, samples, source=SAMPLES_NAME):
+    for row, block in rows_with_samples(rows, samples, source=scorer.samples_name):
         by_arm.setdefault(row["arm"], []).append(row["seed"])
         replies.setdefault(row["arm"], []).extend(block)
-    sources = {arm: SAMPLES_NAME for arm in replies}
+    sources = {arm: scorer.samples_name for arm in replies}
     for arm, block in (earlier or {}).items():
         if arm not in replies:
             replies[arm], by_arm[arm] = block, sorted({s["seed"] for s in block})
@@ -250,9 +309,10 @@ def summarise(rows: list[dict[str, Any]], samples: list[dict[str, Any]],
         differences[f"{arm}_vs_base"] = {"seeds": len(seeds), **{
             m: paired_difference(on_every_seed(observations(replies["base"], m, episode_values), seeds),
                                  observations(replies[arm], m, episode_values)).to_dict() for m in metrics()}}
-    return {"env_id": EMOTION_STYLE_ENV_ID, "split": "eval", "neutral_weight": NEUTRAL_WEIGHT,
+    return {"env_id": EMOTION_STYLE_ENV_ID, "split": "eval", "classifier": scorer.classifier,
+            "neutral_weight": scorer.neutral_weight,
             "decoding": {"greedy": True, "max_new_tokens": STYLE_MAX_NEW_TOKENS}, "grpo_steps": GRPO_STEPS,
-            "frozen": True, "selection": SELECTION, "intervals": method_text(GROUPS), "arms": arms,
+            "frozen": True, "selection": scorer.selection, "intervals": method_text(GROUPS), "arms": arms,
             "differences": differences, "goals": goals(differences),
             "checks": dict(CHECK_DESCRIPTIONS), "checks_overlapping_default_rules": dict(OVERLAPPING_RULES),
             "examples": example_replies(replies)}
@@ -327,12 +387,13 @@ def markdown_table(summary: dict[str, Any]) -> str:
     return "\n".join(lines + closing_lines(summary))
 
 
-def report(results: Path = RESULTS, steps: int = GRPO_STEPS) -> dict[str, Any]:
-    """Summarise the runs (of ``steps`` GRPO steps) and samples files under ``results``, write the summary beside
-    them, print the block."""
-    rows = [r for r in read_jsonl(results / RUNS_NAME) if r["grpo_steps"] in (0, steps)]
-    summary = summarise(rows, read_jsonl(results / SAMPLES_NAME), earlier_rule_replies())
-    (results / SUMMARY_NAME).write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+def report(results: Path = RESULTS, steps: int = GRPO_STEPS, scorer: Scorer = NADE) -> dict[str, Any]:
+    """Summarise the runs (of ``steps`` GRPO steps) under ``scorer`` and their samples under ``results``, write the
+    summary beside them, print the block."""
+    rows = [r for r in read_jsonl(results / scorer.runs_name) if r["grpo_steps"] in (0, steps)]
+    summary = summarise(rows, read_jsonl(results / scorer.samples_name),
+                        earlier_rule_replies() if scorer.earlier else None, scorer)
+    (results / scorer.summary_name).write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(markdown_table(summary))
     return summary
 
@@ -343,7 +404,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS), help="arms to run (default all)")
     parser.add_argument("--steps", type=int, default=GRPO_STEPS,
                         help=f"GRPO steps per run (the benchmark's is {GRPO_STEPS}; fewer only for a smoke run)")
-    parser.add_argument("--work", type=Path, default=WORK, help="where the runs and their eval folders go")
+    parser.add_argument("--classifier", choices=SCORERS, default="nade",
+                        help="the offline classifier the arms train and are scored under, each with its own results "
+                             "files: nade (neutral weight 0.25, the first measurement) or probe (the env's default)")
+    parser.add_argument("--work", type=Path, default=None,
+                        help="where the runs and their eval folders go (default runs/bench_<results stem>)")
     parser.add_argument("--results", type=Path, default=RESULTS,
                         help="where the runs, samples and summary files go (a throwaway folder for a smoke run)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (1 when two runs share the machine)")
@@ -351,13 +416,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.steps != GRPO_STEPS and args.results.resolve() == RESULTS.resolve():
         parser.error(f"--steps {args.steps} is not the benchmark's {GRPO_STEPS}: pass a throwaway --results folder")
+    scorer = SCORERS[args.classifier]
     if not args.report_only:
         use_threads(args.threads)
-        finished = {(r["arm"], r["seed"], r["grpo_steps"]) for r in read_jsonl(args.results / RUNS_NAME)}
+        finished = {(r["arm"], r["seed"], r["grpo_steps"]) for r in read_jsonl(args.results / scorer.runs_name)}
         run_missing(args.seeds, args.arms,
                     lambda arm, seed: (arm, seed, 0 if arm == "base" else args.steps) in finished,
-                    lambda arm, seed: run_arm(arm, seed, args.steps, args.work, args.results))
-    report(args.results, args.steps)
+                    lambda arm, seed: run_arm(arm, seed, args.steps, args.work or scorer.work, args.results, scorer))
+    report(args.results, args.steps, scorer)
     return 0
 
 

@@ -130,9 +130,9 @@ def train_stage(arm: str, seed: int, steps: int, neutral_weight: float) -> tuple
 
 
 def play(arm: str, seed: int, adapter: Path | None, neutral_weight: float, work: Path = WORK,
-         split: str = "eval") -> dict[str, Any]:
+         split: str = "eval", classifier: str = "nade") -> dict[str, Any]:
     """The arm's held-out replies to ``split`` (``"eval"``, or ``"validation"`` to choose settings) through the eval
-    runner (its folder under ``work``): its metrics and every reply."""
+    runner (its folder under ``work``), scored by the offline ``classifier``: its metrics and every reply."""
     from affectgym.eval import EvalConfig, run_eval
     from affectgym.eval.results import read_results
 
@@ -143,7 +143,8 @@ def play(arm: str, seed: int, adapter: Path | None, neutral_weight: float, work:
         agent_kwargs["adapter"] = str(adapter)
     if not done(out):
         run_eval(EvalConfig(env_id=EMOTION_STYLE_ENV_ID, agent="hf:smollm2-135m", out=out, n=EVAL_SCENARIOS,
-                            split=split, seed=0, env_kwargs=eval_env_kwargs(neutral_weight), agent_kwargs=agent_kwargs,
+                            split=split, seed=0, env_kwargs={**eval_env_kwargs(neutral_weight), "classifier": classifier},
+                            agent_kwargs=agent_kwargs,
                             concurrency=16, progress=False, max_fail_fraction=1.0, resume=out.exists()))
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     records, _ = read_results(out / "results.jsonl")

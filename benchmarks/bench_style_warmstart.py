@@ -62,7 +62,7 @@ from typing import Any
 
 import bench_style_hacking as hacking
 from bench_style_hacking import (
-    NEUTRAL_WEIGHT,
+    NADE,
     episode_values,
     example_replies,
     metrics,
@@ -118,7 +118,7 @@ GOAL_HACK_MARGIN = 0.05
 GOAL_SEEDS = 3
 SELECTION = (f"settings fixed before any warm-started run was played: SFT {STYLE_DEMONSTRATION_PASSES} passes over "
              "the demonstrations at the dialogue reference SFT's learning rate and LoRA, then the EmotionStyle GRPO "
-             f"recipe unchanged ({GRPO_STEPS} steps, the calibrated classifier at neutral weight {NEUTRAL_WEIGHT:g}); "
+             f"recipe unchanged ({GRPO_STEPS} steps, the calibrated classifier at neutral weight {NADE.neutral_weight:g}); "
              "nothing chosen on eval; eval played once per run")
 
 
@@ -152,7 +152,7 @@ def train_arm(arm: str, seed: int, work: Path, sft_steps: int | None, grpo_steps
         out = work / f"s{seed}" / f"{arm}-{grpo_steps}steps"
         if not done(out):
             config = emotion_style_grpo_config(out, seed=seed, max_steps=grpo_steps, control=arm == "sft-grpo-shuffled",
-                                               neutral_weight=NEUTRAL_WEIGHT, init_adapter=str(sft / "adapter"),
+                                               neutral_weight=NADE.neutral_weight, init_adapter=str(sft / "adapter"),
                                                beta=ANCHOR_BETAS.get(arm, 0.0))
             train(config, progress=True, **rerun_options(out))
         runs.append(out)
@@ -167,11 +167,11 @@ def run_arm(arm: str, seed: int, work: Path, results: Path, sft_steps: int | Non
     """Train (as needed) and play one arm of one seed on ``split`` (``"eval"``, or ``"validation"`` for the sweep,
     whose rows also carry the split and the KL coefficient); append its replies, then its row."""
     adapter, cost = train_arm(arm, seed, work, sft_steps, grpo_steps)
-    played = play(arm, seed, adapter, NEUTRAL_WEIGHT, work=work, split=split)
+    played = play(arm, seed, adapter, NADE.neutral_weight, work=work, split=split)
     runs_name, samples_name = (RUNS_NAME, SAMPLES_NAME) if split == "eval" else (VALIDATION_RUNS_NAME,
                                                                                  VALIDATION_SAMPLES_NAME)
     sweep = {} if split == "eval" else {"split": split, "beta": ANCHOR_BETAS.get(arm)}
-    row = {"arm": arm, "seed": seed, **sweep, "neutral_weight": NEUTRAL_WEIGHT, **played["metrics"], **cost}
+    row = {"arm": arm, "seed": seed, **sweep, "neutral_weight": NADE.neutral_weight, **played["metrics"], **cost}
     append_jsonl(results / samples_name, played["samples"])
     append_jsonl(results / runs_name, [row])
     print(f"{split}, {arm} seed {seed}: P(target) {row['target_probability']:.3f}, target accuracy "
@@ -216,8 +216,8 @@ def read_validation(results: Path) -> dict[str, Any] | None:
 
 def base_replies(results: Path = RESULTS) -> list[dict[str, Any]]:
     """The base model's held-out replies, as ``bench_style_hacking`` committed them."""
-    rows = [r for r in read_jsonl(results / hacking.RUNS_NAME) if r["arm"] == "base"]
-    pairs = rows_with_samples(rows, read_jsonl(results / hacking.SAMPLES_NAME), source=hacking.SAMPLES_NAME)
+    rows = [r for r in read_jsonl(results / NADE.runs_name) if r["arm"] == "base"]
+    pairs = rows_with_samples(rows, read_jsonl(results / NADE.samples_name), source=NADE.samples_name)
     return [sample for _, block in pairs[:1] for sample in block]
 
 
@@ -248,7 +248,7 @@ def summarise(rows: list[dict[str, Any]], samples: list[dict[str, Any]], base: l
 
         differences[f"{compared}_vs_{reference}"] = {"seeds": len(shared), **{
             m: paired_difference(side(reference, m), side(compared, m)).to_dict() for m in metrics()}}
-    return {"env_id": EMOTION_STYLE_ENV_ID, "split": "eval", "neutral_weight": NEUTRAL_WEIGHT,
+    return {"env_id": EMOTION_STYLE_ENV_ID, "split": "eval", "neutral_weight": NADE.neutral_weight,
             "decoding": {"greedy": True, "max_new_tokens": STYLE_MAX_NEW_TOKENS}, "grpo_steps": GRPO_STEPS,
             "frozen": True, "selection": SELECTION, "intervals": method_text(GROUPS), "validation": validation,
             "arms": arms, "differences": differences, "goals": goals(differences), "checks": dict(CHECK_DESCRIPTIONS),

@@ -314,16 +314,16 @@ def neutral_weight_options(neutral_weight: float) -> dict[str, Any]:
     return {} if neutral_weight == 1.0 else {"classifier_options": {"neutral_weight": neutral_weight}}
 
 
-def _style_env_kwargs(neutral_weight: float, rubric: str) -> dict[str, Any]:
-    """EmotionStyle-v0's options in its recipes: the offline classifier (at ``neutral_weight``), ``rubric``, and
+def _style_env_kwargs(neutral_weight: float, rubric: str, classifier: str = "nade") -> dict[str, Any]:
+    """EmotionStyle-v0's options in its recipes: the offline ``classifier`` (at ``neutral_weight``), ``rubric``, and
     P(target) weighed :data:`STYLE_EMOTION_WEIGHT`."""
     credit = "emotion_probability" if rubric == "classifier-only" else "emotion"
-    return {"classifier": "nade", "rubric": rubric, "reward_weights": {credit: STYLE_EMOTION_WEIGHT},
+    return {"classifier": classifier, "rubric": rubric, "reward_weights": {credit: STYLE_EMOTION_WEIGHT},
             **neutral_weight_options(neutral_weight)}
 
 
 def emotion_style_grpo_config(output_dir: str | Path, *, seed: int = 0, max_steps: int = 48, control: bool = False,
-                              model: str = "smollm2-135m", neutral_weight: float = 1.0,
+                              model: str = "smollm2-135m", neutral_weight: float = 1.0, classifier: str = "nade",
                               **overrides: Any) -> TrainConfig:
     """Flat GRPO on EmotionStyle-v0 (EMOTRON): the offline classifier's P(target) and the rules, no judge.
 
@@ -347,9 +347,12 @@ def emotion_style_grpo_config(output_dir: str | Path, *, seed: int = 0, max_step
         neutral_weight: The offline classifier's neutral weight (``classifier_options``;
             :data:`CALIBRATED_NEUTRAL_WEIGHT` is the calibrated one): 1 keeps the
             mapping under which neutral tops 99% of the base model's samples.
+        classifier: The offline classifier: ``"nade"``, which the learning benchmarks' committed runs used, or
+            ``"probe"``, which reads all seven labels (``classifier="auto"``'s offline choice).
         **overrides: Any other :class:`~affectgym.train.config.TrainConfig` field.
     """
-    env_kwargs = _style_env_kwargs(neutral_weight, rubric="shuffled-target" if control else "default")
+    env_kwargs = _style_env_kwargs(neutral_weight, rubric="shuffled-target" if control else "default",
+                                   classifier=classifier)
     options: dict[str, Any] = {
         "env_id": EMOTION_STYLE_ENV_ID, "model": model, "mode": "flat", "max_steps": max_steps, "num_generations": 8,
         "batch_size": 32, "learning_rate": 1e-3, "warmup_steps": max_steps // 6, "lr_scheduler": "constant",
@@ -364,7 +367,7 @@ def emotion_style_grpo_config(output_dir: str | Path, *, seed: int = 0, max_step
 
 def emotion_style_classifier_only_grpo_config(output_dir: str | Path, *, seed: int = 0, max_steps: int = 48,
                                               neutral_weight: float = CALIBRATED_NEUTRAL_WEIGHT,
-                                              **overrides: Any) -> TrainConfig:
+                                              classifier: str = "nade", **overrides: Any) -> TrainConfig:
     """:func:`emotion_style_grpo_config` on the ``"classifier-only"`` rubric: the classifier's P(target) is the
     whole reward (no rules, no judge), EMOTRON's first attempt and the reward a policy learns to hack
     (``benchmarks/bench_style_hacking.py``). The calibrated classifier by default.
@@ -373,8 +376,8 @@ def emotion_style_classifier_only_grpo_config(output_dir: str | Path, *, seed: i
     'classifier-only'
     """
     return emotion_style_grpo_config(output_dir, seed=seed, max_steps=max_steps, neutral_weight=neutral_weight,
-                                     **{"env_kwargs": _style_env_kwargs(neutral_weight, rubric="classifier-only"),
-                                        **overrides})
+                                     **{"env_kwargs": _style_env_kwargs(neutral_weight, rubric="classifier-only",
+                                                                        classifier=classifier), **overrides})
 
 
 def emotion_style_dpo_config(output_dir: str | Path, *, seed: int = 0, max_steps: int = 24,
