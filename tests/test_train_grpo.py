@@ -189,3 +189,23 @@ def test_heldout_evaluation_plays_the_validation_or_the_eval_split_never_train()
     with pytest.raises(ValueError, match="heldout_split must be one of 'validation', 'eval', got 'train'"):
         TrainConfig(env_id="affectgym/Sarcasm-v0", heldout_split="train")
     assert TrainConfig(env_id="affectgym/Sarcasm-v0").heldout_split == "validation"
+
+
+def test_multiturn_rollouts_from_the_rollouts_caches_train_on_trls_tokens_and_rewards(tool_calling_model, tmp_path):
+    import torch
+
+    from affectgym.train.grpo import build_trainer
+
+    outputs, reused = [], []
+    for share in (True, False):
+        trainer = build_trainer(tiny_config(tool_calling_model, TOY_ID, "multiturn", tmp_path / str(share),
+                                            share_prompts=share, lora_dropout=0.0, max_completion_length=96), gpu=False)
+        trainer.generation_config.do_sample = False
+        inputs = [trainer.train_dataset[index] for index in (0, 0, 1, 1)]
+        outputs.append(trainer._generate_and_score_completions(inputs))
+        reused.append(trainer._metrics["train"].get("rollout_cache/reused_fraction", []))
+    cached, reference = outputs
+    assert (reference["tool_mask"] == 0).any(), "the rollouts called a tool, so a later turn was generated"
+    for key in ("prompt_ids", "prompt_mask", "completion_ids", "completion_mask", "tool_mask", "advantages"):
+        assert torch.equal(cached[key], reference[key]), key
+    assert reused[0] and min(reused[0]) > 0.5 and not reused[1]

@@ -9,7 +9,7 @@ from trl import GRPOTrainer
 
 from affectgym.train.config import TrainConfig
 from affectgym.train.grpo import build_trainer
-from affectgym.train.shared_prefix import SharedPrefixGRPOTrainer, distinct_rows
+from affectgym.train.shared_prefix import RolloutCaches, SharedPrefixGRPOTrainer, distinct_rows
 
 GENERATIONS = 3
 
@@ -126,3 +126,49 @@ def test_the_trainer_runs_only_on_the_trl_releases_it_is_tested_on_and_setup_cfg
     setup = configparser.ConfigParser()
     setup.read(Path(__file__).resolve().parents[1] / "setup.cfg")
     assert f"trl{SUPPORTED_TRL}" in setup["options.extras_require"]["train"].split()
+
+
+def later_turn(prompts: list[list[int]], completions: list[list[int]]) -> list[list[int]]:
+    """Each rollout's next prompt as TRL's tool loop builds it: the prompt, the reply and a tool result's ids (ragged)."""
+    return [prompt + completion + [21 + row, 23, 25][: 1 + row % 3] for row, (prompt, completion)
+            in enumerate(zip(prompts, completions, strict=True))]
+
+
+def test_a_later_turn_from_the_rollouts_caches_matches_trls_generation_of_the_whole_prompt(trainer):
+    prompts, *_ = grouped_batch(trainer)
+    trainer.generation_config.do_sample = False
+    trainer.rollout_caches = RolloutCaches()
+    try:
+        first, _ = trainer._generate_single_turn(prompts, None, {}, GENERATIONS)
+        assert len(trainer.rollout_caches.entries) == 2, "one entry a distinct prompt and reply (greedy groups agree)"
+        second_prompts = later_turn(prompts, first)
+        second, _ = trainer._generate_single_turn(second_prompts, None, {}, 1)
+        third_prompts = later_turn(second_prompts, second)
+        third, _ = trainer._generate_single_turn(third_prompts, None, {}, 1)
+        caches = trainer.rollout_caches
+        reference_second, _ = GRPOTrainer._generate_single_turn(trainer, second_prompts, None, {}, 1)
+        reference_third, _ = GRPOTrainer._generate_single_turn(trainer, third_prompts, None, {}, 1)
+    finally:
+        trainer.generation_config.do_sample = True
+        trainer.rollout_caches = None
+    assert second == reference_second and third == reference_third
+    later = sum(map(len, second_prompts)) + sum(map(len, third_prompts))
+    assert caches.reused_tokens + caches.prefilled_tokens == later
+    assert caches.reused_tokens > 0.6 * later, "the later turns read most of their prompts from the caches"
+
+
+def test_rollout_caches_cover_the_columns_every_row_has_and_replace_the_entries_extended():
+    caches = RolloutCaches()
+    layer = torch.arange(2 * 5, dtype=torch.float32).reshape(1, 1, 5, 2)
+    caches.entries[(1, 2, 3, 4, 5)] = [(layer, -layer)]
+    caches.entries[(1, 2, 9)] = [(layer[:, :, :3], -layer[:, :, :3])]
+    # Row 0 extends the first entry whole (5 shared), row 1 shares 2 tokens with either: padded to 7 columns, the
+    # batch covers min(0 + 5, 4 + 2) = 5 columns.
+    cache, columns = caches.batched([[1, 2, 3, 4, 5, 6, 7], [1, 2, 8]], width=7)
+    assert columns == 5 and cache.layers[0].keys.shape == (2, 1, 5, 2)
+    torch.testing.assert_close(cache.layers[0].keys[0], layer[0])
+    torch.testing.assert_close(cache.layers[0].keys[1, :, 4:], layer[0, :, :1])  # its first token, after 4 pads
+    assert not cache.layers[0].keys[1, :, :4].any()
+    assert (1, 2, 3, 4, 5) not in caches.entries and (1, 2, 9) in caches.entries
+    assert (caches.reused_tokens, caches.prefilled_tokens) == (5 + 1, 2 + 2)
+    assert caches.batched([[7, 7]], width=2) is None, "no entry shares a token"
