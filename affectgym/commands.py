@@ -24,7 +24,7 @@ def register(subparsers: Any) -> None:
     validating = subparsers.add_parser(
         "validate",
         help="check an env's rewards, determinism and leakage after OpenEnv's RFC 008: a pass/warn/fail table; "
-        "exit 0 pass or warn, 1 fail, 2 unknown env, 3 internal error",
+        "exit 0 pass or warn, 1 fail, 2 unknown env or check, 3 internal error",
     )
     validating.add_argument("env_id", metavar="ENV", help="a registered env id, e.g. affectgym/Sarcasm-v0")
     validating.add_argument("--env-kwargs", type=json_object_argument, default={}, metavar="JSON",
@@ -50,6 +50,9 @@ def register(subparsers: Any) -> None:
                             help="score calls per red-team family per scenario (default: 8; see affectgym redteam)")
     validating.add_argument("--skip", nargs="+", default=[], metavar="CHECK",
                             help="checks not run, by name, e.g. --skip hack_surface reward_pays_skill (the red-team checks)")
+    validating.add_argument("--check", action="append", default=None, metavar="CHECK",
+                            help="run only this check, by name or id (repeatable: --check oracle_max --check floor_gap; "
+                            "a plug-in's checks included); not with --skip")
     output = validating.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the report as JSON instead of the table")
     output.add_argument("--openenv-yaml", action="store_true",
@@ -132,17 +135,27 @@ def run_validate(args: argparse.Namespace) -> int:
     from affectgym.envs.validation import (
         EXIT_INTERNAL,
         EXIT_UNSUPPORTED,
+        CheckPluginError,
         UnknownEnvError,
         ValidationDeclaration,
         check_ids,
         validate,
     )
 
-    try:
-        skip = check_ids(args.skip)
-    except ValueError as exc:
-        print(f"affectgym validate: --skip: {exc}", file=sys.stderr)
+    if args.check and args.skip:
+        print("affectgym validate: give --check (the only checks run) or --skip (the checks left out), not both",
+              file=sys.stderr)
         return EXIT_UNSUPPORTED
+    option, names = ("--check", args.check) if args.check else ("--skip", args.skip)
+    try:
+        selected = check_ids(names)
+    except CheckPluginError as exc:  # a broken plug-in: the validation itself cannot run
+        print(f"affectgym validate: {exc}", file=sys.stderr)
+        return EXIT_INTERNAL
+    except ValueError as exc:
+        print(f"affectgym validate: {option}: {exc}", file=sys.stderr)
+        return EXIT_UNSUPPORTED
+    checks, skip = (selected, ()) if args.check else (None, selected)
 
     # a tolerance outside OpenEnv's bounds fails as a declaration does there (exit 1, one line naming the bound)
     declaration = ValidationDeclaration(
@@ -152,7 +165,8 @@ def run_validate(args: argparse.Namespace) -> int:
     )
     try:
         report = validate(args.env_id, env_kwargs=args.env_kwargs, declaration=declaration,
-                          max_scenarios=args.max_scenarios, seed=args.seed, replays=args.replays, skip=skip)
+                          max_scenarios=args.max_scenarios, seed=args.seed, replays=args.replays, skip=skip,
+                          checks=checks)
         if args.json:
             print(report.to_json())
         elif args.openenv_yaml:

@@ -117,6 +117,9 @@ BENCHMARK_TABLES = {
                              "--report-only -->\n", "\n<!-- end of style table -->", "CALIBRATED_SUMMARY_FILE"),
     "bench_style_hacking": ("<!-- style hacking table: python benchmarks/bench_style_hacking.py --report-only -->\n",
                             "\n<!-- end of style hacking table -->"),
+    "bench_style_hacking:probe": (
+        "<!-- style hacking table, the probe: python benchmarks/bench_style_hacking.py --classifier probe "
+        "--report-only -->\n", "\n<!-- end of the probe's style hacking table -->", "PROBE_SUMMARY_FILE"),
     "bench_style_warmstart": ("<!-- style warm-start table: python benchmarks/bench_style_warmstart.py --report-only -->\n",
                               "\n<!-- end of style warm-start table -->"),
     "bench_sarcasm_probe": ("<!-- sarcasm probe table: python benchmarks/bench_sarcasm_probe.py --report-only -->\n",

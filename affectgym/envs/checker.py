@@ -12,7 +12,8 @@ Then it runs the checks of ``affectgym validate`` (:mod:`affectgym.envs.validati
 OpenEnv's RFC 008), the same functions: ``reward_well_formed``, ``seed_control``,
 ``episode_determinism``, ``oracle_max``, ``floor_gap``, ``canary_floor``,
 ``no_solution_leakage`` (the label flip, label words in ids, the text memoriser of
-:mod:`affectgym.envs.leakage` on the env's splits) and ``verifier_determinism``. A check that
+:mod:`affectgym.envs.leakage` on the env's splits), ``verifier_determinism`` and those an installed
+plug-in registers (:func:`~affectgym.envs.validation.registered_checks`). A check that
 fails or raises is a problem, except ``oracle_max`` and ``floor_gap``
 (:data:`~affectgym.envs.validation.CHECK_ENV_WARNINGS`): they say how the reward's scale is
 calibrated, not that the env breaks its contract, so ``check_env`` warns where

@@ -22,6 +22,7 @@ from affectgym.envs.core import AffectEnv, Continue, Trace, count_invalid_action
 from affectgym.envs.dialogue_criteria import (
     FAR_OFF_LENGTH_CAP,
     earlier_turns,
+    emotion_unreadable,
     length_credit,
     listened_sentences,
     model_listening_credit,
@@ -452,10 +453,10 @@ class DialogueEnv(AffectEnv):
             if turn is None:
                 values.append(0.0)
                 continue
-            credits = [
-                slot_emotion_credit(sentence, tag, next(found))
-                for sentence, tag in zip(turn.sentences, scenario.required_tags, strict=True)
-            ]
+            credits = []
+            for sentence, tag in zip(turn.sentences, scenario.required_tags, strict=True):
+                credit = slot_emotion_credit(sentence, tag, next(found))  # every sentence's reading, in order
+                credits.append(0.0 if emotion_unreadable(scenario, sentence) else credit)
             values.append(sum(credits) / 3)
         return values
 

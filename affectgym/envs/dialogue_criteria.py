@@ -15,7 +15,9 @@ from affectgym.envs.dialogue_parsing import (
     question_kind,
     tells_emotion,
 )
+from affectgym.envs.style_content import in_requested_language, plain_text
 from affectgym.rewards.rubric import Reply
+from affectgym.rewards.rules import EMOTION_WORDS, is_clause
 from affectgym.text import english_stemmer, english_stop_words
 
 REPLY_WORDS_FULL_CREDIT = (20, 25)  # words in the three sentences together that earn full length credit
@@ -41,6 +43,13 @@ LISTENING_PMI_FULL = 1.2
 OWN_WORDS_PMI_NONE = 0.0
 OWN_WORDS_PMI_FULL = 0.4
 _CONTENT_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
+#: Words in a row, each one the user said (or a tag's name), that make a keyword heap when the user never said
+#: them in a row: "after that DISGUST left fish office fridge weeks". None of the 285 sentences of the embedded
+#: train replies holds a run of four (three: 3 of them, e.g. "a huge tomato harvest after months of care").
+KEYWORD_HEAP_WORDS = 4
+_TAG_WORDS = frozenset({"anger", "disgust", "fear", "happiness", "neutral", "sadness", "surprise"})
+_EMOTION_NAMES = frozenset().union(*EMOTION_WORDS.values())
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
 
 
 def structure(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
@@ -152,14 +161,69 @@ def relevance(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
 
 
 def listened_sentences(scenario: DialogueTurn, turn: ChatbotTurn) -> list[str]:
-    """The reply's sentences that are not echoes of a user line (see :func:`relevance`): what it says back.
+    """The reply's sentences that are neither echoes of a user line (see :func:`relevance`) nor keyword heaps
+    (:func:`keyword_heap`): what it says back.
 
     >>> turn = DialogueTurn("d/t0", "d", 0, 1, "SADNESS", "My novel got rejected by the tenth publisher.", "HAPPINESS")
     >>> listened_sentences(turn, chatbot_reply("(SADNESS) My novel got rejected by the tenth publisher. (HAPPINESS) Yay! (NEUTRAL) What now?").answer.turn)
     ['Yay!', 'What now?']
+    >>> listened_sentences(turn, chatbot_reply("(SADNESS) Oh no. (HAPPINESS) Yay! (NEUTRAL) What now, tenth publisher novel rejected?").answer.turn)
+    ['Oh no.', 'Yay!']
     """
     lines = [_CONTENT_WORD.findall(line.lower()) for line in _user_lines(scenario)]
-    return [sentence for sentence in turn.sentences if not any(_copied_positions(words, sentence) for words in lines)]
+    return [sentence for sentence in turn.sentences
+            if not any(_copied_positions(words, sentence) for words in lines) and not keyword_heap(scenario, sentence)]
+
+
+def keyword_heap(scenario: DialogueTurn, sentence: str) -> bool:
+    """Whether ``sentence`` strings together :data:`KEYWORD_HEAP_WORDS` or more content words in a row that the
+    user said (by stem) or that name a tag, in an order the user never said them in.
+
+    Quoting the user ("your project management work") is not a heap; their words piled up
+    after a stock question ("What happened after that, footsteps attic night dark?") are.
+
+    >>> turn = DialogueTurn("d/t0", "d", 0, 1, "FEAR", "I hear footsteps in the attic every night.", "NEUTRAL")
+    >>> keyword_heap(turn, "What happened after that FEAR footsteps attic night?"), keyword_heap(turn, "Footsteps in the attic at night would scare anyone.")
+    (True, False)
+    """
+    stem, stop, said = english_stemmer(), english_stop_words(), _user_stems(scenario)
+    spoken = [" ".join(_CONTENT_WORD.findall(line.lower())) for line in _user_lines(scenario)]
+    words = _CONTENT_WORD.findall(plain_text(sentence).lower())
+    start = 0
+    while start < len(words):
+        end = start
+        while end < len(words) and words[end] not in stop and (stem(words[end]) in said or words[end] in _TAG_WORDS):
+            end += 1
+        if end - start >= KEYWORD_HEAP_WORDS and not any(" ".join(words[start:end]) in line for line in spoken):
+            return True
+        start = max(end, start + 1)
+    return False
+
+
+def emotion_unreadable(scenario: DialogueTurn, sentence: str) -> str | None:
+    """Why ``sentence``'s emotion earns no credit, or ``None`` when it can: the emotion is credited only where the
+    sentence says something, as EmotionStyle-v0 credits it (:mod:`affectgym.envs.style_content`).
+
+    The sentence is read as plain text (markup and symbols gone, look-alike letters
+    normalised). It earns nothing when none of its sentences is a clause (interjections, a heap
+    of words: "Hooray! Hooray! Hooray!"), when it names an emotion (any of the seven: naming
+    is telling, and a word of another emotion is a heap of its own), when it is not in English
+    (``py3langid``, from five words on), or when it is a :func:`keyword_heap`.
+
+    >>> turn = DialogueTurn("d/t0", "d", 0, 1, "FEAR", "I hear footsteps in the attic every night.", "HAPPINESS")
+    >>> [emotion_unreadable(turn, s) for s in ("Hooray! Hooray!", "A mortgage and two kids, rage rage.", "Footsteps at night would chill anyone.")]
+    ['no clause', 'names an emotion', None]
+    """
+    plain = plain_text(sentence)
+    if not any(is_clause(part) for part in _SENTENCE_END.split(plain) if part.strip()):
+        return "no clause"
+    if _EMOTION_NAMES & set(_CONTENT_WORD.findall(plain.lower())):
+        return "names an emotion"
+    if not in_requested_language(plain):
+        return "not English"
+    if keyword_heap(scenario, sentence):
+        return "keyword heap"
+    return None
 
 
 def user_said(scenario: DialogueTurn) -> str:
