@@ -6,7 +6,7 @@ import difflib
 import re
 from collections.abc import Callable, Sequence
 
-from affectgym.data.dialogues import DialogueTurn, split_tagged
+from affectgym.data.dialogues import DIALOGUE_LABELS, DialogueTurn, split_tagged
 from affectgym.envs.core import Trace
 from affectgym.envs.dialogue_parsing import (
     ChatbotTurn,
@@ -47,7 +47,7 @@ _CONTENT_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
 #: them in a row: "after that DISGUST left fish office fridge weeks". None of the 285 sentences of the embedded
 #: train replies holds a run of four (three: 3 of them, e.g. "a huge tomato harvest after months of care").
 KEYWORD_HEAP_WORDS = 4
-_TAG_WORDS = frozenset({"anger", "disgust", "fear", "happiness", "neutral", "sadness", "surprise"})
+_TAG_WORDS = frozenset(label.lower() for label in DIALOGUE_LABELS)
 _EMOTION_NAMES = frozenset().union(*EMOTION_WORDS.values())
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
 
