@@ -164,8 +164,8 @@ def test_rollout_caches_cover_the_columns_every_row_has_and_replace_the_entries_
     caches.entries[(1, 2, 9)] = [(layer[:, :, :3], -layer[:, :, :3])]
     # Row 0 extends the first entry whole (5 shared), row 1 shares 2 tokens with either: padded to 7 columns, the
     # batch covers min(0 + 5, 4 + 2) = 5 columns.
-    cache, columns = caches.batched([[1, 2, 3, 4, 5, 6, 7], [1, 2, 8]], width=7)
-    assert columns == 5 and cache.layers[0].keys.shape == (2, 1, 5, 2)
+    cache = caches.batched([[1, 2, 3, 4, 5, 6, 7], [1, 2, 8]], width=7)
+    assert cache.get_seq_length() == 5 and cache.layers[0].keys.shape == (2, 1, 5, 2)
     torch.testing.assert_close(cache.layers[0].keys[0], layer[0])
     torch.testing.assert_close(cache.layers[0].keys[1, :, 4:], layer[0, :, :1])  # its first token, after 4 pads
     assert not cache.layers[0].keys[1, :, :4].any()

@@ -126,8 +126,8 @@ class RolloutCaches:
                 for layer in cache.layers
             ]
 
-    def batched(self, prompts: list[list[int]], width: int) -> tuple[DynamicCache, int] | None:
-        """A cache for ``prompts`` left-padded to ``width`` columns, built from the entries, and the columns it covers.
+    def batched(self, prompts: list[list[int]], width: int) -> DynamicCache | None:
+        """A cache for ``prompts`` left-padded to ``width`` columns, built from the entries.
 
         Every row's cache must cover the same leading columns, so the batch covers the columns before the first
         token that some row has no entry for (a row that shares more recomputes the rest). ``None`` when no row has
@@ -157,7 +157,7 @@ class RolloutCaches:
                 self.entries.pop(key, None)
         self.reused_tokens += sum(max(columns - left, 0) for left in lefts)
         self.prefilled_tokens += sum(len(ids) - max(columns - left, 0) for ids, left in zip(prompts, lefts, strict=True))
-        return DynamicCache(data), columns
+        return DynamicCache(data)
 
 
 class SharedPrefixGRPOTrainer(GRPOTrainer):
@@ -198,11 +198,11 @@ class SharedPrefixGRPOTrainer(GRPOTrainer):
         attention_mask = pad([torch.ones_like(row) for row in rows], padding_value=0, padding_side="left")
         distinct_ids, distinct_mask, inverse = distinct_rows(input_ids, attention_mask)
         caches = self.rollout_caches
-        from_rollouts = None if caches is None else caches.batched(prompt_ids, input_ids.size(1))
         if self.use_vllm or self.use_transformers_continuous_batching or images is not None or multimodal_fields \
                 or has_tool_images or min(map(len, prompt_ids)) < 2 \
                 or (caches is None and len(distinct_ids) == len(input_ids)):
             return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations, has_tool_images)
+        from_rollouts = None if caches is None else caches.batched(prompt_ids, input_ids.size(1))
         device = self.accelerator.device
         input_ids, attention_mask = input_ids.to(device), attention_mask.to(device)
         distinct_ids, distinct_mask, inverse = distinct_ids.to(device), distinct_mask.to(device), inverse.to(device)
@@ -227,7 +227,7 @@ class SharedPrefixGRPOTrainer(GRPOTrainer):
                 probabilities = torch.softmax(logits[inverse] / self.generation_config.temperature, dim=-1)
                 return torch.multinomial(probabilities, 1).cpu().tolist(), None
             if from_rollouts is not None:  # a later turn: each rollout's cache, to the tool results
-                cache, _ = from_rollouts
+                cache = from_rollouts
             elif len(distinct_ids) < len(input_ids):
                 # The cache of every prompt token but the last, which generate runs to start sampling.
                 cache = unwrapped_model(
