@@ -1,6 +1,6 @@
 """EmpatheticDialogue-v0 pays for listening and for emotion: replies that ignore the user, and
 emotion slots filled with questions or neutral statements, score below the dataset's reply; emotion
-about nothing the user said earns less (the emotion credit is gated by listening)."""
+about nothing the user said earns less (each sentence's emotion credit is scaled by its own listening)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import statistics
 import pytest
 
 import affectgym
-from affectgym.envs.dialogue import not_listening_replies
-from affectgym.envs.dialogue_criteria import relevance as dialogue_relevance
+from affectgym.envs.dialogue import LISTENING_CONTRASTS, not_listening_replies
 from affectgym.envs.validation import REDTEAM_CHECKS
 
 #: The eval turns' reference replies under the listening credit before issue 54, when shared words could
@@ -69,18 +68,17 @@ def test_emotion_about_nothing_the_user_said_earns_less_than_the_same_emotion_th
     assert gated.components["relevance"] < eval_env.score(turn, turn.reference, []).components["relevance"]
 
 
-def test_the_emotion_credit_is_the_words_only_credit_times_relevance_and_listening_is_read_once(eval_env, monkeypatch):
-    import affectgym.envs.dialogue as dialogue
-
+def test_each_piece_is_read_once_after_the_user_and_once_after_each_contrast_for_both_criteria(eval_env, monkeypatch):
     turn = eval_env.scenarios[0]
-    template = not_listening_replies(turn)["content_free_template"]
-    words_only = affectgym.make("affectgym/EmpatheticDialogue-v0", split="eval", relevance_model=None).unwrapped
-    reads = []
-    monkeypatch.setattr(dialogue, "relevance", lambda *args: reads.append(args) or dialogue_relevance(*args))
-    gated = eval_env.score(turn, template, []).components
-    assert gated["expressed_emotion"] == pytest.approx(
-        words_only.score(turn, template, []).components["expressed_emotion"] * gated["relevance"])
-    assert len(reads) == 1  # shared words are read by the words-only env alone, and once: the scaled credit reuses it
+    model = eval_env.listening_model
+    reads, read = [], model._log_probs
+    monkeypatch.setattr(model, "_log_probs", lambda pairs: reads.extend(pairs) or read(pairs))
+    tags = turn.required_tags
+    reply = (f"({tags[0]}) The cellar door creaked open at midnight again. ({tags[1]}) Grandma's old quilt still smells of "
+             f"lavender. ({tags[2]}) Which shelf held the jars of plum jam?")
+    first = eval_env.score(turn, reply, []).components
+    assert len(reads) == 3 * (1 + len(LISTENING_CONTRASTS))  # three pieces, each after the user and after each contrast
+    assert eval_env.score(turn, reply, []).components == first and len(reads) == 3 * (1 + len(LISTENING_CONTRASTS))
 
 
 def test_without_a_relevance_model_the_reward_reads_shared_words_and_ships_no_listening_canary():
@@ -100,10 +98,10 @@ def test_the_reference_replies_lose_at_most_0_01_to_the_content_only_emotion_cre
 def test_the_quoted_weak_reply_earns_no_emotion_credit_for_its_fear_slot(eval_env):
     env = affectgym.make("affectgym/EmpatheticDialogue-v0", split="all").unwrapped
     turn = env.get_scenario("ed044/t0")
-    weak = env.score(turn, WEAK_REPLY, [])
+    words_only = affectgym.make("affectgym/EmpatheticDialogue-v0", split="all", relevance_model=None).unwrapped
     neutral_slots_only = 2 / 3  # the two NEUTRAL slots read as neutral; the FEAR slot earns nothing
-    assert weak.components["expressed_emotion"] == pytest.approx(neutral_slots_only * weak.components["relevance"], abs=0.01)
-    assert weak.total < 0.91  # what it earned before issue 40
+    assert words_only.score(turn, WEAK_REPLY, []).components["expressed_emotion"] == pytest.approx(neutral_slots_only, abs=0.01)
+    assert env.score(turn, WEAK_REPLY, []).total < 0.91  # what it earned before issue 40
     # Not pinned since issue 54: that it scores below this turn's reference (0.784 against 0.746). Without shared
     # words as listening, the reference's best sentence is its question, which SmolLM2 reads at 0.75 nats (docs/benchmarks.md).
 
@@ -114,8 +112,7 @@ def test_the_quoted_weak_reply_earns_no_emotion_credit_for_its_fear_slot(eval_en
     "The report lists the meeting times for next week.",  # another neutral statement
 ])
 def test_a_question_or_a_neutral_statement_in_the_emotion_slot_earns_nothing(fear_slot):
-    env = affectgym.make("affectgym/EmpatheticDialogue-v0", split="all").unwrapped
+    env = affectgym.make("affectgym/EmpatheticDialogue-v0", split="all", relevance_model=None).unwrapped
     turn = env.get_scenario("ed044/t0")
     reply = f"(FEAR) {fear_slot} (NEUTRAL) The attic is a quiet place. (NEUTRAL) What is it that you hear?"
-    scored = env.score(turn, reply, []).components  # the emotion credit is scaled by listening
-    assert scored["expressed_emotion"] == pytest.approx(2 / 3 * scored["relevance"], abs=0.01)
+    assert env.score(turn, reply, []).components["expressed_emotion"] == pytest.approx(2 / 3, abs=0.01)

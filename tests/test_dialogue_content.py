@@ -8,6 +8,7 @@ import pytest
 import affectgym
 from affectgym.envs.dialogue_criteria import emotion_unreadable, keyword_heap, user_words
 from affectgym.envs.dialogue_parsing import read_chatbot_reply
+from affectgym.redteam.material import EMOJI, EXCLAMATIONS, FILLER, INTERJECTIONS
 
 
 @pytest.fixture(scope="module")
@@ -58,3 +59,42 @@ def test_a_keyword_heap_is_a_run_of_the_users_words_the_user_never_said_in_that_
     assert keyword_heap(turn, "What happened after that, " + " ".join(reversed(words[:4])) + "?")
     assert not keyword_heap(turn, turn.user_text)  # quoting the user is no heap
     assert not any(keyword_heap(t, s) for t in train_env.scenarios for s in read_chatbot_reply(t.reference).turn.sentences)
+
+
+@pytest.fixture(scope="module")
+def listening_train_env():
+    return affectgym.make("affectgym/EmpatheticDialogue-v0", split="train").unwrapped
+
+
+#: What the red team adds to a sentence that carries nothing of the user: its interjections, exclamations,
+#: emoji and filler.
+CONTENT_FREE_ADDITIONS = (*INTERJECTIONS[:6], *EXCLAMATIONS, *EMOJI[:4], *FILLER)
+
+
+def test_adding_content_free_material_to_a_reference_sentence_never_raises_its_score_by_more_than_0_01(listening_train_env):
+    env = listening_train_env
+    turns = [t for t in env.scenarios if t.required_tags[1] != "NEUTRAL"][:4]
+    for turn in turns:
+        sentences = read_chatbot_reply(turn.reference).turn.sentences
+        tags = turn.required_tags
+        reference = env.score(turn, turn.reference, []).total
+        replies = [" ".join(f"({tag}) {f'{text} {addition}' if slot == where else text}"
+                            for slot, (tag, text) in enumerate(zip(tags, sentences, strict=True)))
+                   for addition in CONTENT_FREE_ADDITIONS for where in (0, 1)]
+        scores = [result.total for result in env.score_batch([turn] * len(replies), replies, [[]] * len(replies))]
+        worst = max(zip(scores, replies))
+        assert worst[0] <= reference + 0.01, (turn.id, reference, worst)
+
+
+def test_a_stock_emotional_sentence_earns_under_a_third_of_its_emotion_credit_where_it_takes_little_up(listening_train_env, train_env):
+    turn = next(t for t in listening_train_env.scenarios if t.required_tags[1] == "HAPPINESS" and t.user_emotion == "SADNESS")
+    first, _, last = read_chatbot_reply(turn.reference).turn.sentences
+    stock = f"(SADNESS) {first} (HAPPINESS) What wonderful news, congratulations, this is brilliant! (NEUTRAL) {last}"
+    plain = f"(SADNESS) {first} (HAPPINESS) {NO_EMOTION} (NEUTRAL) {last}"
+
+    def stock_credit(env):
+        with_stock, with_nothing = env.expressed_emotion([turn, turn], [env.parse_reply(r) for r in (stock, plain)], [[], []])
+        return with_stock - with_nothing
+
+    unscaled = stock_credit(train_env)  # words only: the classifier's reading alone
+    assert unscaled > 0.25 and stock_credit(listening_train_env) < unscaled / 3

@@ -87,3 +87,26 @@ def test_scorers_of_one_folder_in_many_threads_share_one_model_and_score_alike(t
         scores = list(pool.map(lambda scorer: scorer.scores(["My dog died."], ["Losing a dog hurts."]), scorers))
     assert len({round(s[0], 6) for s in scores}) == 1
     assert len({id(scorer._model()[1]) for scorer in scorers}) == 1  # one model in memory, not sixteen
+
+
+def test_against_other_users_stories_a_sentence_that_suits_any_story_gains_nothing():
+    def log_prob(context, sentence):  # any story makes a reply likelier than a greeting does
+        return [(word, -2.0 if "Hello." in context else -1.0) for word in sentence.split()]
+
+    user, stock = ["I won the lottery."], ["What wonderful news!"]
+    assert ConditionalRelevance(log_prob).scores(user, stock) == [1.0]
+    assert ConditionalRelevance(log_prob, contrasts=["My sister got married.", "I fixed the fence."]).scores(user, stock) == [0.0]
+
+
+def test_the_gain_is_over_the_mean_of_the_contrasts():
+    def log_prob(context, sentence):
+        return [(sentence, {"lottery": -1.0, "wedding": -2.0, "fence": -4.0}[next(w for w in ("lottery", "wedding", "fence") if w in context)])]
+
+    relevance = ConditionalRelevance(log_prob, contrasts=["A wedding.", "A fence."])
+    assert relevance.scores(["The lottery."], ["Yes."]) == [2.0]
+
+
+@pytest.mark.parametrize("contrasts", [[], [""], "Hello.", ["ok", "  "]])
+def test_contrasts_must_be_lines_another_user_might_say(contrasts):
+    with pytest.raises(ValueError, match="contrasts must be"):
+        ConditionalRelevance(lambda context, sentence: [], contrasts=contrasts)

@@ -25,18 +25,18 @@ from affectgym.envs.dialogue_criteria import (
     emotion_unreadable,
     length_credit,
     listened_sentences,
-    model_listening_credit,
     open_question,
     relevance,
     render_history,
     reply_length,
     reply_turn,
+    said_pieces,
+    sentence_listening_credit,
     shows_not_tells,
     structure,
     tag_correctness,
     user_said,
     user_words,
-    user_words_in,
 )
 from affectgym.envs.dialogue_format import DIALOGUE_FORMATS, DialogueFormat
 from affectgym.envs.dialogue_parsing import (
@@ -61,6 +61,14 @@ log = logging.getLogger(__name__)
 EMOTION_CACHE_SIZE = 100_000  # classified sentences remembered per env
 #: The language model that reads whether a reply listens (``relevance_model``): the offline SmolLM2-135M-Instruct.
 RELEVANCE_MODEL = "smollm2-135m"
+#: What other users said, written for the project (no dialogue of the dataset tells these stories): the listening
+#: model reads a sentence after the user's words and after these, and credits only what it expects more after the
+#: user's. One glad, one worried, one plain: a sentence that would follow any story gains nothing.
+LISTENING_CONTRASTS = (
+    "My sister got married last weekend and the whole family came to the wedding.",
+    "Our landlord says we have to move out by the end of the month.",
+    "I spent the whole afternoon fixing the fence in the back garden.",
+)
 
 EMOTION_SLOT_FLOOR = 0.3  # P(tag) / max P below which a sentence in an emotion slot reads as neutral (or as another emotion)
 
@@ -205,13 +213,13 @@ class DialogueEnv(AffectEnv):
     sentence classified alone against its slot's required tag as ``P(tag) / max P``; 0 for a
     sentence that names its emotion instead of showing it, and in an emotion slot 0 for a
     question or a sentence that reads as neutral, see :func:`slot_emotion_credit`; times the
-    listening credit when a ``relevance_model`` reads it: emotion about nothing the user said
-    is not empathy)
+    sentence's own listening credit when a ``relevance_model`` reads it, the question's by the
+    reply's: emotion about nothing the user said is not empathy)
     + 0.05 shows-not-tells + 0.05 length (1 at 20-25 words, linear to 0 at 15 words
     outside) + 0.20 open question (1 open, 0.3 yes/no, 0 none) + 0.20 relevance (listening: the user's words taken up, not echoed,
-    :func:`~affectgym.envs.dialogue_criteria.relevance`; with a ``relevance_model``, the larger of
-    that and how much what the user said makes the reply's sentences likelier,
-    :func:`~affectgym.envs.dialogue_criteria.model_listening_credit`), capped at 0.5 when the
+    :func:`~affectgym.envs.dialogue_criteria.relevance`; with a ``relevance_model``, how much
+    more likely what the user said, rather than what other users said, makes the reply's best
+    sentence, :func:`~affectgym.envs.dialogue_criteria.sentence_listening_credit`), capped at 0.5 when the
     length credit is 0. With a judge, ``empathy`` (weight ``judge_weight``, 0.2) is added.
     The step reward of turn k is exactly its score; an invalid message costs
     ``invalid_action_penalty``; the last step adds ``completion_bonus`` (dialogue finished)
@@ -340,7 +348,7 @@ class DialogueEnv(AffectEnv):
         self.truncation_penalty = float(truncation_penalty)
         self.classifier = make_classifier(classifier)
         self.listening_model = (relevance_model if relevance_model is None or isinstance(relevance_model, ConditionalRelevance)
-                                else ConditionalRelevance(relevance_model))
+                                else ConditionalRelevance(relevance_model, contrasts=LISTENING_CONTRASTS))
         if user_simulator is not None and not callable(user_simulator):
             raise ValueError(
                 f"user_simulator must be None (the dataset's scripted user turns) or a callable messages -> str, "
@@ -411,8 +419,7 @@ class DialogueEnv(AffectEnv):
         criteria = [
             Criterion("structure", structure, DEFAULT_REWARD_WEIGHTS["structure"]),
             Criterion("tags", tag_correctness, DEFAULT_REWARD_WEIGHTS["tags"]),
-            Criterion("expressed_emotion", self.expressed_emotion, DEFAULT_REWARD_WEIGHTS["expressed_emotion"], batched=True,
-                      scaled_by=None if self.listening_model is None else "relevance"),
+            Criterion("expressed_emotion", self.expressed_emotion, DEFAULT_REWARD_WEIGHTS["expressed_emotion"], batched=True),
             Criterion("shows_not_tells", shows_not_tells, DEFAULT_REWARD_WEIGHTS["shows_not_tells"]),
             Criterion("length", reply_length, DEFAULT_REWARD_WEIGHTS["length"]),
             Criterion("open_question", open_question, DEFAULT_REWARD_WEIGHTS["open_question"]),
@@ -436,27 +443,40 @@ class DialogueEnv(AffectEnv):
     ) -> list[float]:
         """Batched criterion: mean over the three sentences of each one's credit for its slot's tag.
 
-        Each tagged sentence is classified as the sentence it is, alone, and earns
-        ``P(required tag) / max P``. In an *emotion slot* (a tag other than NEUTRAL) a question
-        earns 0, and so does a sentence that reads as neutral or as another emotion (its credit
+        A tagged sentence is read piece by piece (:func:`~affectgym.envs.dialogue_criteria.said_pieces`:
+        its clauses, as plain text), each piece classified alone, and earns its weakest piece's
+        ``P(required tag) / max P``: a sentence added to a slot can lower its credit, never raise it. In an *emotion slot* (a tag other than NEUTRAL) a question
+        earns 0, and so does a piece that reads as neutral or as another emotion (its credit
         below ``EMOTION_SLOT_FLOOR``, 0.3; the embedded dataset's neutral statements score under
-        0.25 for every tag but HAPPINESS in nine cases out of ten). A sentence that names its
-        emotion instead of showing it (:func:`tells_emotion`) earns 0; a reply that does not
-        parse earns 0. Sentences are classified once per env (cached by text), the whole batch
-        in one classifier call. With a ``relevance_model`` the rubric scales this credit by
-        :meth:`listening` (``Criterion.scaled_by``), which it scores once for both.
+        0.25 for every tag but HAPPINESS in nine cases out of ten). A piece that names its
+        emotion instead of showing it (:func:`tells_emotion`) earns 0, and so does a sentence that
+        says nothing (:func:`~affectgym.envs.dialogue_criteria.emotion_unreadable`); a reply that
+        does not parse earns 0. With a ``relevance_model``, a piece of the first two sentences
+        earns its credit times its own listening credit, and the question its credit times the
+        reply's (:meth:`listening`): emotion about nothing the user said is not empathy, so a
+        stock emotional sentence earns nothing, and one added to a sentence that listens lowers it.
+        Pieces are classified once per env (cached by text), the whole batch in one classifier call.
         """
         parsed = [reply_turn(r) for r in replies]
-        found = iter(self._emotions.scores([s for p in parsed if p is not None for s in p.sentences]))
+        said = [[said_pieces(x) for x in t.sentences] if t is not None else [] for t in parsed]
+        found = iter(self._emotions.scores([x for slots in said for pieces in slots for x in pieces]))
+        heard = self._listening_credits(scenarios, parsed) if self.listening_model is not None else None
         values = []
-        for scenario, turn in zip(scenarios, parsed, strict=True):
+        for number, (scenario, turn, slots) in enumerate(zip(scenarios, parsed, said, strict=True)):
             if turn is None:
                 values.append(0.0)
                 continue
             credits = []
-            for sentence, tag in zip(turn.sentences, scenario.required_tags, strict=True):
-                credit = slot_emotion_credit(sentence, tag, next(found))  # every sentence's reading, in order
-                credits.append(0.0 if emotion_unreadable(scenario, sentence) else credit)
+            for slot, (sentence, tag, pieces) in enumerate(zip(turn.sentences, scenario.required_tags, slots, strict=True)):
+                emotions = [slot_emotion_credit(x, tag, next(found)) for x in pieces]  # every piece's reading, in order
+                if emotion_unreadable(scenario, sentence):
+                    credits.append(0.0)
+                elif heard is None:
+                    credits.append(min(emotions))
+                elif slot < 2:
+                    credits.append(min(e * listened for e, listened in zip(emotions, heard[number][slot], strict=True)))
+                else:
+                    credits.append(min(emotions) * max(min(piece_credits) for piece_credits in heard[number]))
             values.append(sum(credits) / 3)
         return values
 
@@ -466,23 +486,35 @@ class DialogueEnv(AffectEnv):
         """Batched criterion: whether each reply listens, in [0, 1].
 
         Without a ``relevance_model``, :func:`~affectgym.envs.dialogue_criteria.relevance` (the
-        user's content stems taken up outside echoes). With one,
-        :func:`~affectgym.envs.dialogue_criteria.model_listening_credit` of the reply's sentences
-        that are no echo, each read twice for PMI with everything the user said: whole, and with
-        the user's words left out of the count (both from the same two model reads per sentence,
-        remembered by text). Shared words earn nothing of their own then: a stock sentence carrying the user's
-        words is a stock sentence. A reply that does not parse earns 0.
+        user's content stems taken up outside echoes). With one, the listening credit of the
+        reply's best sentence, a sentence's being its weakest piece's (:meth:`_listening_credits`):
+        a sentence added to a slot can lower it, never raise it. A reply that does not parse earns 0.
         """
         if self.listening_model is None:
             return [relevance(s, r, t) for s, r, t in zip(scenarios, replies, traces, strict=True)]
-        read = [[(s, sentence) for sentence in listened_sentences(s, turn)] if (turn := reply_turn(r)) is not None else []
-                for s, r in zip(scenarios, replies, strict=True)]
-        pairs = [pair for sentences in read for pair in sentences]
-        user_texts = [user_said(s) for s, _ in pairs]
-        texts = [sentence for _, sentence in pairs]
-        whole = iter(self.listening_model.scores(user_texts, texts))
-        own = iter(self.listening_model.scores(user_texts, texts, ignored=[user_words_in(s, x) for s, x in pairs]))
-        return [model_listening_credit([next(whole) for _ in sentences], [next(own) for _ in sentences]) for sentences in read]
+        credits = self._listening_credits(scenarios, [reply_turn(r) for r in replies])
+        return [max((min(piece_credits) for piece_credits in slots), default=0.0) for slots in credits]
+
+    def _listening_credits(
+        self, scenarios: Sequence[DialogueTurn], turns: Sequence[ChatbotTurn | None]
+    ) -> list[list[list[float]]]:
+        """Each reply's sentences' pieces' listening credits (:func:`~affectgym.envs.dialogue_criteria.said_pieces`),
+        slot by slot, piece by piece ([] for a reply that does not parse).
+
+        A piece is read for its PMI with everything the user said against the other users of
+        :data:`LISTENING_CONTRASTS` (the model's reads are remembered by text, so the two criteria
+        that ask pay once), then :func:`~affectgym.envs.dialogue_criteria.sentence_listening_credit`.
+        The pieces of an echo of a user line or of a keyword heap earn 0 unread
+        (:func:`~affectgym.envs.dialogue_criteria.listened_sentences`).
+        """
+        assert self.listening_model is not None
+        heard = [set(listened_sentences(s, t)) if t is not None else set() for s, t in zip(scenarios, turns, strict=True)]
+        slots = [[(said_pieces(x), x in h) for x in t.sentences] if t is not None else []
+                 for t, h in zip(turns, heard, strict=True)]
+        pairs = [(s, x) for s, reply in zip(scenarios, slots, strict=True) for pieces, read in reply if read for x in pieces]
+        pmis = iter(self.listening_model.scores([user_said(s) for s, _ in pairs], [x for _, x in pairs]))
+        return [[[sentence_listening_credit(next(pmis)) if read else 0.0 for _ in pieces] for pieces, read in reply]
+                for reply in slots]
 
     def _judged(
         self, scenarios: Sequence[DialogueTurn], replies: Sequence[Reply], traces: Sequence[Trace]
@@ -667,10 +699,10 @@ class DialogueEnv(AffectEnv):
         With a ``relevance_model``, the replies that do not listen too (:func:`not_listening_replies`):
         they must lose on :attr:`canary_min_share` of the turns, not on every one, since the
         model reads meaning with a margin. On the embedded train turns the content-free template
-        stays below the dataset's reply on 89 of 95, the echo on 92 (95 % each, tested with a
-        binomial margin), the template carrying the user's words on 73 (75 %: the model still
-        reads a little of the user in a stock question around their words; the eval turns were
-        not looked at to set these). Without a model, shared words alone cannot show it (a reference that
+        stays below the dataset's reply on 90 of 95, the echo on 93 (95 % each, tested with a
+        binomial margin), the template carrying the user's words on 81 (75 %: the model reads
+        the user in a stock question around their words; the eval turns were not looked at to
+        set these). Without a model, shared words alone cannot show it (a reference that
         shares no word with the user ties the template), so they are not run.
         """
         reference, _ = self.reference_answer(scenario)

@@ -28,20 +28,17 @@ MALFORMED_STRUCTURE_CREDIT = 0.5  # structure credit of a reply that does not pa
 RELEVANT_STEMS_FULL_CREDIT = 2  # content stems of the user's turn the reply must take up for full relevance credit
 ECHO_SHARE = 2 / 3  # a run of words copied from a user line that covers this share of it is an echo, not a response
 ECHO_MIN_WORDS = 4  # ... and at least this many words
-#: A language model's listening credit (:func:`model_listening_credit`) for a sentence is the lower of two
-#: readings, each mapped linearly from 0 credit to 1: its PMI with what the user said (nats per token), 0 at
-#: :data:`LISTENING_PMI_NONE` and 1 at :data:`LISTENING_PMI_FULL`; and the same PMI with the user's own words
-#: left out of the count (they are read, not counted), 0 at :data:`OWN_WORDS_PMI_NONE` and 1 at
-#: :data:`OWN_WORDS_PMI_FULL`. The second reading is why a stock sentence does not listen by carrying the
-#: user's words. Chosen on the embedded train turns, eval unseen: the first scale as before (the one under
-#: which the content-free template lost most often); the second, of the scales that keep the dataset
-#: replies' mean score within 0.05 of the first reading alone, the one under which stock sentences that
-#: carry the user's words lose most often (the template carrying them then scores below the dataset's reply on
-#: 73 of the 95 train turns, against 16 before).
-LISTENING_PMI_NONE = 0.2
-LISTENING_PMI_FULL = 1.2
-OWN_WORDS_PMI_NONE = 0.0
-OWN_WORDS_PMI_FULL = 0.4
+#: A language model's listening credit for a sentence (:func:`sentence_listening_credit`) is its PMI with what
+#: the user said, against what other users said (nats per token, see ``LISTENING_CONTRASTS`` of
+#: :mod:`affectgym.envs.dialogue`), mapped linearly from 0 credit at :data:`LISTENING_PMI_NONE` to 1 at
+#: :data:`LISTENING_PMI_FULL`. Against other users' stories a sentence that suits any story ("What wonderful
+#: news, congratulations!", "What happened after that?") gains nothing. Chosen on the embedded train turns, eval
+#: unseen, by a rule fixed before the sweep: of the readings and scales whose references keep a mean within
+#: 0.01 of the train references' 0.823, the one under which the fewest canaries (the content-free template,
+#: the echo, the template carrying the user's words) beat the reference by more than 0.02: 15 of 285, against
+#: 28 before (and the references' mean rose to 0.851).
+LISTENING_PMI_NONE = 0.0
+LISTENING_PMI_FULL = 0.6
 _CONTENT_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
 #: Words in a row, each one the user said (or a tag's name), that make a keyword heap when the user never said
 #: them in a row: "after that DISGUST left fish office fridge weeks". None of the 285 sentences of the embedded
@@ -50,6 +47,7 @@ KEYWORD_HEAP_WORDS = 4
 _TAG_WORDS = frozenset(label.lower() for label in DIALOGUE_LABELS)
 _EMOTION_NAMES = frozenset().union(*EMOTION_WORDS.values())
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
+_SPACE_BEFORE_MARK = re.compile(r"\s+([.!?,;:…])")
 
 
 def structure(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
@@ -226,6 +224,23 @@ def emotion_unreadable(scenario: DialogueTurn, sentence: str) -> str | None:
     return None
 
 
+def said_pieces(sentence: str) -> list[str]:
+    """What a slot's sentence says, piece by piece, as the reward reads it: its plain text (markup and
+    symbols gone) split at sentence ends, the clauses kept; the whole plain text when none is a clause.
+
+    Each piece is read alone, so an exclamation, an emoji or filler added to a sentence changes
+    none of its pieces' readings.
+
+    >>> said_pieces("Wow! Oh no! A truck that close would rattle **anyone** 🙄.")
+    ['A truck that close would rattle anyone.']
+    >>> said_pieces("Which trail?")
+    ['Which trail?']
+    """
+    plain = plain_text(sentence)
+    clauses = [_SPACE_BEFORE_MARK.sub(r"\1", part) for part in _SENTENCE_END.split(plain) if part.strip() and is_clause(part)]
+    return clauses or [_SPACE_BEFORE_MARK.sub(r"\1", plain)]
+
+
 def user_said(scenario: DialogueTurn) -> str:
     """Everything the user said up to this turn, tags removed, in one line.
 
@@ -235,24 +250,14 @@ def user_said(scenario: DialogueTurn) -> str:
     return " ".join(_user_lines(scenario))
 
 
-def model_listening_credit(pmis: Sequence[float], own_word_pmis: Sequence[float]) -> float:
-    """Listening credit from the reply's sentences' PMI with what the user said (nats per token).
+def sentence_listening_credit(pmi: float) -> float:
+    """A sentence's listening credit, in [0, 1], from its PMI with what the user said against other users
+    (nats per token): 0 at :data:`LISTENING_PMI_NONE`, 1 at :data:`LISTENING_PMI_FULL`, linear between.
 
-    Each sentence earns the lower of its two readings' credits (see :data:`LISTENING_PMI_NONE`):
-    the whole sentence's PMI, and its PMI with the user's words left out of the count. The reply
-    earns its best sentence's credit (0 when there is none): one sentence that takes the user up
-    earns it; a stock sentence earns little, with or without the user's words in it.
-
-    >>> model_listening_credit([1.4, 0.5, -0.1], [0.6, 0.3, 0.0]), model_listening_credit([0.1, 0.05], [0.5, 0.5])
-    (1.0, 0.0)
-    >>> model_listening_credit([1.4], [0.1])  # the user's words carried it: its own words barely follow the user
-    0.25
+    >>> sentence_listening_credit(0.9), sentence_listening_credit(0.3), sentence_listening_credit(-0.2)
+    (1.0, 0.5, 0.0)
     """
-    def credit(pmi: float, none: float, full: float) -> float:
-        return min(1.0, max(0.0, (pmi - none) / (full - none)))
-
-    return max((min(credit(whole, LISTENING_PMI_NONE, LISTENING_PMI_FULL), credit(own, OWN_WORDS_PMI_NONE, OWN_WORDS_PMI_FULL))
-                for whole, own in zip(pmis, own_word_pmis, strict=True)), default=0.0)
+    return min(1.0, max(0.0, (pmi - LISTENING_PMI_NONE) / (LISTENING_PMI_FULL - LISTENING_PMI_NONE)))
 
 
 def user_words(scenario: DialogueTurn) -> list[str]:
@@ -262,17 +267,6 @@ def user_words(scenario: DialogueTurn) -> list[str]:
     ['novel', 'rejected']
     """
     return list(dict.fromkeys(w for _, w in _content_words(scenario.user_text)))
-
-
-def user_words_in(scenario: DialogueTurn, sentence: str) -> set[str]:
-    """The words of ``sentence`` (lower case) that take up a content stem of what the user said.
-
-    >>> turn = DialogueTurn("d/t0", "d", 0, 1, "SADNESS", "My novel got rejected by the tenth publisher.", "HAPPINESS")
-    >>> sorted(user_words_in(turn, "Ten rejections would sting any novelist."))
-    ['rejections']
-    """
-    stem, said = english_stemmer(), _user_stems(scenario)
-    return {w for _, w in _content_words(sentence) if stem(w) in said}
 
 
 def _user_stems(scenario: DialogueTurn) -> set[str]:

@@ -2,9 +2,10 @@
 
 A sentence that listens is one a reader expects more after the user's words than without them.
 :class:`ConditionalRelevance` measures that with a small causal language model: the mean
-log-probability per token of the sentence after ``Human: <what the user said>`` minus the same
-after a neutral opening (``Human: Hello.``), in nats per token. A content-free sentence ("What
-happened after that?") is about as likely either way (near 0); one that takes up the user's
+log-probability per token of the sentence after ``Human: <what the user said>`` minus its mean
+after the *contrasts*, what another user might have said (by default a neutral opening, ``Human:
+Hello.``), in nats per token. A content-free sentence ("What happened after that?") is about as
+likely either way (near 0); one that takes up the user's
 situation, in their words or in others ("Ten rejections" for "rejected by the tenth publisher",
 "forty-two kilometres" for "marathon"), gains. The model reads meaning that a count of shared
 words misses. Words can be left out of the reading (``ignored``): their tokens are still read,
@@ -64,13 +65,20 @@ class ConditionalRelevance:
         model: A model alias (``"smollm2-135m"``), a local causal language model folder (what
             ``from_pretrained`` loads; loaded on the first score), or a callable
             :data:`LogProbFn` (tests, or another scorer).
+        contrasts: What the user is compared with: lines another user might have said. A
+            sentence's log-probability after them (their mean) is what it must beat. The neutral
+            opening alone by default. Other users' stories make a sentence that suits any story
+            ("What wonderful news!", "What happened after that?") gain nothing.
         max_entries: Scores kept in the memo.
 
     Raises:
-        ValueError: ``model`` is neither a non-empty name or path nor a callable.
+        ValueError: ``model`` is neither a non-empty name or path nor a callable, or
+            ``contrasts`` is empty or holds an empty line.
     """
 
-    def __init__(self, model: str | Path | LogProbFn, *, max_entries: int = 8192) -> None:
+    def __init__(
+        self, model: str | Path | LogProbFn, *, contrasts: Sequence[str] = (NEUTRAL_OPENING,), max_entries: int = 8192
+    ) -> None:
         if callable(model):
             self._log_prob: LogProbFn | None = model
             self.model = getattr(model, "__name__", "callable")
@@ -80,10 +88,15 @@ class ConditionalRelevance:
         else:
             raise ValueError(f"relevance model must be a model alias such as 'smollm2-135m', a local model folder, "
                              f"or a callable (context, continuation) -> [(token text, log-probability), ...]; got {model!r}")
+        if isinstance(contrasts, str) or not contrasts or not all(isinstance(c, str) and c.strip() for c in contrasts):
+            raise ValueError(f"contrasts must be a non-empty sequence of non-empty lines another user might say, got {contrasts!r}")
+        self.contrasts = tuple(" ".join(c.split()) for c in contrasts)
         self._memo: BoundedMemo[tuple[str, str], TokenLogProbs] = BoundedMemo(max_entries)
 
     def __repr__(self) -> str:
-        return f"ConditionalRelevance({self.model!r})"
+        if self.contrasts == (NEUTRAL_OPENING,):
+            return f"ConditionalRelevance({self.model!r})"
+        return f"ConditionalRelevance({self.model!r}, contrasts={list(self.contrasts)!r})"
 
     def scores(
         self, user_texts: Sequence[str], sentences: Sequence[str], *, ignored: Sequence[Collection[str]] | None = None
@@ -105,11 +118,12 @@ class ConditionalRelevance:
             raise ValueError(f"{len(ignored)} ignored word sets for {len(sentences)} sentences; give one per sentence")
         said = [" ".join(sentence.split()) for sentence in sentences]
         read = [(dialogue_context(" ".join(user.split())), sentence) for user, sentence in zip(user_texts, said, strict=True)]
-        neutral = [(dialogue_context(NEUTRAL_OPENING), sentence) for sentence in said]
-        tokens = self._memo.get_many([*read, *neutral], self._log_probs)
+        contrasted = [(dialogue_context(line), sentence) for line in self.contrasts for sentence in said]
+        tokens = self._memo.get_many([*read, *contrasted], self._log_probs)
+        before = [tokens[len(read) * (1 + k):len(read) * (2 + k)] for k in range(len(self.contrasts))]
         skipped = ignored if ignored is not None else [()] * len(said)
-        return [_mean_gain(after, before, _ignored_spans(sentence, words))
-                for sentence, after, before, words in zip(said, tokens[:len(read)], tokens[len(read):], skipped, strict=True)]
+        return [_mean_gain(tokens[i], [b[i] for b in before], _ignored_spans(sentence, words))
+                for i, (sentence, words) in enumerate(zip(said, skipped, strict=True))]
 
     def _log_probs(self, pairs: Sequence[tuple[str, str]]) -> list[TokenLogProbs]:
         """Each ``(context, continuation)``'s continuation tokens: where each sits, and its log-probability."""
@@ -155,8 +169,8 @@ def _ignored_spans(sentence: str, words: Collection[str]) -> list[tuple[int, int
     return [m.span() for m in _WORD.finditer(sentence) if m.group().lower() in words] if words else []
 
 
-def _mean_gain(after: TokenLogProbs, before: TokenLogProbs, ignored: Sequence[tuple[int, int]]) -> float:
-    """Mean log-probability gain of the tokens outside ``ignored`` spans (0 when none is left)."""
-    gains = [a[2] - b[2] for a, b in zip(after, before, strict=True)
+def _mean_gain(after: TokenLogProbs, before: Sequence[TokenLogProbs], ignored: Sequence[tuple[int, int]]) -> float:
+    """Mean log-probability gain, over each contrast's mean, of the tokens outside ``ignored`` spans (0 when none is left)."""
+    gains = [a[2] - sum(b[2] for b in others) / len(others) for a, *others in zip(after, *before, strict=True)
              if not any(a[0] < end and a[1] > start for start, end in ignored)]
     return sum(gains) / len(gains) if gains else 0.0
