@@ -82,7 +82,7 @@ def test_adding_content_free_material_to_a_reference_sentence_never_raises_its_s
                             for slot, (tag, text) in enumerate(zip(tags, sentences, strict=True)))
                    for addition in CONTENT_FREE_ADDITIONS for where in (0, 1)]
         scores = [result.total for result in env.score_batch([turn] * len(replies), replies, [[]] * len(replies))]
-        worst = max(zip(scores, replies))
+        worst = max(zip(scores, replies, strict=True))
         assert worst[0] <= reference + 0.01, (turn.id, reference, worst)
 
 

@@ -460,7 +460,7 @@ class DialogueEnv(AffectEnv):
         parsed = [reply_turn(r) for r in replies]
         said = [[said_pieces(x) for x in t.sentences] if t is not None else [] for t in parsed]
         found = iter(self._emotions.scores([x for slots in said for pieces in slots for x in pieces]))
-        heard = self._listening_credits(scenarios, parsed) if self.listening_model is not None else None
+        heard = self._listening_credits(scenarios, parsed, said) if self.listening_model is not None else None
         values = []
         for number, (scenario, turn, slots) in enumerate(zip(scenarios, parsed, said, strict=True)):
             if turn is None:
@@ -492,14 +492,16 @@ class DialogueEnv(AffectEnv):
         """
         if self.listening_model is None:
             return [relevance(s, r, t) for s, r, t in zip(scenarios, replies, traces, strict=True)]
-        credits = self._listening_credits(scenarios, [reply_turn(r) for r in replies])
+        turns = [reply_turn(r) for r in replies]
+        credits = self._listening_credits(scenarios, turns, [[said_pieces(x) for x in t.sentences] if t is not None else [] for t in turns])
         return [max((min(piece_credits) for piece_credits in slots), default=0.0) for slots in credits]
 
     def _listening_credits(
-        self, scenarios: Sequence[DialogueTurn], turns: Sequence[ChatbotTurn | None]
+        self, scenarios: Sequence[DialogueTurn], turns: Sequence[ChatbotTurn | None], said: Sequence[Sequence[list[str]]]
     ) -> list[list[list[float]]]:
-        """Each reply's sentences' pieces' listening credits (:func:`~affectgym.envs.dialogue_criteria.said_pieces`),
-        slot by slot, piece by piece ([] for a reply that does not parse).
+        """Each reply's sentences' pieces' listening credits, slot by slot, piece by piece ([] for a reply
+        that does not parse); ``said`` holds each reply's sentences' pieces
+        (:func:`~affectgym.envs.dialogue_criteria.said_pieces`), read once by the caller.
 
         A piece is read for its PMI with everything the user said against the other users of
         :data:`LISTENING_CONTRASTS` (the model's reads are remembered by text, so the two criteria
@@ -509,8 +511,8 @@ class DialogueEnv(AffectEnv):
         """
         assert self.listening_model is not None
         heard = [set(listened_sentences(s, t)) if t is not None else set() for s, t in zip(scenarios, turns, strict=True)]
-        slots = [[(said_pieces(x), x in h) for x in t.sentences] if t is not None else []
-                 for t, h in zip(turns, heard, strict=True)]
+        slots = [[(pieces, x in h) for x, pieces in zip(t.sentences, reply, strict=True)] if t is not None else []
+                 for t, h, reply in zip(turns, heard, said, strict=True)]
         pairs = [(s, x) for s, reply in zip(scenarios, slots, strict=True) for pieces, read in reply if read for x in pieces]
         pmis = iter(self.listening_model.scores([user_said(s) for s, _ in pairs], [x for _, x in pairs]))
         return [[[sentence_listening_credit(next(pmis)) if read else 0.0 for _ in pieces] for pieces, read in reply]
