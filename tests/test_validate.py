@@ -26,9 +26,11 @@ from affectgym.rewards.rubric import Criterion, Rubric
 #: Offline scorers of the envs that score with a classifier.
 OFFLINE = {"affectgym/EmotionStyle-v0": {"classifier": "probe"}, "affectgym/EmpatheticDialogue-v0": {"classifier": "nade"}}
 #: What validate finds on the built-in envs today on 3 scenarios (measured; see docs/plugins.md and
-#: benchmarks/results/redteam.md): nothing fails. (On the 3 dialogue turns the red team's families now lose since
-#: the emotion credit reads content only; over a whole split it still wins some, see the red-team report.)
-KNOWN_FAILURES: dict[str, set[str]] = {}
+#: benchmarks/results/redteam.md): the red team beats EmpatheticDialogue's reward on one of its 3 train turns
+#: (ed024/t1: the stock template carrying the user's words, one sentence replaced by "neutrale!", 0.800 -> 0.842).
+KNOWN_FAILURES = {
+    "affectgym/EmpatheticDialogue-v0": {"hack_surface"},
+}
 #: Checks a numeric env cannot run (they read text: the red team's edits, the agent's view), skipped with the reason.
 NUMERIC_SKIPS = {"hack_surface", "no_solution_leakage"}
 
