@@ -71,6 +71,18 @@ def listening_train_env():
 CONTENT_FREE_ADDITIONS = (*INTERJECTIONS[:6], *EXCLAMATIONS, *EMOJI[:4], *FILLER)
 
 
+def after(sentence: str, addition: str) -> str:
+    """``addition`` after the sentence."""
+    return f"{sentence} {addition}"
+
+
+def run_into(sentence: str, addition: str) -> str:
+    """``addition`` inside the sentence, before its closing mark, as the red team's ``append (sentence)`` puts it:
+    "must ache Sigh. Sigh."."""
+    body = sentence.rstrip(".!?…")
+    return f"{body} {addition}{sentence[len(body):]}"
+
+
 def test_adding_content_free_material_to_a_reference_sentence_never_raises_its_score_by_more_than_0_01(listening_train_env):
     env = listening_train_env
     turns = [t for t in env.scenarios if t.required_tags[1] != "NEUTRAL"][:4]
@@ -78,9 +90,9 @@ def test_adding_content_free_material_to_a_reference_sentence_never_raises_its_s
         sentences = read_chatbot_reply(turn.reference).turn.sentences
         tags = turn.required_tags
         reference = env.score(turn, turn.reference, []).total
-        replies = [" ".join(f"({tag}) {f'{text} {addition}' if slot == where else text}"
+        replies = [" ".join(f"({tag}) {added(text, addition) if slot == where else text}"
                             for slot, (tag, text) in enumerate(zip(tags, sentences, strict=True)))
-                   for addition in CONTENT_FREE_ADDITIONS for where in (0, 1)]
+                   for addition in CONTENT_FREE_ADDITIONS for where in (0, 1) for added in (after, run_into)]
         scores = [result.total for result in env.score_batch([turn] * len(replies), replies, [[]] * len(replies))]
         worst = max(zip(scores, replies, strict=True))
         assert worst[0] <= reference + 0.01, (turn.id, reference, worst)

@@ -458,7 +458,7 @@ class DialogueEnv(AffectEnv):
         Pieces are classified once per env (cached by text), the whole batch in one classifier call.
         """
         parsed = [reply_turn(r) for r in replies]
-        said = [[said_pieces(x) for x in t.sentences] if t is not None else [] for t in parsed]
+        said = [[said_pieces(x, s) for x in t.sentences] if t is not None else [] for s, t in zip(scenarios, parsed, strict=True)]
         found = iter(self._emotions.scores([x for slots in said for pieces in slots for x in pieces]))
         heard = self._listening_credits(scenarios, parsed, said) if self.listening_model is not None else None
         values = []
@@ -493,7 +493,8 @@ class DialogueEnv(AffectEnv):
         if self.listening_model is None:
             return [relevance(s, r, t) for s, r, t in zip(scenarios, replies, traces, strict=True)]
         turns = [reply_turn(r) for r in replies]
-        credits = self._listening_credits(scenarios, turns, [[said_pieces(x) for x in t.sentences] if t is not None else [] for t in turns])
+        said = [[said_pieces(x, s) for x in t.sentences] if t is not None else [] for s, t in zip(scenarios, turns, strict=True)]
+        credits = self._listening_credits(scenarios, turns, said)
         return [max((min(piece_credits) for piece_credits in slots), default=0.0) for slots in credits]
 
     def _listening_credits(

@@ -48,6 +48,11 @@ _TAG_WORDS = frozenset(label.lower() for label in DIALOGUE_LABELS)
 _EMOTION_NAMES = frozenset().union(*EMOTION_WORDS.values())
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
 _SPACE_BEFORE_MARK = re.compile(r"\s+([.!?,;:…])")
+_MARK_RUN = re.compile(r"[.!?…]{2,}")
+#: A sentence start left inside a sentence: a capitalised word right after a lower-case one, no mark between
+#: ("must ache Sigh. Sigh.", "feel heavy I'm shaking!"); see :func:`said_parts` for the exceptions.
+_RUN_ON_START = re.compile(r"\b([a-z][a-z']*)( +)(?=([A-Z][A-Za-z']*))")
+_CAPITALISED = re.compile(r"\b[A-Z][A-Za-z']*")
 
 
 def structure(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
@@ -213,7 +218,7 @@ def emotion_unreadable(scenario: DialogueTurn, sentence: str) -> str | None:
     ['no clause', 'names an emotion', None]
     """
     plain = plain_text(sentence)
-    if not any(is_clause(part) for part in _SENTENCE_END.split(plain) if part.strip()):
+    if not any(is_clause(part) for part in said_parts(plain, scenario) if part.strip()):
         return "no clause"
     if _EMOTION_NAMES & set(_CONTENT_WORD.findall(plain.lower())):
         return "names an emotion"
@@ -224,12 +229,12 @@ def emotion_unreadable(scenario: DialogueTurn, sentence: str) -> str | None:
     return None
 
 
-def said_pieces(sentence: str) -> list[str]:
+def said_pieces(sentence: str, scenario: DialogueTurn | None = None) -> list[str]:
     """What a slot's sentence says, piece by piece, as the reward reads it: its plain text (markup and
     symbols gone) split at sentence ends, the clauses kept; the whole plain text when none is a clause.
 
     Each piece is read alone, so an exclamation, an emoji or filler added to a sentence changes
-    none of its pieces' readings.
+    none of its pieces' readings; a run of marks is read as its last ("lately ...!" as "lately!").
 
     >>> said_pieces("Wow! Oh no! A truck that close would rattle **anyone** 🙄.")
     ['A truck that close would rattle anyone.']
@@ -237,8 +242,37 @@ def said_pieces(sentence: str) -> list[str]:
     ['Which trail?']
     """
     plain = plain_text(sentence)
-    clauses = [_SPACE_BEFORE_MARK.sub(r"\1", part) for part in _SENTENCE_END.split(plain) if part.strip() and is_clause(part)]
-    return clauses or [_SPACE_BEFORE_MARK.sub(r"\1", plain)]
+    clauses = [_read_alone(part) for part in said_parts(plain, scenario) if part.strip() and is_clause(part)]
+    return clauses or [_read_alone(plain)]
+
+
+def _read_alone(piece: str) -> str:
+    """A piece as it is read: no space before a mark, and a run of marks ("...!", "?!!") cut to its last."""
+    return _MARK_RUN.sub(lambda run: run.group()[-1], _SPACE_BEFORE_MARK.sub(r"\1", piece))
+
+
+def said_parts(plain: str, scenario: DialogueTurn | None) -> list[str]:
+    """Plain text's sentences: cut at sentence ends, and where a sentence starts without a mark before it
+    (:data:`_RUN_ON_START`). Not before a word the user wrote with a capital too (their names, "Portugal",
+    "a B", stay in the sentence), nor before "I" after a stop word ("and I'm", "what I"). The part cut off
+    before a run-on start ends with its sentence's closing mark.
+
+    >>> said_parts("Your day must ache Sigh. Sigh.", None), said_parts("A week in Portugal sounds lovely.", DialogueTurn("d/t0", "d", 0, 1, "HAPPINESS", "We fly to Portugal.", "NEUTRAL"))
+    (['Your day must ache.', 'Sigh.', 'Sigh.'], ['A week in Portugal sounds lovely.'])
+    """
+    names = {w.lower() for w in _CAPITALISED.findall(user_said(scenario))} if scenario is not None else set()
+    stop_words = english_stop_words()
+    parts = []
+    for part in _SENTENCE_END.split(plain):
+        start, mark = 0, part.rstrip()[-1:] if part.rstrip()[-1:] in ".!?…" else ""
+        for cut in _RUN_ON_START.finditer(part):
+            before, following = cut.group(1), cut.group(3)
+            pronoun = following == "I" or following.startswith("I'")
+            if (before not in stop_words) if pronoun else (following.lower() not in names):
+                parts.append(part[start:cut.start(2)] + mark)
+                start = cut.end(2)
+        parts.append(part[start:])
+    return parts
 
 
 def user_said(scenario: DialogueTurn) -> str:
