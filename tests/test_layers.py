@@ -55,6 +55,8 @@ LAYERS: tuple[tuple[tuple[str, ...], ...], ...] = (
         # train's subcommand, and what `eval --from-train RUN` reads from a run
         ("affectgym.train.commands",),
     ),
+    # an experiment's arms train and play; the runner plays them through eval
+    (("affectgym.experiments",),),
     (("affectgym.cli", "affectgym.__main__", "affectgym.commands"),),
 )
 """Module prefixes of each tier of each layer, bottom first; ``affectgym`` alone is the package's ``__init__``."""
