@@ -29,6 +29,7 @@ from affectgym.envs.dialogue_criteria import (
     relevance,
     render_history,
     reply_length,
+    reply_listening,
     reply_turn,
     said_pieces,
     sentence_listening_credit,
@@ -219,7 +220,8 @@ class DialogueEnv(AffectEnv):
     outside) + 0.20 open question (1 open, 0.3 yes/no, 0 none) + 0.20 relevance (listening: the user's words taken up, not echoed,
     :func:`~affectgym.envs.dialogue_criteria.relevance`; with a ``relevance_model``, how much
     more likely what the user said, rather than what other users said, makes the reply's best
-    sentence, :func:`~affectgym.envs.dialogue_criteria.sentence_listening_credit`), capped at 0.5 when the
+    sentence, :func:`~affectgym.envs.dialogue_criteria.sentence_listening_credit`, the question's
+    counted at a quarter, :func:`~affectgym.envs.dialogue_criteria.reply_listening`), capped at 0.5 when the
     length credit is 0. With a judge, ``empathy`` (weight ``judge_weight``, 0.2) is added.
     The step reward of turn k is exactly its score; an invalid message costs
     ``invalid_action_penalty``; the last step adds ``completion_bonus`` (dialogue finished)
@@ -476,7 +478,7 @@ class DialogueEnv(AffectEnv):
                 elif slot < 2:
                     credits.append(min(e * listened for e, listened in zip(emotions, heard[number][slot], strict=True)))
                 else:
-                    credits.append(min(emotions) * max(min(piece_credits) for piece_credits in heard[number]))
+                    credits.append(min(emotions) * reply_listening(heard[number]))
             values.append(sum(credits) / 3)
         return values
 
@@ -486,16 +488,18 @@ class DialogueEnv(AffectEnv):
         """Batched criterion: whether each reply listens, in [0, 1].
 
         Without a ``relevance_model``, :func:`~affectgym.envs.dialogue_criteria.relevance` (the
-        user's content stems taken up outside echoes). With one, the listening credit of the
-        reply's best sentence, a sentence's being its weakest piece's (:meth:`_listening_credits`):
-        a sentence added to a slot can lower it, never raise it. A reply that does not parse earns 0.
+        user's content stems taken up outside echoes). With one,
+        :func:`~affectgym.envs.dialogue_criteria.reply_listening`: the listening credit of the reply's
+        best sentence, a sentence's being its weakest piece's (:meth:`_listening_credits`; a sentence
+        added to a slot can lower it, never raise it), the question's counted at a quarter. A reply
+        that does not parse earns 0.
         """
         if self.listening_model is None:
             return [relevance(s, r, t) for s, r, t in zip(scenarios, replies, traces, strict=True)]
         turns = [reply_turn(r) for r in replies]
         said = [[said_pieces(x, s) for x in t.sentences] if t is not None else [] for s, t in zip(scenarios, turns, strict=True)]
         credits = self._listening_credits(scenarios, turns, said)
-        return [max((min(piece_credits) for piece_credits in slots), default=0.0) for slots in credits]
+        return [reply_listening(slots) for slots in credits]
 
     def _listening_credits(
         self, scenarios: Sequence[DialogueTurn], turns: Sequence[ChatbotTurn | None], said: Sequence[Sequence[list[str]]]
