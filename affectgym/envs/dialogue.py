@@ -163,7 +163,7 @@ def not_listening_replies(turn: DialogueTurn) -> dict[str, str]:
     The template is the env's stock sentence for each required tag, then "What happened
     after that?"; before the relevance term it beat the dataset's reply on 24 of the 27 eval
     turns. With the user's first two content words put in its question, it scored at least the
-    reply on 79 of the 95 train turns while shared words counted as listening (22 since).
+    reply on 79 of the 95 train turns while shared words counted as listening (4 since).
 
     >>> turn = DialogueTurn("d/t0", "d", 0, 1, "SADNESS", "My novel got rejected.", "NEUTRAL")
     >>> not_listening_replies(turn)["echoes_the_user"]
@@ -696,7 +696,7 @@ class DialogueEnv(AffectEnv):
         current = labels.index(scenario.target_emotion) if scenario.target_emotion in labels else -1
         return dataclasses.replace(scenario, target_emotion=labels[(current + 1) % len(labels)], reference=None)
 
-    canary_min_share = {"content_free_template": 0.95, "echoes_the_user": 0.95, "template_with_user_words": 0.75}
+    canary_min_share = {"content_free_template": 0.95, "echoes_the_user": 0.95, "template_with_user_words": 0.9}
 
     def canaries(self, scenario: DialogueTurn) -> dict[str, tuple[str | None, Trace]]:
         """Reward hacks that must score below the reference reply of the turn.
@@ -706,10 +706,10 @@ class DialogueEnv(AffectEnv):
         With a ``relevance_model``, the replies that do not listen too (:func:`not_listening_replies`):
         they must lose on :attr:`canary_min_share` of the turns, not on every one, since the
         model reads meaning with a margin. On the embedded train turns the content-free template
-        stays below the dataset's reply on 90 of 95, the echo on 93 (95 % each, tested with a
-        binomial margin), the template carrying the user's words on 81 (75 %: the model reads
-        the user in a stock question around their words; the eval turns were not looked at to
-        set these). Without a model, shared words alone cannot show it (a reference that
+        stays below the dataset's reply on 91 of 95, the echo on 94 (95 % each, tested with a
+        binomial margin), the template carrying the user's words on 91 (90 %: the model reads
+        the user in a stock question around their words, which the reply's listening counts at a
+        quarter; the eval turns were not looked at to set these). Without a model, shared words alone cannot show it (a reference that
         shares no word with the user ties the template), so they are not run.
         """
         reference, _ = self.reference_answer(scenario)

@@ -26,8 +26,9 @@ FAR_OFF_LENGTH_CAP = 0.5  # highest turn reward while the length credit is 0 (e.
 YES_NO_QUESTION_CREDIT = 0.3  # open-question credit of a yes/no question (0 for no question at all)
 MALFORMED_STRUCTURE_CREDIT = 0.5  # structure credit of a reply that does not parse, times its share of valid segments
 RELEVANT_STEMS_FULL_CREDIT = 2  # content stems of the user's turn the reply must take up for full relevance credit
-ECHO_SHARE = 2 / 3  # a run of words copied from a user line that covers this share of it is an echo, not a response
+ECHO_SHARE = 2 / 3  # words copied from a user line, in order, that cover this share of it are an echo, not a response
 ECHO_MIN_WORDS = 4  # ... and at least this many words
+ECHO_RUN_WORDS = 2  # ... counted over runs of at least this many words in a row (a swapped word breaks no echo)
 #: A language model's listening credit for a sentence (:func:`sentence_listening_credit`) is its PMI with what
 #: the user said, against what other users said (nats per token, see ``LISTENING_CONTRASTS`` of
 #: :mod:`affectgym.envs.dialogue`), mapped linearly from 0 credit at :data:`LISTENING_PMI_NONE` to 1 at
@@ -144,8 +145,8 @@ def relevance(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
     What the user said is the turn's line and the user's earlier lines in the dialogue (tags
     removed). It and the reply are cut into content words (scikit-learn's English stop words
     left out), each reduced to its Snowball stem (NLTK), so "rejected" meets "rejection". A
-    stem the user said counts once the reply uses it outside an echo: a run of words copied
-    from one of the user's lines that covers two thirds of it (repeating the user is not
+    stem the user said counts once the reply uses it outside an echo: words copied in order
+    from one of the user's lines, in runs of two or more, that cover two thirds of it (repeating the user is not
     listening; quoting a few of their words is). Credit is the share of
     2 such stems (of all the user's stems when there are fewer); 0 when unanswered.
 
@@ -350,12 +351,20 @@ def _content_words(text: str) -> list[tuple[int, str]]:
 
 
 def _copied_positions(user_words: Sequence[str], text: str) -> set[int]:
-    """Positions of the words of ``text`` that repeat most of ``user_words`` (an echo, see :data:`ECHO_SHARE`)."""
+    """Positions of the words of ``text`` that repeat most of ``user_words`` in order (an echo, see
+    :data:`ECHO_SHARE`), counted over runs of two or more words: an echo with a word swapped or blanked
+    ("during the war, --- were apart") is still one.
+
+    >>> line = "during the war they were apart for four years".split()
+    >>> sorted(_copied_positions(line, "During the war, --- were apart for four years.")), _copied_positions(line, "A war is hard.")
+    ([0, 1, 2, 3, 4, 5, 6, 7], set())
+    """
     words = _CONTENT_WORD.findall(text.lower())
-    run = difflib.SequenceMatcher(None, words, list(user_words), autojunk=False).find_longest_match()
-    if run.size < max(ECHO_MIN_WORDS, ECHO_SHARE * len(user_words)):
+    matcher = difflib.SequenceMatcher(None, words, list(user_words), autojunk=False)
+    runs = [run for run in matcher.get_matching_blocks() if run.size >= ECHO_RUN_WORDS]
+    if sum(run.size for run in runs) < max(ECHO_MIN_WORDS, ECHO_SHARE * len(user_words)):
         return set()
-    return set(range(run.a, run.a + run.size))
+    return {i for run in runs for i in range(run.a, run.a + run.size)}
 
 
 def earlier_turns(scenario: DialogueTurn, reply: Reply, trace: Trace) -> float:
