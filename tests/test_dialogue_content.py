@@ -110,3 +110,14 @@ def test_a_stock_emotional_sentence_earns_under_a_third_of_its_emotion_credit_wh
 
     unscaled = stock_credit(train_env)  # words only: the classifier's reading alone
     assert unscaled > 0.25 and stock_credit(listening_train_env) < unscaled / 3
+
+
+def test_an_echo_with_a_word_swapped_or_blanked_is_still_an_echo(train_env):
+    from affectgym.envs.dialogue_criteria import listened_sentences
+    from affectgym.envs.dialogue_parsing import chatbot_reply
+
+    turn = next(t for t in train_env.scenarios if len(t.user_text.split()) >= 8)
+    words = turn.user_text.split()
+    for edited in (" ".join(words[:3] + ["---"] + words[4:]), " ".join(words[:4] + ["indeed"] + words[5:])):
+        reply = chatbot_reply(f"({turn.required_tags[0]}) {edited} ({turn.required_tags[1]}) {NO_EMOTION} ({turn.required_tags[2]}) What next?")
+        assert edited not in listened_sentences(turn, reply.answer.turn), (turn.id, edited)

@@ -26,8 +26,9 @@ from affectgym.rewards.rubric import Criterion, Rubric
 #: Offline scorers of the envs that score with a classifier.
 OFFLINE = {"affectgym/EmotionStyle-v0": {"classifier": "probe"}, "affectgym/EmpatheticDialogue-v0": {"classifier": "nade"}}
 #: What validate finds on the built-in envs today on 3 scenarios (measured; see docs/plugins.md and
-#: benchmarks/results/redteam.md): the red team beats EmpatheticDialogue's reward on one of its 3 train turns
-#: (ed024/t1: the stock template carrying the user's words, one sentence replaced by "neutrale!", 0.800 -> 0.842).
+#: benchmarks/results/redteam.md): under nade the red team beats EmpatheticDialogue's reward on one of its 3 train
+#: turns (ed024/t1: the echo canary with a role header, emoji and one sentence replaced by "neutrale!", 0.800 -> 0.849;
+#: with the default scorer `validate` passes on 20 train turns, benchmarks/results/validate.md).
 KNOWN_FAILURES = {
     "affectgym/EmpatheticDialogue-v0": {"hack_surface"},
 }
