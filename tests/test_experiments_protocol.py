@@ -84,6 +84,16 @@ def test_eval_is_played_once_per_frozen_recipe_and_seed_and_a_replay_is_recorded
     assert (runner.results / "eval" / "says-no" / "s0-replay1" / "results.jsonl").is_file()
 
 
+def test_a_stopped_play_resumes_without_a_second_claim_and_a_first_play_is_never_a_replay(runner):
+    runner.choose()
+    runner.ledger.claim_eval("says-no", {}, seed=0)  # claimed, then stopped before any episode was written
+    runner.play(replay=True)
+    plays = [(p.arm, p.seed, p.replay) for p in runner.ledger.plays()]
+    assert plays.count(("says-no", 0, False)) == 1 and not any(replay for *_, replay in plays)
+    assert (runner.results / "eval" / "says-no" / "s0" / "summary.json").is_file()
+    assert not any(path.name.endswith("replay0") for path in (runner.results / "eval").rglob("*"))
+
+
 def test_eval_is_refused_once_the_declared_recipe_differs_from_the_frozen_one(tmp_path):
     ExperimentRunner(experiment(), tmp_path, progress=False).choose()
     edited = experiment(arms=(Arm("says-no", answering("no"), recipe={"answer": "yes"}),), comparisons=())

@@ -273,7 +273,8 @@ def said_parts(plain: str, scenario: DialogueTurn | None) -> list[str]:
     stop_words = english_stop_words()
     parts = []
     for part in _SENTENCE_END.split(plain):
-        start, mark = 0, part.rstrip()[-1:] if part.rstrip()[-1:] in ".!?…" else ""
+        start, last = 0, part.rstrip()[-1:]
+        mark = last if last in ".!?…" else ""
         for cut in _RUN_ON_START.finditer(part):
             before, following = cut.group(1), cut.group(3)
             pronoun = following == "I" or following.startswith("I'")

@@ -130,13 +130,6 @@ class Experiment:
                 raise ValueError(f"{comparison} names an unknown arm ({sorted(unknown)}) or metric; arms: {names}, "
                                  f"metrics: {sorted(self.metrics)}")
 
-    def arm(self, name: str) -> Arm:
-        """The arm called ``name``."""
-        for arm in self.arms:
-            if arm.name == name:
-                return arm
-        raise KeyError(f"no arm {name!r}; the arms are {[a.name for a in self.arms]}")
-
     def seeds_of(self, arm: Arm) -> tuple[int, ...]:
         """The seeds ``arm`` is played with."""
         return arm.seeds if arm.seeds is not None else self.seeds

@@ -147,21 +147,30 @@ class ProtocolLedger:
             ProtocolError: The arm was never frozen, ``recipe`` is not its frozen recipe, or this
                 (arm, recipe, seed) was played on eval before and ``replay`` is false.
         """
-        digest = recipe_hash(recipe)
         with self._lock:
-            frozen = self.freezes().get(arm)
-            if frozen is None:
-                raise ProtocolError(f"arm {arm!r} has no frozen recipe: run its validation sweep first (or freeze "
-                                    f"it as declared), then play it on {EVAL_SPLIT}")
-            if frozen.recipe_hash != digest:
-                raise ProtocolError(f"arm {arm!r}: recipe {digest} is not the one frozen ({frozen.recipe_hash}, by "
-                                    f"{frozen.rule!r} on {frozen.split}); play the frozen recipe, or declare a new arm")
+            digest = self.check_frozen(arm, recipe)
             seen = any(p.arm == arm and p.recipe_hash == digest and p.seed == seed for p in self.plays())
             if seen and not replay:
                 raise ProtocolError(f"arm {arm!r} (recipe {digest}) was already played on {EVAL_SPLIT} for seed {seed}; "
                                     f"eval is played once per frozen recipe and seed (pass replay=True to play it "
                                     f"again, and the tables will say so)")
             self._append({"event": "eval", "arm": arm, "recipe_hash": digest, "seed": int(seed), "replay": seen})
+        return digest
+
+    def check_frozen(self, arm: str, recipe: Mapping[str, Any]) -> str:
+        """The hash of ``recipe``, which must be ``arm``'s frozen recipe.
+
+        Raises:
+            ProtocolError: The arm was never frozen, or ``recipe`` is not its frozen recipe.
+        """
+        digest = recipe_hash(recipe)
+        frozen = self.freezes().get(arm)
+        if frozen is None:
+            raise ProtocolError(f"arm {arm!r} has no frozen recipe: run its validation sweep first (or freeze "
+                                f"it as declared), then play it on {EVAL_SPLIT}")
+        if frozen.recipe_hash != digest:
+            raise ProtocolError(f"arm {arm!r}: recipe {digest} is not the one frozen ({frozen.recipe_hash}, by "
+                                f"{frozen.rule!r} on {frozen.split}); play the frozen recipe, or declare a new arm")
         return digest
 
     def _events(self) -> list[dict[str, Any]]:

@@ -100,14 +100,16 @@ class ExperimentRunner:
         for arm in self.experiment.arms:
             recipe = self._declared_recipe(arm, freezes.get(arm.name))
             for seed in self.experiment.seeds_of(arm):
-                folder = self._eval_folder(arm.name, seed)
-                started = any(p.arm == arm.name and p.seed == seed for p in self.ledger.plays())
-                if started and (folder / "summary.json").is_file() and not replay:
+                plays = sum(1 for p in self.ledger.plays() if p.arm == arm.name and p.seed == seed)
+                if plays and not (self._eval_folder(arm.name, seed, plays - 1) / "summary.json").is_file():
+                    self.ledger.check_frozen(arm.name, recipe)  # the last play stopped: resume it
+                    play = plays - 1
+                elif plays and not replay:
                     continue
-                if not started or replay:
+                else:
                     self.ledger.claim_eval(arm.name, recipe, seed=seed, replay=replay)
-                    folder = self._eval_folder(arm.name, seed, replay=replay)
-                self._played(arm, recipe, seed, EVAL_SPLIT, folder)
+                    play = plays
+                self._played(arm, recipe, seed, EVAL_SPLIT, self._eval_folder(arm.name, seed, play))
         return self.summarise()
 
     def summarise(self) -> dict[str, Any]:
@@ -153,12 +155,9 @@ class ExperimentRunner:
             run_eval(config, agent=agent)
         return read_results(folder / "results.jsonl")[0]
 
-    def _eval_folder(self, arm: str, seed: int, *, replay: bool = False) -> Path:
-        folder = self.results / EVAL_SPLIT / arm / f"s{seed}"
-        if not replay:
-            return folder
-        plays = sum(1 for p in self.ledger.plays() if p.arm == arm and p.seed == seed)
-        return folder.with_name(f"s{seed}-replay{plays - 1}")
+    def _eval_folder(self, arm: str, seed: int, play: int = 0) -> Path:
+        """The folder of an arm's ``play``-th eval play of ``seed`` (0: the first, the one the tables read)."""
+        return self.results / EVAL_SPLIT / arm / (f"s{seed}" if play == 0 else f"s{seed}-replay{play}")
 
     def _groups(self) -> dict[str, str]:
         import affectgym
